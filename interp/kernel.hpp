@@ -1,0 +1,22 @@
+// The calling convention every element-wise kernel shares, whichever tier
+// produced it: the interpreter's bytecode or JIT code. The tier manager
+// swaps an atomic pointer to one of these.
+#pragma once
+#include <cstdint>
+
+namespace ember::interp {
+
+// One operand of a 1-D strided loop. Stride in elements; 0 broadcasts.
+struct StridedPtr {
+  void* data;
+  int64_t stride;
+};
+
+struct ElemKernel {
+  // out[k][i*stride] = composite(in[0][i*stride], ...) for i in [0, n).
+  // Must be callable from many threads at once.
+  void (*fn)(const ElemKernel* self, int64_t n, const StridedPtr* in, const StridedPtr* out);
+  void run(int64_t n, const StridedPtr* in, const StridedPtr* out) const { fn(this, n, in, out); }
+};
+
+}  // namespace ember::interp

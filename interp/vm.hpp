@@ -1,0 +1,29 @@
+// The vectorized bytecode interpreter (tier 0): compiles a Composite to
+// register bytecode and runs it over blocks of elements.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "interp/composite.hpp"
+#include "interp/kernel.hpp"
+
+namespace ember::interp {
+
+class Bytecode;  // defined in interp/bytecode.hpp
+
+// A compiled, validated Composite that runs on the VM. Immutable; run() is
+// thread-safe (scratch registers live in thread-local storage).
+class Interpreted : public ElemKernel {
+ public:
+  // Throws std::invalid_argument naming the fault if the Composite is invalid.
+  static std::shared_ptr<const Interpreted> compile(const Composite& c);
+  ~Interpreted();
+  const Composite& composite() const;
+  const Bytecode& bytecode() const { return *bc_; }
+
+ private:
+  Interpreted();
+  std::unique_ptr<Bytecode> bc_;
+};
+
+}  // namespace ember::interp
