@@ -12,9 +12,9 @@ namespace ember {
 void* Buffer::reserve(size_t bytes) {
   if (bytes <= cap && p) return p;
   const size_t want = std::max<size_t>((bytes + 63) / 64 * 64, 64);
-  void* q = std::aligned_alloc(64, want);
+  void* q = ::operator new(want, std::align_val_t(64), std::nothrow);
   if (!q) throw CallError("out of memory allocating " + std::to_string(bytes) + " bytes");
-  std::free(p);
+  if (p) ::operator delete(p, std::align_val_t(64));
   p = q;
   cap = want;
   return p;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,9 @@ struct Buffer {
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   Buffer(Buffer&& o) noexcept : p(o.p), cap(o.cap) { o.p = nullptr; o.cap = 0; }
-  ~Buffer() { std::free(p); }
+  ~Buffer() {
+    if (p) ::operator delete(p, std::align_val_t(64));
+  }
   void* reserve(size_t bytes);  // throws CallError when memory is exhausted
 };
 
