@@ -37,10 +37,13 @@ D cosh(D x) {
 }
 
 D tanh(D x) {
+  // t/(t + 2) with t = expm1(2|x|) >= 0: the quotient damps t's error
+  // (d ln z / d ln t = 2/(t + 2) <= 1) and t + 2 is kept exact.
   D a = abs(x);
-  B ge1 = a >= D(1.0);
-  D t = expm1(select(ge1, D(2.0) * a, D(-2.0) * a));
-  D z = select(ge1, D(1.0) - D(2.0) / (t + D(2.0)), -t / (t + D(2.0)));
+  D t = expm1(D(2.0) * a);
+  D s, e;
+  two_sum(t, D(2.0), s, e);
+  D z = div_dd(t, s, e);
   z = select(a >= D(22.0), D(1.0), z);
   z = copysign(z, x);
   z = select(a < D(0x1p-28), x, z);

@@ -8,7 +8,9 @@ namespace ember::math::simd {
 D sigmoid(D x) {
   // exp(-|x|) never overflows; e/(1+e) keeps precision for x < 0.
   D e = exp(-abs(x));
-  D y = select(x < D(0.0), e, D(1.0)) / (D(1.0) + e);
+  D s, se;
+  two_sum(D(1.0), e, s, se);  // 1 + e kept exact
+  D y = div_dd(select(x < D(0.0), e, D(1.0)), s, se);
   return select(is_nan(x), x, y);
 }
 
