@@ -45,6 +45,9 @@ inline U bits(D x) { return xsimd::bitwise_cast<U>(x); }
 inline D from_bits(U u) { return xsimd::bitwise_cast<D>(u); }
 inline D from_bits(uint64_t u) { return from_bits(U(u)); }
 
+// Sign flip by bit operation: xsimd's unary minus is 0 - x on some targets
+// (AVX-512), which turns -0 into +0.
+inline D neg(D x) { return from_bits(bits(x) ^ U(0x8000000000000000ull)); }
 inline D abs(D x) { return from_bits(bits(x) & U(0x7fffffffffffffffull)); }
 // Sign bit of s, magnitude of m.
 inline D copysign(D m, D s) {
