@@ -67,8 +67,22 @@ D acosh(D x) {
   B huge = x > D(0x1p28);
   D larg = select(huge, x, D(2.0) * x - D(1.0) / (x + xsimd::sqrt(x * x - D(1.0))));
   D ylog = log(larg) + select(huge, D(kLn2), D(0.0));
+  // 1 < x <= 2: log1p(t + sqrt(2t + t^2)), t = x - 1 exact. The square root
+  // and the sum are carried as hi + lo; the lo part enters as a first-order
+  // correction of log1p, so only log1p's own error remains.
   D t = x - D(1.0);
-  D ysmall = log1p(t + xsimd::sqrt(D(2.0) * t + t * t));
+  D p, pe, h, he;
+  two_prod(t, t, p, pe);
+  two_sum(D(2.0) * t, p, h, he);  // h + he + pe = 2t + t^2
+  D rh = xsimd::sqrt(h);
+  D q, qe;
+  two_prod(rh, rh, q, qe);
+  D rl = (((h - q) - qe) + (he + pe)) / (D(2.0) * rh);
+  rl = select(h == D(0.0), D(0.0), rl);
+  D w, we;
+  two_sum(t, rh, w, we);
+  we = we + rl;
+  D ysmall = log1p(w) + we / (D(1.0) + w);
   D y = select(x > D(2.0), ylog, ysmall);
   y = select(x == inf(), x, y);
   y = select(x < D(1.0), nan(), y);
