@@ -34,11 +34,11 @@ D lgamma_shift(D big, D s) {
 }
 
 // x^a (1-x)^b / B(a, b), given log x, log(1-x) and d = x (a+b) - a.
-D power_terms(D a, D b, D lx, D lxc, D d) {
+D power_terms(D a, D b, D x, D xc, D lx, D lxc, D d) {
   B both = a >= D(10.0) && b >= D(10.0);
   D as = select(both, a, D(10.0)), bs = select(both, b, D(10.0));
   D cs = as + bs;
-  D e_mean = as * log1pmx(d / as) + bs * log1pmx(-d / bs) - stirling_corr(as) - stirling_corr(bs) +
+  D e_mean = as * log1pmx(d / as, x * cs / as) + bs * log1pmx(-d / bs, xc * cs / bs) - stirling_corr(as) - stirling_corr(bs) +
              stirling_corr(cs);
   D mean = sqrt(as * bs / cs * D(kInv2Pi)) * exp(e_mean);
   // One of a, b >= 10: -log B = lgamma(big + small) - lgamma(big) - lgamma(small).
@@ -122,7 +122,7 @@ D betainc(D a, D b, D x) {
   two_prod(xv, av + bv, p, e);
   D d = (p - av) + e;
   D Dd = select(swap, -d, d);
-  D pre = power_terms(A, Bb, LX, LXC, Dd);
+  D pre = power_terms(A, Bb, X, XC, LX, LXC, Dd);
 
   B ps = valid && Bb * X <= D(1.0) && X <= D(0.95);
   B cf = valid && !ps;

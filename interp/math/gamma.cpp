@@ -62,6 +62,8 @@ D log1pmx(D t) {
   return select(abs(t) < D(0.25), s, log1p(t) - t);
 }
 
+D log1pmx(D t, D ratio) { return select(t < D(-0.5), log(ratio) - t, log1pmx(t)); }
+
 D stirling_corr(D x) {
   // sum B_2k / (2k(2k-1) x^(2k-1)), k = 1..8; enough for x >= 10.
   D z = D(1.0) / (x * x);

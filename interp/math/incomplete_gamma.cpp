@@ -19,7 +19,7 @@ constexpr int kMaxIter = 5000;
 D prefactor(D a, D x) {
   D direct = exp(a * log(x) - x - lgamma_pos(a));
   D al = select(a >= D(10.0), a, D(10.0));
-  D around = sqrt(al) * D(kInvSqrt2Pi) * exp(al * log1pmx((x - al) / al) - stirling_corr(al));
+  D around = sqrt(al) * D(kInvSqrt2Pi) * exp(al * log1pmx((x - al) / al, x / al) - stirling_corr(al));
   return select(a >= D(10.0), around, direct);
 }
 

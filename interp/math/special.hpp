@@ -63,6 +63,9 @@ inline B is_int(D x) { return xsimd::floor(x) == x; }
 
 // log(1 + t) - t, accurate for small |t| (t > -1).
 D log1pmx(D t);
+// Same, given ratio = 1 + t computed directly (used when t is near -1,
+// where 1 + t would lose the digits that t's rounding took away).
+D log1pmx(D t, D ratio);
 // lgamma(x) - Stirling's main term ((x-0.5)log x - x + log sqrt(2 pi)), x >= 10.
 D stirling_corr(D x);
 // lgamma(2 + e) for |e| <= 0.5.
