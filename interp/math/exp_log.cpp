@@ -59,11 +59,15 @@ D exp_core(D hi, D lo, D k) {
   return ldexp(y, k);
 }
 
-D exp(D x) {
+D exp_scaled(D x, D s) {
   D k = rint(x * D(kInvLn2));
   D hi = x - k * D(kLn2Hi);  // exact: k*kLn2Hi has <= 43 bits
   D lo = k * D(kLn2Lo);
-  D y = exp_core(hi, lo, k);
+  return exp_core(hi, lo, k + s);
+}
+
+D exp(D x) {
+  D y = exp_scaled(x, D(0.0));
   y = select(x > D(kExpOverflow), inf(), y);
   y = select(x < D(kExpUnderflow), D(0.0), y);
   return select(is_nan(x), x, y);

@@ -8,4 +8,8 @@ namespace ember::math::simd {
 // [-2044, 2046] (fdlibm's exp kernel, < 1 ulp).
 D exp_core(D hi, D lo, D k);
 
+// exp(x) * 2^s for integer s, without intermediate overflow; x within
+// [-746, 711] or the result is garbage (callers select special cases).
+D exp_scaled(D x, D s);
+
 }  // namespace ember::math::simd
