@@ -61,7 +61,8 @@ D erfc_large(D x) {
 D erf(D x) {
   D a = abs(x);
   D big = D(1.0) - erfc_large(select(a < D(1.0), D(1.0), a));
-  return select(a < D(1.0), erf_small(x), copysign(big, x));
+  D r = select(a < D(1.0), erf_small(x), copysign(big, x));
+  return select(is_nan(x), x, r);
 }
 
 D erfc(D x) {
