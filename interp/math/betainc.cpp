@@ -112,7 +112,10 @@ D betainc(D a, D b, D x) {
   D av = select(valid, a, D(1.0)), bv = select(valid, b, D(1.0)), xv = select(valid, x, D(0.5));
   D xcv = D(1.0) - xv;
   B ps0 = bv * xv <= D(1.0) && xv <= D(0.95);
-  B swap = !ps0 && xv > av / (av + bv);
+  // Also swap when that turns the problem into the power series: the continued
+  // fraction loses digits for large a, tiny b, x near 1.
+  B ps1 = av * xcv <= D(1.0) && xcv <= D(0.95);
+  B swap = !ps0 && (xv > av / (av + bv) || ps1);
   D A = select(swap, bv, av), Bb = select(swap, av, bv);
   D X = select(swap, xcv, xv), XC = select(swap, xv, xcv);
   // Logs of x and 1 - x from the exact input; d = x (a+b) - a, negated by the swap.
