@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ember.hpp"
 #include "engine/error.hpp"
 #include "engine/graph.hpp"
 #include "engine/tensor.hpp"
@@ -20,10 +21,10 @@ struct Step;
 // Run-time view of one node's inputs and outputs.
 class Frame {
  public:
-  Frame(Workspace& ws, const Step& step) : ws_(ws), step_(step) {}
-  int num_inputs() const;
-  int num_outputs() const;
-  const Tensor& in(int i) const;
+  Frame(Workspace& ws, const Step& step);
+  int num_inputs() const { return nin_; }
+  int num_outputs() const { return nout_; }
+  const Tensor& in(int i) const { return values_[in_[i]]; }
   // A fresh C-contiguous output backed by the node's buffer slot; reuses the
   // slot's memory when it is large enough, so steady calls allocate nothing.
   Tensor& alloc_out(int i, DType dt, const Shape& s);
@@ -40,6 +41,9 @@ class Frame {
  private:
   Workspace& ws_;
   const Step& step_;
+  Tensor* values_;
+  const int* in_;
+  int nin_, nout_;
 };
 
 class OpKernel {
@@ -55,7 +59,8 @@ class OpKernel {
 // naming file, node index, op and field.
 class NodeContext {
  public:
-  NodeContext(const Graph& g, int index) : g_(g), index_(index) {}
+  NodeContext(const Graph& g, int index, const Options& opt = Options{}) : g_(g), index_(index), opt_(opt) {}
+  const Options& options() const { return opt_; }
   const Graph& graph() const { return g_; }
   const NodeSpec& spec() const { return g_.nodes[index_]; }
   int index() const { return index_; }
@@ -84,6 +89,7 @@ class NodeContext {
  private:
   const Graph& g_;
   int index_;
+  Options opt_;
 };
 
 using OpFactory = std::unique_ptr<OpKernel> (*)(NodeContext&);
