@@ -171,10 +171,10 @@ D kernel_tan(D x, D y, B odd) {
                           2.59073051863633712884e-05};
   constexpr double kPio4 = 7.85398163397448278999e-01, kPio4Lo = 3.06161699786838301793e-17;
   B big = abs(x) >= from_bits(0x3FE5942800000000ull);
-  B neg = x < D(0.0);
-  B flip = big && neg;
-  x = select(flip, -x, x);
-  y = select(flip, -y, y);
+  B xneg = x < D(0.0);
+  B flip = big && xneg;
+  x = select(flip, neg(x), x);
+  y = select(flip, neg(y), y);
   x = select(big, (D(kPio4) - x) + (D(kPio4Lo) - y), x);
   y = select(big, D(0.0), y);
   D z = x * x;
@@ -187,7 +187,7 @@ D kernel_tan(D x, D y, B odd) {
   w = x + r;
   D iy = select(odd, D(-1.0), D(1.0));
   D ybig = iy - D(2.0) * (x - (w * w / (w + iy) - r));
-  ybig = select(neg, -ybig, ybig);
+  ybig = select(xneg, neg(ybig), ybig);
   // -1/(x + r) accurately.
   D zh = trunc32(w);
   D vv = r - (zh - x);
@@ -204,7 +204,7 @@ D sin(D x) {
   D y0, y1;
   D q = rem_pio2(x, y0, y1);
   D s = kernel_sin(y0, y1), c = kernel_cos(y0, y1);
-  D r = select(q == D(0.0), s, select(q == D(1.0), c, select(q == D(2.0), -s, -c)));
+  D r = select(q == D(0.0), s, select(q == D(1.0), c, select(q == D(2.0), neg(s), neg(c))));
   r = select(x == D(0.0), x, r);
   return select(abs(x) == inf(), nan(), r);
 }
@@ -213,7 +213,7 @@ D cos(D x) {
   D y0, y1;
   D q = rem_pio2(x, y0, y1);
   D s = kernel_sin(y0, y1), c = kernel_cos(y0, y1);
-  D r = select(q == D(0.0), c, select(q == D(1.0), -s, select(q == D(2.0), -c, s)));
+  D r = select(q == D(0.0), c, select(q == D(1.0), neg(s), select(q == D(2.0), neg(c), s)));
   return select(abs(x) == inf(), nan(), r);
 }
 

@@ -42,7 +42,7 @@ void log_reduce(D x, D& k, D& f) {
 // Special values shared by the logarithms: NaN for x < 0 or NaN, -inf at 0, +inf at +inf.
 D log_specials(D x, D r) {
   r = select(x == inf(), x, r);
-  r = select(x == D(0.0), -inf(), r);
+  r = select(x == D(0.0), neg(inf()), r);
   r = select(x < D(0.0), nan(), r);
   return select(is_nan(x), x, r);
 }
@@ -83,7 +83,7 @@ D exp2(D x) {
   D fl = f - fh;
   D hi = fh * D(kLn2H);
   D rest = fl * D(0.6931471805599453) + fh * D(kLn2L);
-  D y = exp_core(hi, -rest, k);
+  D y = exp_core(hi, neg(rest), k);
   y = select(x >= D(1024.0), inf(), y);
   y = select(x <= D(-1075.0), D(0.0), y);
   return select(is_nan(x), x, y);
@@ -107,8 +107,8 @@ D expm1(D x) {
   D ym1 = D(0.5) * (r - e2) - D(0.5);          // k == -1
   D yp1 = select(r < D(-0.25), D(-2.0) * (e2 - (r + D(0.5))), D(1.0) + D(2.0) * (r - e2));
   D yfar = ldexp(D(1.0) - (e2 - r), k) - D(1.0);  // k <= -2 or k > 56
-  D ymid = ldexp((D(1.0) - pow2i(-k)) - (e2 - r), k);           // 2 <= k < 20
-  D yhigh = ldexp(((r - (e2 + pow2i(-k))) + D(1.0)), k);        // 20 <= k <= 56
+  D ymid = ldexp((D(1.0) - pow2i(neg(k))) - (e2 - r), k);           // 2 <= k < 20
+  D yhigh = ldexp(((r - (e2 + pow2i(neg(k)))) + D(1.0)), k);        // 20 <= k <= 56
   D y = select(k > D(56.0) || k < D(-1.0), yfar, select(k >= D(20.0), yhigh, ymid));
   y = select(k == D(1.0), yp1, y);
   y = select(k == D(-1.0), ym1, y);
@@ -192,7 +192,7 @@ D log1p(D x) {
                    1.479819860511658591e-01);
   D r = k * D(kLn2Hi) - ((hfsq - (s * (hfsq + R) + (k * D(kLn2Lo) + c))) - f);
   r = select(x == inf(), x, r);
-  r = select(x == D(-1.0), -inf(), r);
+  r = select(x == D(-1.0), neg(inf()), r);
   r = select(x < D(-1.0), nan(), r);
   r = select(x == D(0.0), x, r);  // keeps -0
   return select(is_nan(x), x, r);

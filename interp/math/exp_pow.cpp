@@ -89,7 +89,7 @@ D pow(D x, D y) {
   B yint = fy == y;
   B yodd = yint && xsimd::floor(y * D(0.5)) != y * D(0.5);
   B xneg = x < D(0.0);
-  r = select(xneg && yodd, -r, r);
+  r = select(xneg && yodd, neg(r), r);
   r = select(xneg && !yint, nan(), r);
   // Exact cases C99 and NumPy agree on.
   r = select(y == D(1.0), x, r);
@@ -99,7 +99,7 @@ D pow(D x, D y) {
   // x = +-0 or +-inf: |x|^y or its reciprocal, odd powers keep the sign of x.
   B xspecial = x == D(0.0) || ax == inf();
   D zs = select(y < D(0.0), D(1.0) / ax, ax);
-  zs = select(xneg && yodd, -zs, select(yodd, copysign(zs, x), zs));
+  zs = select(xneg && yodd, neg(zs), select(yodd, copysign(zs, x), zs));
   r = select(xspecial, zs, r);
   // y = +-inf.
   D yinf = select(ax == D(1.0), D(1.0),

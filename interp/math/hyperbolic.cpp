@@ -37,10 +37,13 @@ D cosh(D x) {
 }
 
 D tanh(D x) {
+  // t/(t + 2) with t = expm1(2|x|) >= 0: the quotient damps t's error
+  // (d ln z / d ln t = 2/(t + 2) <= 1) and t + 2 is kept exact.
   D a = abs(x);
-  B ge1 = a >= D(1.0);
-  D t = expm1(select(ge1, D(2.0) * a, D(-2.0) * a));
-  D z = select(ge1, D(1.0) - D(2.0) / (t + D(2.0)), -t / (t + D(2.0)));
+  D t = expm1(D(2.0) * a);
+  D s, e;
+  two_sum(t, D(2.0), s, e);
+  D z = div_dd(t, s, e);
   z = select(a >= D(22.0), D(1.0), z);
   z = copysign(z, x);
   z = select(a < D(0x1p-28), x, z);
@@ -64,8 +67,22 @@ D acosh(D x) {
   B huge = x > D(0x1p28);
   D larg = select(huge, x, D(2.0) * x - D(1.0) / (x + xsimd::sqrt(x * x - D(1.0))));
   D ylog = log(larg) + select(huge, D(kLn2), D(0.0));
+  // 1 < x <= 2: log1p(t + sqrt(2t + t^2)), t = x - 1 exact. The square root
+  // and the sum are carried as hi + lo; the lo part enters as a first-order
+  // correction of log1p, so only log1p's own error remains.
   D t = x - D(1.0);
-  D ysmall = log1p(t + xsimd::sqrt(D(2.0) * t + t * t));
+  D p, pe, h, he;
+  two_prod(t, t, p, pe);
+  two_sum(D(2.0) * t, p, h, he);  // h + he + pe = 2t + t^2
+  D rh = xsimd::sqrt(h);
+  D q, qe;
+  two_prod(rh, rh, q, qe);
+  D rl = (((h - q) - qe) + (he + pe)) / (D(2.0) * rh);
+  rl = select(h == D(0.0), D(0.0), rl);
+  D w, we;
+  two_sum(t, rh, w, we);
+  we = we + rl;
+  D ysmall = log1p(w) + we / (D(1.0) + w);
   D y = select(x > D(2.0), ylog, ysmall);
   y = select(x == inf(), x, y);
   y = select(x < D(1.0), nan(), y);

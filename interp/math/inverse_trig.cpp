@@ -110,7 +110,7 @@ D atan2(D y, D x) {
   z = select(nx && ratio < D(0x1p-60), D(0.0), z);
   nx = nx && !steep;
   D r = select(nx, select(ny, (z - D(kPiLo)) - D(kPi), D(kPi) - (z - D(kPiLo))),
-               select(ny, -z, z));
+               select(ny, neg(z), z));
   // Both zero: +-0 or +-pi by the signs; both infinite: odd multiples of pi/4.
   D zero_case = select(nx, copysign(D(kPi), y), y);
   r = select(y == D(0.0) && x == D(0.0), zero_case, r);

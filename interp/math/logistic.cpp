@@ -7,8 +7,10 @@ namespace ember::math::simd {
 
 D sigmoid(D x) {
   // exp(-|x|) never overflows; e/(1+e) keeps precision for x < 0.
-  D e = exp(-abs(x));
-  D y = select(x < D(0.0), e, D(1.0)) / (D(1.0) + e);
+  D e = exp(neg(abs(x)));
+  D s, se;
+  two_sum(D(1.0), e, s, se);  // 1 + e kept exact
+  D y = div_dd(select(x < D(0.0), e, D(1.0)), s, se);
   return select(is_nan(x), x, y);
 }
 
@@ -16,12 +18,12 @@ D softplus(D x) {
   D ex = exp(x);
   D y = select(x < D(-37.0), ex,
                select(x < D(18.0), log1p(ex),
-                      select(x < D(33.3), x + exp(-x), x)));
+                      select(x < D(33.3), x + exp(neg(x)), x)));
   return select(is_nan(x), x, y);
 }
 
 D log1mexp(D x) {
-  D y = select(x < D(-0.6931471805599453), log1p(-exp(x)), log(-expm1(x)));
+  D y = select(x < D(-0.6931471805599453), log1p(neg(exp(x))), log(neg(expm1(x))));
   return select(is_nan(x), x, y);
 }
 

@@ -45,6 +45,9 @@ inline U bits(D x) { return xsimd::bitwise_cast<U>(x); }
 inline D from_bits(U u) { return xsimd::bitwise_cast<D>(u); }
 inline D from_bits(uint64_t u) { return from_bits(U(u)); }
 
+// Sign flip by bit operation: xsimd's unary minus is 0 - x on some targets
+// (AVX-512), which turns -0 into +0.
+inline D neg(D x) { return from_bits(bits(x) ^ U(0x8000000000000000ull)); }
 inline D abs(D x) { return from_bits(bits(x) & U(0x7fffffffffffffffull)); }
 // Sign bit of s, magnitude of m.
 inline D copysign(D m, D s) {
@@ -83,6 +86,30 @@ inline D exponent(D x) {
 }
 // x with the low 32 bits of its representation cleared (exact-product splits).
 inline D trunc32(D x) { return from_bits(bits(x) & U(0xffffffff00000000ull)); }
+
+// a + b = s + e exactly (Knuth's TwoSum).
+inline void two_sum(D a, D b, D& s, D& e) {
+  s = a + b;
+  D bb = s - a;
+  e = (a - (s - bb)) + (b - bb);
+}
+// a * b = p + e exactly (Dekker, no FMA; |a|, |b| < 2^995).
+inline void two_prod(D a, D b, D& p, D& e) {
+  const D split(134217729.0);  // 2^27 + 1
+  D ca = split * a, cb = split * b;
+  D ah = ca - (ca - a), al = a - ah;
+  D bh = cb - (cb - b), bl = b - bh;
+  p = a * b;
+  e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+}
+// num / (dhi + dlo), |dlo| <= ulp(dhi): one correction step, ~0.5 ulp.
+inline D div_dd(D num, D dhi, D dlo) {
+  D q = num / dhi;
+  D p, pe;
+  two_prod(q, dhi, p, pe);
+  D r = ((num - p) - pe) - q * dlo;
+  return q + r / dhi;
+}
 
 // Polynomial c0 + x*(c1 + x*(c2 + ...)), Horner without FMA.
 inline D horner(D, double c0) { return D(c0); }
