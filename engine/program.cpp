@@ -98,8 +98,10 @@ const std::vector<IOInfo>& Program::shared() const { return impl_->shared; }
 const std::vector<IOInfo>& Program::outputs() const { return impl_->outputs; }
 const Graph& Program::graph() const { return impl_->graph; }
 
-std::unique_ptr<Workspace> Program::make_workspace() const {
-  auto ws = std::make_unique<Workspace>();
+void WorkspaceDeleter::operator()(Workspace* ws) const { delete ws; }
+
+WorkspacePtr Program::make_workspace() const {
+  WorkspacePtr ws(new Workspace);
   ws->owner = impl_.get();
   ws->values.resize(impl_->graph.vars.size());
   ws->slots.resize(impl_->num_slots);
@@ -157,7 +159,7 @@ const std::vector<Tensor>& Program::run(Workspace& ws, std::span<const Tensor> a
 }
 
 std::vector<Array> Program::call(std::span<const Tensor> args) const {
-  std::unique_ptr<Workspace> ws;
+  WorkspacePtr ws;
   {
     std::lock_guard<std::mutex> lock(impl_->pool_mu);
     if (!impl_->pool.empty()) {
