@@ -194,4 +194,15 @@ void expect_out_shape(const NodeContext& ctx, int i, const Shape& computed) {
                               " but the op gives " + computed.str());
 }
 
+void check_out_shape(const Frame& f, int i, const Shape& stat, const Shape& got) {
+  bool ok = stat.ndim == got.ndim;
+  for (int d = 0; ok && d < got.ndim; ++d) ok = stat.dims[d] < 0 || stat.dims[d] == got.dims[d];
+  if (ok) return;
+  std::string s = "(";
+  for (int d = 0; d < stat.ndim; ++d)
+    s += (d ? ", " : "") + (stat.dims[d] < 0 ? std::string("?") : std::to_string(stat.dims[d]));
+  f.fail("output " + std::to_string(i) + " has shape " + got.str() + " but the graph declares " + s +
+         (stat.ndim == 1 ? ",)" : ")"));
+}
+
 }  // namespace ember

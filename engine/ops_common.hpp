@@ -94,4 +94,8 @@ void expect_out(const NodeContext& ctx, int i, DType dt, int ndim);
 // output's static shape agrees.
 void expect_out_shape(const NodeContext& ctx, int i, const Shape& computed);
 
+// Run-time check that output i's shape agrees with its static shape (later
+// nodes were validated against it).
+void check_out_shape(const Frame& f, int i, const Shape& stat, const Shape& got);
+
 }  // namespace ember

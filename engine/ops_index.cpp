@@ -17,29 +17,32 @@ void check_x_out(const NodeContext& ctx, const IndexSpec& s) {
 // Basic indexing: a strided view of x.
 class SubtensorK : public OpKernel {
  public:
-  explicit SubtensorK(IndexSpec s) : s_(std::move(s)) {}
+  SubtensorK(IndexSpec s, const Shape& stat) : s_(std::move(s)), stat_(stat) {}
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
     Resolved r;
     resolve_index(f, s_, x, r);
     Tensor o = r.basic;
     o.data = static_cast<char*>(x.data) + r.base_off * int64_t(dtype_size(x.dtype));
+    check_out_shape(f, 0, stat_, o.shape);
     f.set_out(0, o);
   }
   int may_view(int) const override { return 0; }
 
  private:
   IndexSpec s_;
+  Shape stat_;
 };
 
 // x[idx] with integer arrays: copies each indexed block.
 class GatherK : public OpKernel {
  public:
-  explicit GatherK(IndexSpec s) : s_(std::move(s)) {}
+  GatherK(IndexSpec s, const Shape& stat) : s_(std::move(s)), stat_(stat) {}
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
     Resolved r;
     resolve_index(f, s_, x, r);
+    check_out_shape(f, 0, stat_, r.result);
     Tensor& o = f.alloc_out(0, x.dtype, r.result);
     const int64_t es = int64_t(dtype_size(x.dtype));
     int64_t bst[1][kMaxRank];
@@ -62,6 +65,7 @@ class GatherK : public OpKernel {
 
  private:
   IndexSpec s_;
+  Shape stat_;
 };
 
 // out = x; out[idx] = y, or += y (sequentially, so duplicates accumulate like
@@ -176,7 +180,7 @@ std::unique_ptr<OpKernel> make_subtensor(NodeContext& ctx) {
   ctx.expect_outputs(1);
   IndexSpec s = IndexSpec::parse(ctx, 1, false);
   check_x_out(ctx, s);
-  return std::make_unique<SubtensorK>(std::move(s));
+  return std::make_unique<SubtensorK>(std::move(s), ctx.out(0).static_shape);
 }
 
 std::unique_ptr<OpKernel> make_advanced_subtensor(NodeContext& ctx) {
@@ -184,7 +188,7 @@ std::unique_ptr<OpKernel> make_advanced_subtensor(NodeContext& ctx) {
   ctx.expect_outputs(1);
   IndexSpec s = IndexSpec::parse(ctx, 1, true);
   check_x_out(ctx, s);
-  return std::make_unique<GatherK>(std::move(s));
+  return std::make_unique<GatherK>(std::move(s), ctx.out(0).static_shape);
 }
 
 std::unique_ptr<OpKernel> make_advanced_subtensor1(NodeContext& ctx) {
@@ -192,7 +196,7 @@ std::unique_ptr<OpKernel> make_advanced_subtensor1(NodeContext& ctx) {
   ctx.expect_outputs(1);
   IndexSpec s = IndexSpec::gather0(ctx, 1);
   check_x_out(ctx, s);
-  return std::make_unique<GatherK>(std::move(s));
+  return std::make_unique<GatherK>(std::move(s), ctx.out(0).static_shape);
 }
 
 std::unique_ptr<OpKernel> make_inc_subtensor(NodeContext& ctx) {

@@ -78,6 +78,7 @@ class DimShuffleK : public OpKernel {
 class ReshapeK : public OpKernel {
  public:
   int ndim = 0;
+  Shape stat;
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
     const Tensor& sh = f.in(1);
@@ -108,6 +109,7 @@ class ReshapeK : public OpKernel {
     }
     if (s.size() != n)
       f.fail("cannot reshape array of size " + S(n) + " into shape " + s.str());
+    check_out_shape(f, 0, stat, s);
     if (x.is_contiguous()) {
       f.set_out(0, Tensor::contiguous(x.dtype, s, x.data));
       return;
@@ -148,8 +150,10 @@ class SpecifyShapeK : public OpKernel {
  public:
   int ndim = 0;
   int input[kMaxRank];  // -1: free
+  Shape stat;
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
+    check_out_shape(f, 0, stat, x.shape);
     for (int d = 0; d < ndim; ++d) {
       if (input[d] < 0) continue;
       const int64_t want = scalar_int(f.in(input[d]));
@@ -186,9 +190,11 @@ Shape dims_from_inputs(Frame& f, int first, int n) {
 
 class AllocK : public OpKernel {
  public:
+  Shape stat;
   void run(Frame& f) const override {
     const Tensor& v = f.in(0);
     const Shape s = dims_from_inputs(f, 1, f.num_inputs() - 1);
+    check_out_shape(f, 0, stat, s);
     auto b = broadcast_view(v, s);
     if (!b) f.fail("Alloc: value of shape " + v.shape.str() + " cannot be broadcast to " + s.str());
     Tensor& o = f.alloc_out(0, s);
@@ -198,8 +204,11 @@ class AllocK : public OpKernel {
 
 class AllocEmptyK : public OpKernel {
  public:
+  Shape stat;
   void run(Frame& f) const override {
-    Tensor& o = f.alloc_out(0, dims_from_inputs(f, 0, f.num_inputs()));
+    const Shape s = dims_from_inputs(f, 0, f.num_inputs());
+    check_out_shape(f, 0, stat, s);
+    Tensor& o = f.alloc_out(0, s);
     fill_zero(o);
   }
 };
@@ -210,6 +219,7 @@ class JoinK : public OpKernel {
   int axis = 0;         // used when !axis_input
   bool axis_input = false;
   int ndim = 0;
+  Shape stat;
   void run(Frame& f) const override {
     int ax = axis;
     if (axis_input) {
@@ -228,6 +238,7 @@ class JoinK : public OpKernel {
                  t0.shape.str() + " outside axis " + S(ax));
       s.dims[ax] += t.dim(ax);
     }
+    check_out_shape(f, 0, stat, s);
     Tensor& o = f.alloc_out(0, s);
     int64_t pos = 0;
     for (int i = first; i < f.num_inputs(); ++i) {
@@ -245,6 +256,7 @@ class SplitK : public OpKernel {
   int n = 0, axis = 0, ndim = 0;
   bool axis_input = false;
   int splits_input = 1;
+  std::vector<Shape> stat;
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
     int ax = axis;
@@ -269,6 +281,7 @@ class SplitK : public OpKernel {
     for (int i = 0; i < n; ++i) {
       Tensor v = offset_view(x, sizes[i] ? pos * x.strides[ax] : 0);
       v.shape.dims[ax] = sizes[i];
+      check_out_shape(f, i, stat[i], v.shape);
       f.set_out(i, v);
       pos += sizes[i];
     }
@@ -296,6 +309,7 @@ class MakeVectorK : public OpKernel {
 class ARangeK : public OpKernel {
  public:
   bool int_inputs = true;
+  Shape stat;
   void run(Frame& f) const override {
     const Tensor &a = f.in(0), &b = f.in(1), &c = f.in(2);
     int64_t len = 0;
@@ -327,6 +341,7 @@ class ARangeK : public OpKernel {
     Shape s;
     s.ndim = 1;
     s.dims[0] = len;
+    check_out_shape(f, 0, stat, s);
     Tensor& o = f.alloc_out(0, s);
     dtype_dispatch(o.dtype, [&](auto tag) {
       using T = decltype(tag);
@@ -356,6 +371,7 @@ class ExtractDiagK : public OpKernel {
  public:
   int64_t offset = 0;
   int a1 = 0, a2 = 1;
+  Shape stat;
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
     const int64_t d1 = x.dim(a1), d2 = x.dim(a2);
@@ -381,6 +397,7 @@ class ExtractDiagK : public OpKernel {
     }
     o.shape.dims[o.shape.ndim] = len;
     o.strides[o.shape.ndim++] = x.strides[a1] + x.strides[a2];
+    check_out_shape(f, 0, stat, o.shape);
     f.set_out(0, o);
   }
   int may_view(int) const override { return 0; }
@@ -444,6 +461,7 @@ std::unique_ptr<OpKernel> make_reshape(NodeContext& ctx) {
   ctx.expect_inputs(2);
   ctx.expect_outputs(1);
   auto k = std::make_unique<ReshapeK>();
+  k->stat = ctx.out(0).static_shape;
   k->ndim = static_cast<int>(ctx.attr_int("ndim", ctx.out(0).static_shape.ndim));
   if (k->ndim < 0 || k->ndim > kMaxRank) ctx.fail("ndim", "must be in 0..16");
   const VarSpec& sh = ctx.in(1);
@@ -496,6 +514,7 @@ std::unique_ptr<OpKernel> make_specify_shape(NodeContext& ctx) {
   ctx.expect_outputs(1);
   expect_same_as_x(ctx);
   auto k = std::make_unique<SpecifyShapeK>();
+  k->stat = ctx.out(0).static_shape;
   k->ndim = ctx.in(0).static_shape.ndim;
   const nlohmann::json& sh = ctx.attr("shape");
   if (!sh.is_array() || int(sh.size()) != k->ndim)
@@ -547,7 +566,9 @@ std::unique_ptr<OpKernel> make_alloc(NodeContext& ctx) {
   }
   if (o.dtype == DType::Bool && v.dtype != DType::Bool)
     ctx.fail("outputs", "bool output from " + dts(v.dtype) + " value");
-  return std::make_unique<AllocK>();
+  auto k = std::make_unique<AllocK>();
+  k->stat = o.static_shape;
+  return k;
 }
 
 std::unique_ptr<OpKernel> make_alloc_empty(NodeContext& ctx) {
@@ -560,12 +581,15 @@ std::unique_ptr<OpKernel> make_alloc_empty(NodeContext& ctx) {
   if (o.static_shape.ndim != ctx.num_inputs())
     ctx.fail("outputs", "output has rank " + S(o.static_shape.ndim) + " but " +
                             S(ctx.num_inputs()) + " dims are given");
-  return std::make_unique<AllocEmptyK>();
+  auto k = std::make_unique<AllocEmptyK>();
+  k->stat = o.static_shape;
+  return k;
 }
 
 std::unique_ptr<OpKernel> make_join(NodeContext& ctx) {
   ctx.expect_outputs(1);
   auto k = std::make_unique<JoinK>();
+  k->stat = ctx.out(0).static_shape;
   k->ndim = ctx.out(0).static_shape.ndim;
   if (k->ndim == 0) ctx.fail("outputs", "Join output must have rank >= 1");
   if (ctx.has_attr("axis")) {
@@ -614,7 +638,10 @@ std::unique_ptr<OpKernel> make_split(NodeContext& ctx) {
     ctx.fail("inputs", "splits must be an integer vector");
   if (sp.static_shape.dims[0] >= 0 && sp.static_shape.dims[0] != n)
     ctx.fail("inputs", "splits has length " + S(sp.static_shape.dims[0]) + " but len_splits is " + S(n));
-  for (int i = 0; i < k->n; ++i) expect_out(ctx, i, x.dtype, k->ndim);
+  for (int i = 0; i < k->n; ++i) {
+    expect_out(ctx, i, x.dtype, k->ndim);
+    k->stat.push_back(ctx.out(i).static_shape);
+  }
   return k;
 }
 
@@ -643,6 +670,7 @@ std::unique_ptr<OpKernel> make_arange(NodeContext& ctx) {
   const VarSpec& o = ctx.out(0);
   if (o.static_shape.ndim != 1 || o.dtype == DType::Bool)
     ctx.fail("outputs", "output must be a numeric vector");
+  k->stat = o.static_shape;
   return k;
 }
 
@@ -657,6 +685,7 @@ std::unique_ptr<OpKernel> make_extract_diag(NodeContext& ctx) {
   k->a2 = normalize_axis(ctx, ctx.attr_int("axis2", 1), nd, "axis2");
   if (k->a1 == k->a2) ctx.fail("axis2", "axis1 and axis2 must differ");
   expect_out(ctx, 0, ctx.in(0).dtype, nd - 1);
+  k->stat = ctx.out(0).static_shape;
   return k;
 }
 

@@ -518,9 +518,152 @@ def _adv_inc_expected(x, YY, YR, I1, I2, MK, YM):
     return e
 
 
+def rejection_cases():
+    """Graphs the loader must reject, each naming node, op and field."""
+    def one(name, build, parts):
+        g = G()
+        build(g)
+        case(name, g, load_error=parts)
+
+    def adv_float_index(g):
+        a = g.inp("float64", [None])
+        i = g.inp("float64", [None])
+        g.outputs = [g.node("AdvancedSubtensor", [a, i], [("float64", [None])], idx_list=[arr(1)])]
+    one("advanced_subtensor_rejects_float_index_array", adv_float_index,
+        ["node 0", "AdvancedSubtensor", "idx_list[0]", "float64"])
+
+    def inc_upcast(g):
+        a = g.inp("int32", [None])
+        y = g.inp("float64", [None])
+        g.outputs = [g.node("IncSubtensor", [a, y], [("int32", [None])], idx_list=[sl(1, None)],
+                            set_instead_of_inc=False)]
+    one("inc_subtensor_rejects_y_that_would_upcast_x", inc_upcast, ["node 0", "IncSubtensor", "inputs", "float64"])
+
+    def split_count(g):
+        a = g.inp("float64", [None])
+        sp = g.const(i64([1, 2]))
+        g.outputs = [g.node("Split", [a, sp], [("float64", [None])], axis=0, len_splits=2)]
+    one("split_rejects_output_count_not_len_splits", split_count, ["node 0", "Split"])
+
+    def join_rank(g):
+        a = g.inp("float64", [None])
+        b = g.inp("float64", [None, None])
+        g.outputs = [g.node("Join", [a, b], [("float64", [None])], axis=0)]
+    one("join_rejects_inputs_of_other_rank", join_rank, ["node 0", "Join", "inputs", "input 1 has rank 2"])
+
+    def reshape_two(g):
+        a = g.inp("float64", [None])
+        s = g.const(i64([-1, -1]))
+        g.outputs = [g.node("Reshape", [a, s], [("float64", [None, None])], ndim=2)]
+    one("reshape_rejects_two_unknown_dims_in_constant_shape", reshape_two, ["node 0", "Reshape", "-1"])
+
+    def unused(g):
+        a = g.inp("float64", [None])
+        i = g.inp("int64", [])
+        j = g.inp("int64", [])
+        g.outputs = [g.node("Subtensor", [a, i, j], [("float64", [])], idx_list=[ix({"input": 1})])]
+    one("subtensor_rejects_unused_index_input", unused, ["node 0", "idx_list", "input 2"])
+
+    def basic_array(g):
+        a = g.inp("float64", [None])
+        i = g.inp("int64", [None])
+        g.outputs = [g.node("Subtensor", [a, i], [("float64", [None])], idx_list=[arr(1)])]
+    one("subtensor_rejects_array_entries", basic_array, ["node 0", "idx_list[0]", "Advanced"])
+
+    def bad_ref(g):
+        a = g.inp("float64", [None])
+        g.outputs = [g.node("Subtensor", [a], [("float64", [None])], idx_list=[sl({"input": 3})])]
+    one("subtensor_rejects_missing_input_reference", bad_ref, ["node 0", "idx_list[0].start", "input 3"])
+
+    def alloc_static(g):
+        v = g.inp("float64", [3])
+        d = g.const(i64(4))
+        g.outputs = [g.node("Alloc", [v, d], [("float64", [4])])]
+    one("alloc_rejects_value_that_cannot_broadcast", alloc_static, ["node 0", "Alloc", "cannot be broadcast"])
+
+    def diag_axes(g):
+        a = g.inp("float64", [None, None])
+        g.outputs = [g.node("ExtractDiag", [a], [("float64", [None])], offset=0, axis1=1, axis2=-1)]
+    one("extract_diag_rejects_equal_axes", diag_axes, ["node 0", "ExtractDiag", "axis2"])
+
+    def shape_i(g):
+        a = g.inp("float64", [None, None])
+        g.outputs = [g.node("Shape_i", [a], [("int64", [])], i=2)]
+    one("shape_i_rejects_axis_out_of_range", shape_i, ["node 0", "Shape_i", "field 'i'"])
+
+    def dim_twice(g):
+        a = g.inp("float64", [None, None])
+        g.outputs = [g.node("DimShuffle", [a], [("float64", [None, None])], new_order=[0, 0])]
+    one("dimshuffle_rejects_repeated_axis", dim_twice, ["node 0", "new_order", "twice"])
+
+    def out_dtype(g):
+        a = g.inp("float64", [None])
+        g.outputs = [g.node("Subtensor", [a], [("float32", [None])], idx_list=[sl(1)])]
+    one("subtensor_rejects_wrong_output_dtype", out_dtype, ["node 0", "outputs", "float32"])
+
+
+def more_index_cases():
+    # dtypes, empty index arrays, non-contiguous inputs, 2-d index arrays
+    x = np.arange(20, dtype=np.int32).reshape(5, 4) * 3 - 7
+    g = G()
+    a = g.inp("int32", [None, None])
+    iu = g.inp("uint8", [None])
+    i2 = g.inp("int16", [None, None])
+    ie = g.inp("int64", [None])
+    t = g.node("DimShuffle", [a], [("int32", [None, None])], new_order=[1, 0])
+    outs = [g.node("AdvancedSubtensor1", [a, iu], [("int32", [None, None])]),
+            g.node("AdvancedSubtensor", [a, i2], [("int32", [None, None, None])], idx_list=[arr(1)]),
+            g.node("AdvancedSubtensor1", [a, ie], [("int32", [None, None])]),
+            g.node("AdvancedSubtensor1", [t, iu], [("int32", [None, None])]),
+            g.node("AdvancedSubtensor", [t, i2], [("int32", [None, None, None])],
+                   idx_list=[sl(None, None, -1), arr(1)])]
+    g.outputs = outs
+    I2 = np.array([[0, -1, 2], [1, 1, -4]], np.int16)
+    IE = np.zeros(0, np.int64)
+    IU = np.array([3, 0, 2, 3], np.uint8)
+    case("gather_with_small_int_indices_empty_and_transposed_input", g,
+         [ok([x, IU, I2, IE], [x[IU], x[I2], x[IE], x.T[IU], x.T[::-1, I2]])])
+
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    xf = fl(3, 4, dtype=np.float32)
+    g = G()
+    a = g.inp("int32", [None, None])
+    y8 = g.inp("int8", [None])
+    i = g.inp("int64", [None])
+    af = g.inp("float32", [None, None])
+    yd = g.inp("float64", [None])
+    ie = g.inp("int64", [None])
+    ye = g.inp("int8", [None, None])
+    r = g.node("Subtensor", [a], [("int32", [None, None])], idx_list=[sl(None, None, -1)])
+    outs = [g.node("AdvancedIncSubtensor1", [a, y8, i], [("int32", [None, None])], set_instead_of_inc=False),
+            g.node("AdvancedIncSubtensor1", [r, y8, i], [("int32", [None, None])], set_instead_of_inc=False),
+            g.node("IncSubtensor", [af, yd], [("float32", [None, None])], idx_list=[sl(), ix(2)],
+                   set_instead_of_inc=True),
+            g.node("AdvancedIncSubtensor1", [a, ye, ie], [("int32", [None, None])], set_instead_of_inc=False)]
+    g.outputs = outs
+    Y8 = np.array([5, -3, 100, 1], np.int8)
+    I = i64([0, 2, 0, -1])
+    YD = fl(3)
+    e0 = x.copy(); np.add.at(e0, I, Y8)
+    e1 = x[::-1].copy(); np.add.at(e1, I, Y8)
+    e2 = xf.copy(); e2[:, 2] = YD
+    case("inc_with_narrower_y_dtype_and_reversed_input", g,
+         [ok([x, Y8, I, xf, YD, np.zeros(0, np.int64), np.zeros((0, 4), np.int8)], [e0, e1, e2, x])])
+
+    g = G()
+    v = g.inp("float64", [None])
+    d = g.inp("int64", [])
+    g.outputs = [g.node("Alloc", [v, d], [("float64", [4])])]
+    case("alloc_rejects_dims_that_contradict_static_shape", g,
+         [ok([np.array([2.5]), i64(4)], [np.full(4, 2.5)]),
+          err([np.array([2.5]), i64(5)], "declares")])
+
+
 def main():
     shape_cases()
     index_cases()
+    rejection_cases()
+    more_index_cases()
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
         if f.endswith(".json"):
