@@ -74,6 +74,21 @@ void for_each_adv(Frame& f, const Resolved& r, int nops, const int64_t (*op_bst)
   const int nb = r.B.ndim;
   for (int d = 0; d < nb; ++d)
     if (r.B.dims[d] == 0) return;
+  if (r.nadv == 1 && nb == 1) {  // the common gather/scatter: one index vector
+    const int64_t* ip = r.adv_ptr[0];
+    const int64_t ist = r.adv_bst[0][0], dim = r.adv_dim[0], ts = r.adv_tstride[0];
+    const int64_t n = r.B.dims[0];
+    int64_t off[4] = {0, 0, 0, 0}, st[4] = {0, 0, 0, 0};
+    for (int k = 0; k < nops; ++k) st[k] = op_bst[k][0];
+    for (int64_t b = 0; b < n; ++b, ip += ist) {
+      int64_t v = *ip;
+      if (v < 0) v += dim;
+      if (v < 0 || v >= dim) f.fail(index_error_msg(*ip, r.adv_axis[0], dim));
+      body(r.base_off + v * ts, static_cast<const int64_t*>(off));
+      for (int k = 0; k < nops; ++k) off[k] += st[k];
+    }
+    return;
+  }
   const int64_t* p[kMaxRank];
   for (int j = 0; j < r.nadv; ++j) p[j] = r.adv_ptr[j];
   int64_t off[4] = {0, 0, 0, 0};

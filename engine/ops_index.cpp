@@ -51,10 +51,18 @@ class GatherK : public OpKernel {
     char* xd = static_cast<char*>(x.data);
     char* od = static_cast<char*>(o.data);
     if (r.basic.ndim() == 0) {  // one element per index position
-      for_each_adv(f, r, 1, bst, [&](int64_t xo, const int64_t* oo) {
-        std::memcpy(od + oo[0] * es, xd + xo * es, es);
-      });
-      return;
+      auto one = [&](auto tag) {
+        using U = decltype(tag);
+        U* o = reinterpret_cast<U*>(od);
+        const U* xs = reinterpret_cast<const U*>(xd);
+        for_each_adv(f, r, 1, bst, [&](int64_t xo, const int64_t* oo) { o[oo[0]] = xs[xo]; });
+      };
+      switch (es) {
+        case 1: return one(uint8_t{});
+        case 2: return one(uint16_t{});
+        case 4: return one(uint32_t{});
+        default: return one(uint64_t{});
+      }
     }
     for_each_adv(f, r, 1, bst, [&](int64_t xo, const int64_t* oo) {
       src.data = xd + xo * es;
