@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ember.hpp"
 #include "engine/error.hpp"
 #include "engine/graph.hpp"
 #include "engine/tensor.hpp"
@@ -55,7 +56,8 @@ class OpKernel {
 // naming file, node index, op and field.
 class NodeContext {
  public:
-  NodeContext(const Graph& g, int index) : g_(g), index_(index) {}
+  NodeContext(const Graph& g, int index, const Options& opt = Options{}) : g_(g), index_(index), opt_(opt) {}
+  const Options& options() const { return opt_; }
   const Graph& graph() const { return g_; }
   const NodeSpec& spec() const { return g_.nodes[index_]; }
   int index() const { return index_; }
@@ -84,6 +86,7 @@ class NodeContext {
  private:
   const Graph& g_;
   int index_;
+  Options opt_;
 };
 
 using OpFactory = std::unique_ptr<OpKernel> (*)(NodeContext&);

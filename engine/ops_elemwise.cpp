@@ -1,0 +1,294 @@
+// Elemwise: a Composite (or one scalar op) applied over broadcast tensors.
+// Runs on the interpreter; the JIT later swaps in compiled kernels through
+// `active`, which each call reads once at its start.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+
+#include <tbb/parallel_for.h>
+
+#include "engine/elemwise.hpp"
+#include "interp/vm.hpp"
+
+namespace ember {
+
+using nlohmann::json;
+
+namespace {
+
+interp::ScalarConst read_scalar_const(NodeContext& ctx, const json& c, const std::string& field) {
+  if (!c.is_object()) ctx.fail(field, "must be an object");
+  auto dt = c.contains("dtype") && c["dtype"].is_string() ? dtype_from_name(c["dtype"].get<std::string>())
+                                                          : std::nullopt;
+  if (!dt) ctx.fail(field + ".dtype", "missing or unknown dtype");
+  if (!c.contains("value")) ctx.fail(field + ".value", "missing");
+  const json& v = c["value"];
+  interp::ScalarConst sc;
+  sc.dtype = *dt;
+  double f = 0;
+  int64_t i = 0;
+  bool is_int = false;
+  if (v.is_boolean()) { i = v.get<bool>(); is_int = true; }
+  else if (v.is_number_integer()) { i = v.get<int64_t>(); is_int = true; }
+  else if (v.is_number()) f = v.get<double>();
+  else if (v.is_string() && v == "nan") f = NAN;
+  else if (v.is_string() && v == "inf") f = INFINITY;
+  else if (v.is_string() && v == "-inf") f = -INFINITY;
+  else ctx.fail(field + ".value", "must be a number, \"nan\", \"inf\" or \"-inf\"");
+  if (dtype_is_float(*dt)) {
+    sc.f = is_int ? static_cast<double>(i) : f;
+    if (*dt == DType::Float32) sc.f = static_cast<float>(sc.f);
+  } else {
+    if (!is_int) {
+      if (!std::isfinite(f) || f != std::floor(f)) ctx.fail(field + ".value", "not an integer");
+      i = static_cast<int64_t>(f);
+    }
+    sc.i = *dt == DType::Bool ? (i != 0) : i;
+  }
+  return sc;
+}
+
+}  // namespace
+
+interp::Composite read_composite(NodeContext& ctx, const json& so, const std::vector<DType>& ins,
+                                 const std::vector<DType>& outs) {
+  interp::Composite c;
+  if (!so.is_object() || !so.contains("op") || !so["op"].is_string())
+    ctx.fail("attrs.scalar_op", "must be an object with a string 'op'");
+  const std::string name = so["op"].get<std::string>();
+  if (name != "Composite") {
+    auto op = interp::scalar_op_from_name(name);
+    if (!op) ctx.fail("attrs.scalar_op.op", "unsupported scalar op '" + name + "'");
+    if (outs.size() != 1) ctx.fail("outputs", "a single scalar op has one output");
+    c.inputs = ins;
+    std::vector<int32_t> args;
+    for (size_t k = 0; k < ins.size(); ++k) args.push_back(static_cast<int32_t>(k));
+    c.nodes.push_back(interp::ScalarNode{*op, outs[0], args});
+    c.outputs.push_back(static_cast<int32_t>(ins.size()));
+  } else {
+    auto list = [&](const char* key) -> const json& {
+      if (!so.contains(key) || !so[key].is_array()) ctx.fail(std::string("attrs.scalar_op.") + key, "must be a list");
+      if (so[key].size() > 10'000'000) ctx.fail(std::string("attrs.scalar_op.") + key, "too long");
+      return so[key];
+    };
+    for (const json& d : list("inputs")) {
+      auto dt = d.is_string() ? dtype_from_name(d.get<std::string>()) : std::nullopt;
+      if (!dt) ctx.fail("attrs.scalar_op.inputs", "unknown dtype " + d.dump());
+      c.inputs.push_back(*dt);
+    }
+    if (so.contains("constants")) {
+      const json& cs = list("constants");
+      for (size_t k = 0; k < cs.size(); ++k)
+        c.constants.push_back(read_scalar_const(ctx, cs[k], "attrs.scalar_op.constants[" + std::to_string(k) + "]"));
+    }
+    const json& nodes = list("nodes");
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const std::string p = "attrs.scalar_op.nodes[" + std::to_string(k) + "]";
+      const json& n = nodes[k];
+      if (!n.is_object() || !n.contains("op") || !n["op"].is_string()) ctx.fail(p + ".op", "missing");
+      auto op = interp::scalar_op_from_name(n["op"].get<std::string>());
+      if (!op) ctx.fail(p + ".op", "unsupported scalar op '" + n["op"].get<std::string>() + "'");
+      auto dt = n.contains("dtype") && n["dtype"].is_string() ? dtype_from_name(n["dtype"].get<std::string>())
+                                                               : std::nullopt;
+      if (!dt) ctx.fail(p + ".dtype", "missing or unknown dtype");
+      interp::ScalarNode sn{*op, *dt, {}};
+      if (!n.contains("inputs") || !n["inputs"].is_array()) ctx.fail(p + ".inputs", "must be a list");
+      for (const json& i : n["inputs"]) {
+        if (!i.is_number_integer()) ctx.fail(p + ".inputs", "must be value indices");
+        const int64_t v = i.get<int64_t>();
+        if (v < 0 || v > INT32_MAX) ctx.fail(p + ".inputs", "value index out of range");
+        sn.inputs.push_back(static_cast<int32_t>(v));
+      }
+      c.nodes.push_back(std::move(sn));
+    }
+    for (const json& o : list("outputs")) {
+      if (!o.is_number_integer() || o.get<int64_t>() < 0 || o.get<int64_t>() > INT32_MAX)
+        ctx.fail("attrs.scalar_op.outputs", "must be value indices");
+      c.outputs.push_back(static_cast<int32_t>(o.get<int64_t>()));
+    }
+  }
+  if (std::string err = c.validate(); !err.empty()) ctx.fail("attrs.scalar_op", err);
+  if (c.inputs.size() != ins.size())
+    ctx.fail("attrs.scalar_op.inputs", "composite has " + std::to_string(c.inputs.size()) +
+                                           " inputs, node has " + std::to_string(ins.size()));
+  for (size_t k = 0; k < ins.size(); ++k)
+    if (c.inputs[k] != ins[k])
+      ctx.fail("attrs.scalar_op.inputs[" + std::to_string(k) + "]",
+               "dtype " + std::string(dtype_name(c.inputs[k])) + " but tensor input is " +
+                   std::string(dtype_name(ins[k])));
+  if (c.outputs.size() != outs.size())
+    ctx.fail("attrs.scalar_op.outputs", "composite has " + std::to_string(c.outputs.size()) +
+                                            " outputs, node has " + std::to_string(outs.size()));
+  for (size_t k = 0; k < outs.size(); ++k)
+    if (c.value_dtype(c.outputs[k]) != outs[k])
+      ctx.fail("attrs.scalar_op.outputs[" + std::to_string(k) + "]",
+               "dtype " + std::string(dtype_name(c.value_dtype(c.outputs[k]))) + " but tensor output is " +
+                   std::string(dtype_name(outs[k])));
+  return c;
+}
+
+ElemwiseKernel::ElemwiseKernel(interp::Composite c, std::shared_ptr<const interp::Interpreted> vm, int ndim,
+                               int64_t parallel_threshold)
+    : composite_(std::move(c)), vm_(std::move(vm)), ndim_(ndim), parallel_threshold_(parallel_threshold) {
+  active_.store(vm_.get());
+}
+
+namespace {
+
+// A broadcast loop nest after merging: `m` dims, operand strides in elements.
+struct LoopNest {
+  int nin = 0, nops = 0, m = 0;
+  int64_t dims[kMaxRank] = {};
+  const int64_t* st = nullptr;       // nops x kMaxRank
+  interp::StridedPtr const* base = nullptr;
+  const int64_t* esize = nullptr;    // bytes per element, per operand
+};
+
+// Runs rows [r0, r1) of the nest, each over inner elements [c0, c1).
+void run_rows(const interp::ElemKernel* k, const LoopNest& L, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  thread_local std::vector<interp::StridedPtr> ops;
+  ops.resize(L.nops);
+  const int in = L.m - 1;
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int i = 0; i < L.nops; ++i) {
+      int64_t off = c0 * L.st[i * kMaxRank + in];
+      int64_t rem = r;
+      for (int d = L.m - 2; d >= 0; --d) {
+        off += (rem % L.dims[d]) * L.st[i * kMaxRank + d];
+        rem /= L.dims[d];
+      }
+      ops[i].data = static_cast<char*>(L.base[i].data) + off * L.esize[i];
+      ops[i].stride = L.st[i * kMaxRank + in];
+    }
+    k->run(c1 - c0, ops.data(), ops.data() + L.nin);
+  }
+}
+
+}  // namespace
+
+void ElemwiseKernel::run(Frame& f) const {
+  const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
+  const interp::ElemKernel* k = active_.load(std::memory_order_acquire);
+  Shape out;
+  out.ndim = ndim_;
+  for (int d = 0; d < ndim_; ++d) {
+    int64_t size = 1;
+    for (int i = 0; i < nin; ++i) {
+      const int64_t s = f.in(i).dim(d);
+      if (s == 1) continue;
+      if (size != 1 && size != s)
+        f.fail("input shapes do not broadcast at dim " + std::to_string(d) + ": " + std::to_string(size) +
+               " vs " + std::to_string(s) + " (input " + std::to_string(i) + " has shape " +
+               f.in(i).shape.str() + ")");
+      size = s;
+    }
+    out.dims[d] = size;
+  }
+  thread_local std::vector<int64_t> st, esize;
+  thread_local std::vector<interp::StridedPtr> base;
+  st.assign(static_cast<size_t>(nops) * kMaxRank, 0);
+  esize.resize(nops);
+  base.resize(nops);
+  for (int i = 0; i < nin; ++i) {
+    base[i] = {f.in(i).data, 0};
+    esize[i] = static_cast<int64_t>(dtype_size(f.in(i).dtype));
+  }
+  for (int o = 0; o < nout; ++o) {
+    const Tensor& t = f.alloc_out(o, out);
+    base[nin + o] = {t.data, 0};
+    esize[nin + o] = static_cast<int64_t>(dtype_size(t.dtype));
+  }
+  const int64_t total = out.size();
+  if (total == 0) return;
+
+  // Drop size-1 dims (broadcast inputs get stride 0), then merge dims that
+  // are contiguous for every operand.
+  LoopNest L;
+  L.nin = nin;
+  L.nops = nops;
+  int64_t out_stride[kMaxRank];
+  {
+    int64_t s = 1;
+    for (int d = ndim_ - 1; d >= 0; --d) {
+      out_stride[d] = s;
+      s *= out.dims[d];
+    }
+  }
+  for (int d = 0; d < ndim_; ++d) {
+    if (out.dims[d] == 1) continue;
+    const int64_t n = out.dims[d];
+    auto stride_of = [&](int i) {
+      if (i >= nin) return out_stride[d];
+      const Tensor& t = f.in(i);
+      return t.dim(d) == 1 ? int64_t(0) : t.strides[d];
+    };
+    if (L.m > 0) {
+      bool merge = true;
+      for (int i = 0; i < nops && merge; ++i) merge = st[i * kMaxRank + L.m - 1] == stride_of(i) * n;
+      if (merge) {
+        for (int i = 0; i < nops; ++i) st[i * kMaxRank + L.m - 1] = stride_of(i);
+        L.dims[L.m - 1] *= n;
+        continue;
+      }
+    }
+    for (int i = 0; i < nops; ++i) st[i * kMaxRank + L.m] = stride_of(i);
+    L.dims[L.m++] = n;
+  }
+  if (L.m == 0) {  // 0-d, or every dim has size 1
+    k->run(1, base.data(), base.data() + nin);
+    return;
+  }
+  L.st = st.data();
+  L.base = base.data();
+  L.esize = esize.data();
+  const int64_t inner = L.dims[L.m - 1];
+  const int64_t rows = total / inner;
+  if (total < parallel_threshold_) {
+    run_rows(k, L, 0, rows, 0, inner);
+    return;
+  }
+  // Fixed chunks, whatever the thread count: by rows when there are many,
+  // else by pieces of the inner dim.
+  constexpr int64_t kChunk = 16384;
+  if (inner <= kChunk) {
+    const int64_t per = std::max<int64_t>(1, kChunk / inner);
+    const int64_t nchunks = (rows + per - 1) / per;
+    tbb::parallel_for(int64_t(0), nchunks, [&](int64_t c) {
+      run_rows(k, L, c * per, std::min(rows, (c + 1) * per), 0, inner);
+    });
+  } else {
+    const int64_t per_row = (inner + kChunk - 1) / kChunk;
+    tbb::parallel_for(int64_t(0), rows * per_row, [&](int64_t t) {
+      const int64_t r = t / per_row, c = t % per_row;
+      run_rows(k, L, r, r + 1, c * kChunk, std::min(inner, (c + 1) * kChunk));
+    });
+  }
+}
+
+std::unique_ptr<OpKernel> make_elemwise(NodeContext& ctx) {
+  ctx.expect_inputs(1, -1);
+  if (ctx.num_outputs() < 1) ctx.fail("outputs", "needs at least one output");
+  const int nd = ctx.out(0).static_shape.ndim;
+  std::vector<DType> ins, outs;
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    if (ctx.in(i).static_shape.ndim != nd)
+      ctx.fail("inputs[" + std::to_string(i) + "]", "has " + std::to_string(ctx.in(i).static_shape.ndim) +
+                                                        " dims, output has " + std::to_string(nd) +
+                                                        " (Elemwise inputs are padded to equal rank)");
+    ins.push_back(ctx.in(i).dtype);
+  }
+  for (int o = 0; o < ctx.num_outputs(); ++o) {
+    if (ctx.out(o).static_shape.ndim != nd) ctx.fail("outputs[" + std::to_string(o) + "]", "rank differs");
+    outs.push_back(ctx.out(o).dtype);
+  }
+  interp::Composite c = read_composite(ctx, ctx.attr("scalar_op"), ins, outs);
+  std::shared_ptr<const interp::Interpreted> vm;
+  try {
+    vm = interp::Interpreted::compile(c);
+  } catch (const std::exception& e) {
+    ctx.fail("attrs.scalar_op", e.what());
+  }
+  return std::make_unique<ElemwiseKernel>(std::move(c), std::move(vm), nd, ctx.options().parallel_threshold);
+}
+
+}  // namespace ember

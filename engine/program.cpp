@@ -1,0 +1,205 @@
+// The executor: runs a Program's static schedule in a per-thread Workspace.
+#include <cstring>
+#include <new>
+
+#include "engine/program_impl.hpp"
+#include "interp/scalar_op.hpp"
+
+namespace ember {
+
+// ---- Buffer / Array -------------------------------------------------------
+
+void* Buffer::reserve(size_t bytes) {
+  if (bytes <= cap && p) return p;
+  const size_t want = std::max<size_t>((bytes + 63) / 64 * 64, 64);
+  void* q = ::operator new(want, std::align_val_t(64), std::nothrow);
+  if (!q) throw CallError("out of memory allocating " + std::to_string(bytes) + " bytes");
+  if (p) ::operator delete(p, std::align_val_t(64));
+  p = q;
+  cap = want;
+  return p;
+}
+
+Array Array::empty(DType dt, const Shape& s) {
+  const size_t bytes = std::max<size_t>(static_cast<size_t>(s.size()) * dtype_size(dt), 1);
+  void* mem = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!mem) throw std::bad_alloc();
+  std::memset(mem, 0, bytes);
+  Array a;
+  a.mem = std::shared_ptr<void>(mem, std::free);
+  a.t = Tensor::contiguous(dt, s, mem);
+  return a;
+}
+
+Array Array::copy_of(const Tensor& t) {
+  Array a = empty(t.dtype, t.shape);
+  const size_t es = dtype_size(t.dtype);
+  const int64_t n = t.size();
+  if (t.is_contiguous()) {
+    if (n) std::memcpy(a.t.data, t.data, n * es);
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(static_cast<char*>(a.t.data) + i * es,
+                  static_cast<const char*>(t.data) + t.offset_of(i) * static_cast<int64_t>(es), es);
+  }
+  return a;
+}
+
+// ---- Frame ----------------------------------------------------------------
+
+int Frame::num_inputs() const { return static_cast<int>(step_.in.size()); }
+int Frame::num_outputs() const { return static_cast<int>(step_.out.size()); }
+const Tensor& Frame::in(int i) const { return ws_.values[step_.in[i]]; }
+DType Frame::out_dtype(int i) const { return ws_.owner->graph.vars[step_.out[i]].dtype; }
+
+Tensor& Frame::alloc_out(int i, DType dt, const Shape& s) {
+  int64_t n = 1;
+  for (int d = 0; d < s.ndim; ++d) {
+    if (s.dims[d] < 0) fail("negative dimension in output shape " + s.str());
+    if (s.dims[d] && n > (int64_t(1) << 40) / s.dims[d]) fail("output shape " + s.str() + " is too large");
+    n *= s.dims[d];
+  }
+  void* mem = ws_.slots[step_.out_slot[i]].reserve(static_cast<size_t>(n) * dtype_size(dt));
+  Tensor& t = ws_.values[step_.out[i]];
+  t = Tensor::contiguous(dt, s, mem);
+  return t;
+}
+
+Tensor& Frame::alloc_out(int i, const Shape& s) { return alloc_out(i, out_dtype(i), s); }
+
+void Frame::set_out(int i, const Tensor& t) { ws_.values[step_.out[i]] = t; }
+
+void Frame::fail(const std::string& msg) const {
+  throw CallError(ws_.owner->graph.source + ": node " + std::to_string(step_.node) + " (" + step_.op +
+                  "): " + msg);
+}
+
+void* Frame::scratch(size_t bytes) { return ws_.scratch.reserve(bytes); }
+
+// ---- Program --------------------------------------------------------------
+
+Program::Program(std::unique_ptr<ProgramImpl> impl) : impl_(std::move(impl)) {}
+Program::~Program() = default;
+
+std::shared_ptr<const Program> Program::from_graph(Graph g, const Options& o) {
+  return std::shared_ptr<const Program>(new Program(ProgramImpl::build(std::move(g), o)));
+}
+
+std::shared_ptr<const Program> Program::load(const std::string& path, const Options& o) {
+  return from_graph(Graph::read_file(path), o);
+}
+
+std::shared_ptr<const Program> Program::from_json(std::string_view json, const Options& o) {
+  return from_graph(Graph::parse(json, nullptr, 0, "<memory>"), o);
+}
+
+const std::vector<IOInfo>& Program::args() const { return impl_->args; }
+const std::vector<IOInfo>& Program::shared() const { return impl_->shared; }
+const std::vector<IOInfo>& Program::outputs() const { return impl_->outputs; }
+const Graph& Program::graph() const { return impl_->graph; }
+
+std::unique_ptr<Workspace> Program::make_workspace() const {
+  auto ws = std::make_unique<Workspace>();
+  ws->owner = impl_.get();
+  ws->values.resize(impl_->graph.vars.size());
+  ws->slots.resize(impl_->num_slots);
+  for (size_t k = 0; k < impl_->const_vars.size(); ++k) ws->values[impl_->const_vars[k]] = impl_->const_values[k];
+  ws->outputs.resize(impl_->outputs.size());
+  return ws;
+}
+
+namespace {
+
+void check_arg(const ProgramImpl& p, const IOInfo& info, const Tensor& t, size_t k) {
+  auto bad = [&](const std::string& what) {
+    throw CallError(p.graph.source + ": argument " + std::to_string(k) + " ('" + info.name + "'): " + what);
+  };
+  if (t.dtype != info.dtype)
+    bad("dtype " + std::string(dtype_name(t.dtype)) + ", expected " + std::string(dtype_name(info.dtype)));
+  if (t.ndim() != info.static_shape.ndim)
+    bad(std::to_string(t.ndim()) + " dims, expected " + std::to_string(info.static_shape.ndim));
+  for (int d = 0; d < t.ndim(); ++d) {
+    if (t.dim(d) < 0) bad("negative dim");
+    if (info.static_shape.dims[d] >= 0 && t.dim(d) != info.static_shape.dims[d])
+      bad("shape " + t.shape.str() + " does not match the static shape at dim " + std::to_string(d) +
+          " (expected " + std::to_string(info.static_shape.dims[d]) + ")");
+  }
+  if (!t.data && t.size() > 0) bad("null data pointer");
+}
+
+}  // namespace
+
+const std::vector<Tensor>& Program::run(Workspace& ws, std::span<const Tensor> args) const {
+  const ProgramImpl& p = *impl_;
+  if (ws.owner != &p) throw CallError(p.graph.source + ": workspace belongs to another program");
+  if (args.size() != p.args.size())
+    throw CallError(p.graph.source + ": expected " + std::to_string(p.args.size()) + " arguments, got " +
+                    std::to_string(args.size()));
+  for (size_t k = 0; k < args.size(); ++k) {
+    check_arg(p, p.args[k], args[k], k);
+    ws.values[p.args[k].var] = args[k];
+  }
+  if (!p.shared.empty()) {
+    std::lock_guard<std::mutex> lock(p.shared_mu);
+    ws.shared_snapshot = p.shared_values;
+  }
+  for (size_t k = 0; k < p.shared.size(); ++k) ws.values[p.shared[k].var] = ws.shared_snapshot[k]->t;
+  try {
+    for (const Step& st : p.steps) {
+      Frame f(ws, st);
+      st.kernel->run(f);
+    }
+  } catch (const std::bad_alloc&) {
+    throw CallError(p.graph.source + ": out of memory");
+  }
+  for (size_t k = 0; k < p.outputs.size(); ++k) ws.outputs[k] = ws.values[p.outputs[k].var];
+  return ws.outputs;
+}
+
+std::vector<Array> Program::call(std::span<const Tensor> args) const {
+  std::unique_ptr<Workspace> ws;
+  {
+    std::lock_guard<std::mutex> lock(impl_->pool_mu);
+    if (!impl_->pool.empty()) {
+      ws = std::move(impl_->pool.back());
+      impl_->pool.pop_back();
+    }
+  }
+  if (!ws) ws = make_workspace();
+  std::vector<Array> out;
+  {
+    const auto& res = run(*ws, args);
+    for (const Tensor& t : res) out.push_back(Array::copy_of(t));
+  }
+  std::lock_guard<std::mutex> lock(impl_->pool_mu);
+  impl_->pool.push_back(std::move(ws));
+  return out;
+}
+
+std::vector<Array> Program::call(std::initializer_list<Tensor> args) const {
+  return call(std::span<const Tensor>(args.begin(), args.size()));
+}
+
+void Program::set_shared(const std::string& name, const Tensor& value) const {
+  ProgramImpl& p = *impl_;
+  for (size_t k = 0; k < p.shared.size(); ++k) {
+    if (p.shared[k].name != name) continue;
+    check_arg(p, p.shared[k], value, k);
+    auto copy = std::make_shared<const Array>(Array::copy_of(value));
+    std::lock_guard<std::mutex> lock(p.shared_mu);
+    p.shared_values[k] = std::move(copy);
+    return;
+  }
+  throw CallError(p.graph.source + ": no shared input named '" + name + "'");
+}
+
+std::vector<std::string> supported_tensor_ops() { return tensor_op_names(); }
+
+std::vector<std::string> supported_scalar_ops() {
+  std::vector<std::string> v;
+  for (const auto& i : interp::kScalarOps) v.emplace_back(i.name);
+  v.emplace_back("Composite");
+  return v;
+}
+
+}  // namespace ember

@@ -1,0 +1,69 @@
+// Internals of a loaded Program: its static schedule, buffer plan, and the
+// per-thread Workspace a call runs in.
+#pragma once
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "engine/ember.hpp"
+#include "engine/graph.hpp"
+#include "engine/op.hpp"
+
+namespace ember {
+
+// One node of the static schedule.
+struct Step {
+  int node = -1;                 // index in the graph's node list
+  const OpKernel* kernel = nullptr;
+  std::vector<int> in, out;      // variable ids
+  std::vector<int> out_slot;     // buffer slot per output
+  std::string op;                // for messages
+};
+
+// A grow-only, 64-byte aligned byte buffer.
+struct Buffer {
+  void* p = nullptr;
+  size_t cap = 0;
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& o) noexcept : p(o.p), cap(o.cap) { o.p = nullptr; o.cap = 0; }
+  ~Buffer() {
+    if (p) ::operator delete(p, std::align_val_t(64));
+  }
+  void* reserve(size_t bytes);  // throws CallError when memory is exhausted
+};
+
+class Workspace {
+ public:
+  std::vector<Tensor> values;  // per variable id
+  std::vector<Buffer> slots;
+  Buffer scratch;
+  std::vector<std::shared_ptr<const Array>> shared_snapshot;
+  std::vector<Tensor> outputs;
+  const ProgramImpl* owner = nullptr;
+};
+
+struct ProgramImpl {
+  Graph graph;
+  Options options;
+  std::vector<std::unique_ptr<OpKernel>> kernels;  // per step
+  std::vector<Step> steps;
+  std::vector<IOInfo> args, shared, outputs;
+  std::vector<int> const_vars;
+  std::vector<Tensor> const_values;  // parallel to const_vars
+  int num_slots = 0;
+
+  mutable std::mutex shared_mu;  // guards shared_values
+  mutable std::vector<std::shared_ptr<const Array>> shared_values;
+  mutable std::mutex pool_mu;
+  mutable std::vector<std::unique_ptr<Workspace>> pool;
+
+  // Builds the schedule, kernels and buffer plan. Throws LoadError.
+  static std::unique_ptr<ProgramImpl> build(Graph g, const Options& o);
+};
+
+}  // namespace ember

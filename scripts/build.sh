@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Configures and builds one variant of Ember: scripts/build.sh [jit|nojit] [extra cmake args...]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+variant="${1:-jit}"; shift || true
+case "$variant" in
+  jit) flags=(-DEMBER_WITH_JIT=ON) ;;
+  nojit) flags=(-DEMBER_WITH_JIT=OFF) ;;
+  *) flags=(-DEMBER_WITH_JIT=ON) ;;
+esac
+dir="$root/build/$variant"
+cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${flags[@]}" "$@" >/dev/null
+ninja -C "$dir" -j"$(nproc)"

@@ -1,0 +1,205 @@
+// The executor: broadcasting, call-boundary checks, buffer reuse, shared
+// inputs, many threads on one program, and a hierarchical model's logp+grad.
+#include <atomic>
+#include <cstring>
+#include <new>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "engine/ember.hpp"
+#include "engine/program_impl.hpp"
+#include "test_util.hpp"
+
+using namespace ember;
+using Catch::Matchers::Contains;
+
+// Counts heap allocations while `g_counting` is set.
+static std::atomic<bool> g_counting{false};
+static std::atomic<long> g_allocs{0};
+void* operator new(size_t n) {
+  if (g_counting) ++g_allocs;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(size_t n, std::align_val_t a) {
+  if (g_counting) ++g_allocs;
+  if (void* p = std::aligned_alloc(static_cast<size_t>(a), (n + static_cast<size_t>(a) - 1) / static_cast<size_t>(a) * static_cast<size_t>(a))) return p;
+  throw std::bad_alloc();
+}
+void* operator new(size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  if (g_counting) ++g_allocs;
+  return std::aligned_alloc(static_cast<size_t>(a), (n + static_cast<size_t>(a) - 1) / static_cast<size_t>(a) * static_cast<size_t>(a));
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace {
+
+const char* kAddGraph = R"({"format": "ember-graph", "version": 1,
+  "variables": [{"name": "a", "dtype": "float64", "shape": [null, 1]},
+                {"name": "b", "dtype": "float64", "shape": [1, null]},
+                {"name": "c", "dtype": "float64", "shape": [null, null]}],
+  "inputs": [0, 1], "outputs": [2],
+  "nodes": [{"op": "Elemwise", "inputs": [0, 1], "outputs": [2], "attrs": {"scalar_op": {"op": "Add"}}}]})";
+
+// A chain of n element-wise ops: y = exp(exp(...exp(x)...)) scaled down.
+std::string chain_graph(int n) {
+  nlohmann::json vars = nlohmann::json::array(), nodes = nlohmann::json::array();
+  vars.push_back({{"name", "x"}, {"dtype", "float64"}, {"shape", {nullptr}}});
+  for (int k = 0; k < n; ++k) {
+    vars.push_back({{"dtype", "float64"}, {"shape", {nullptr}}});
+    nodes.push_back({{"op", "Elemwise"}, {"inputs", {k}}, {"outputs", {k + 1}},
+                     {"attrs", {{"scalar_op", {{"op", k % 2 ? "Neg" : "Sqr"}}}}}});
+  }
+  return nlohmann::json{{"format", "ember-graph"}, {"version", 1}, {"variables", vars}, {"inputs", {0}},
+                        {"outputs", {n}}, {"nodes", nodes}}
+      .dump();
+}
+
+}  // namespace
+
+TEST_CASE("elemwise_broadcasts_column_against_row") {
+  auto p = Program::from_json(kAddGraph);
+  Array a = Array::of<double>({2, {3, 1}}, {1, 2, 3});
+  Array b = Array::of<double>({2, {1, 4}}, {10, 20, 30, 40});
+  auto out = p->call({a.t, b.t});
+  REQUIRE(out[0].t.shape == Shape{2, {3, 4}});
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) CHECK(out[0].data<double>()[i * 4 + j] == (i + 1) + 10.0 * (j + 1));
+}
+
+TEST_CASE("elemwise_reads_strided_argument_views") {
+  auto p = Program::from_json(kAddGraph);
+  // a: every other element of a 6-vector, as a (3, 1) view
+  Array base = Array::of<double>({1, {6}}, {1, -1, 2, -1, 3, -1});
+  Tensor a = base.t;
+  a.shape = Shape{2, {3, 1}};
+  a.strides[0] = 2;
+  a.strides[1] = 1;
+  Array b = Array::of<double>({2, {1, 2}}, {100, 200});
+  auto out = p->call({a, b.t});
+  CHECK(out[0].data<double>()[0] == 101);
+  CHECK(out[0].data<double>()[1] == 201);
+  CHECK(out[0].data<double>()[4] == 103);
+  CHECK(out[0].data<double>()[5] == 203);
+}
+
+TEST_CASE("call_rejects_wrong_argument_count_dtype_and_rank_naming_the_argument") {
+  auto p = Program::from_json(kAddGraph);
+  Array a = Array::of<double>({2, {3, 1}}, {1, 2, 3});
+  Array f32 = Array::of<float>({2, {1, 2}}, {1, 2});
+  Array r1 = Array::of<double>({1, {2}}, {1, 2});
+  CHECK_THROWS_WITH(p->call({a.t}), Contains("expected 2 arguments, got 1"));
+  CHECK_THROWS_WITH(p->call({a.t, f32.t}), Contains("argument 1 ('b'): dtype float32"));
+  CHECK_THROWS_WITH(p->call({a.t, r1.t}), Contains("argument 1 ('b'): 1 dims"));
+  Array wrong_static = Array::of<double>({2, {3, 2}}, {1, 2, 3, 4, 5, 6});
+  CHECK_THROWS_WITH(p->call({wrong_static.t, r1.t}), Contains("does not match the static shape"));
+}
+
+TEST_CASE("elemwise_rejects_shapes_that_do_not_broadcast_at_call") {
+  const char* g = R"({"format": "ember-graph", "version": 1,
+    "variables": [{"name": "a", "dtype": "float64", "shape": [null]},
+                  {"name": "b", "dtype": "float64", "shape": [null]},
+                  {"name": "c", "dtype": "float64", "shape": [null]}],
+    "inputs": [0, 1], "outputs": [2],
+    "nodes": [{"op": "Elemwise", "inputs": [0, 1], "outputs": [2], "attrs": {"scalar_op": {"op": "Mul"}}}]})";
+  auto p = Program::from_json(g);
+  Array a = Array::of<double>({1, {3}}, {1, 2, 3});
+  Array b = Array::of<double>({1, {4}}, {1, 2, 3, 4});
+  CHECK_THROWS_WITH(p->call({a.t, b.t}), Contains("node 0 (Elemwise): input shapes do not broadcast"));
+}
+
+TEST_CASE("buffer_plan_reuses_dead_buffers_in_a_chain") {
+  auto p = Program::from_json(chain_graph(20));
+  CHECK(p->impl().num_slots <= 3);
+  Array x = Array::of<double>({1, {4}}, {0.5, -0.5, 0.25, 2});
+  auto out = p->call({x.t});
+  // ten rounds of sqr then neg: x -> -(x^2) -> x^4 ... ends at -(x^(2^10))
+  for (int i = 0; i < 4; ++i) {
+    double v = x.data<double>()[i];
+    for (int k = 0; k < 20; ++k) v = k % 2 ? -v : v * v;
+    CHECK(out[0].data<double>()[i] == v);
+  }
+}
+
+TEST_CASE("repeated_calls_with_same_shapes_allocate_nothing") {
+  auto p = Program::from_json(chain_graph(12));
+  auto ws = p->make_workspace();
+  Array x = Array::of<double>({1, {1000}}, std::vector<double>(1000, 0.999));
+  std::vector<Tensor> args{x.t};
+  p->run(*ws, args);
+  p->run(*ws, args);
+  g_allocs = 0;
+  g_counting = true;
+  for (int r = 0; r < 10; ++r) p->run(*ws, args);
+  g_counting = false;
+  CHECK(g_allocs == 0);
+}
+
+TEST_CASE("shared_input_rebinds_without_reloading") {
+  const char* g = R"({"format": "ember-graph", "version": 1,
+    "variables": [{"name": "x", "dtype": "float64", "shape": [2]},
+                  {"name": "data", "dtype": "float64", "shape": [2]},
+                  {"name": "y", "dtype": "float64", "shape": [2]}],
+    "inputs": [{"var": 0}, {"var": 1, "shared": true}], "outputs": [2],
+    "constants": [{"var": 1, "data": [1, 2]}],
+    "nodes": [{"op": "Elemwise", "inputs": [0, 1], "outputs": [2], "attrs": {"scalar_op": {"op": "Mul"}}}]})";
+  auto p = Program::from_json(g);
+  REQUIRE(p->args().size() == 1);
+  REQUIRE(p->shared().size() == 1);
+  Array x = Array::of<double>({1, {2}}, {3, 4});
+  auto out = p->call({x.t});
+  CHECK(out[0].data<double>()[1] == 8);
+  Array d = Array::of<double>({1, {2}}, {10, 100});
+  p->set_shared("data", d.t);
+  out = p->call({x.t});
+  CHECK(out[0].data<double>()[0] == 30);
+  CHECK(out[0].data<double>()[1] == 400);
+  CHECK_THROWS_WITH(p->set_shared("nope", d.t), Contains("no shared input named 'nope'"));
+}
+
+TEST_CASE("hierarchical_model_logp_and_grad_match_numpy") {
+  auto p = Program::load(test::data_path("hierarchical_logp.json"));
+  auto pts = test::read_json(test::data_path("hierarchical_expected.json"));
+  for (const auto& pt : pts) {
+    std::vector<double> x = pt["x"].get<std::vector<double>>();
+    Array xa = Array::of<double>({1, {static_cast<int64_t>(x.size())}}, x);
+    auto out = p->call({xa.t});
+    CHECK(test::close(out[0].data<double>()[0], pt["logp"].get<double>(), 1e-12));
+    auto g = pt["grad"].get<std::vector<double>>();
+    REQUIRE(out[1].size() == static_cast<int64_t>(g.size()));
+    for (size_t i = 0; i < g.size(); ++i) CHECK(test::close(out[1].data<double>()[i], g[i], 1e-12));
+  }
+}
+
+TEST_CASE("eight_threads_calling_one_program_get_identical_bits") {
+  auto p = Program::load(test::data_path("hierarchical_logp.json"));
+  auto pts = test::read_json(test::data_path("hierarchical_expected.json"));
+  std::vector<Array> xs, ref;
+  for (const auto& pt : pts) {
+    auto x = pt["x"].get<std::vector<double>>();
+    xs.push_back(Array::of<double>({1, {static_cast<int64_t>(x.size())}}, x));
+    auto out = p->call({xs.back().t});
+    ref.push_back(out[1]);
+    ref.push_back(out[0]);
+  }
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      auto ws = p->make_workspace();
+      for (int r = 0; r < 200; ++r) {
+        const size_t k = (r + t) % xs.size();
+        std::vector<Tensor> args{xs[k].t};
+        const auto& out = p->run(*ws, args);
+        if (std::memcmp(out[1].data, ref[2 * k].t.data, ref[2 * k].size() * 8) != 0 ||
+            std::memcmp(out[0].data, ref[2 * k + 1].t.data, 8) != 0)
+          ++mismatches;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(mismatches == 0);
+}

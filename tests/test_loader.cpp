@@ -1,0 +1,219 @@
+// The loader validates a whole graph before anything runs, and every error
+// names where the fault is.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+
+#include "engine/ember.hpp"
+#include "engine/graph.hpp"
+#include "test_util.hpp"
+
+using namespace ember;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// x (float64 vector) -> exp(x)
+const char* kExpGraph = R"({"format": "ember-graph", "version": 1,
+  "variables": [{"name": "x", "dtype": "float64", "shape": [null]},
+                {"name": "y", "dtype": "float64", "shape": [null]}],
+  "inputs": [{"var": 0}], "outputs": [1],
+  "nodes": [{"op": "Elemwise", "inputs": [0], "outputs": [1], "attrs": {"scalar_op": {"op": "Exp"}}}]})";
+
+std::string load_error(const std::string& json) {
+  try {
+    Program::from_json(json);
+  } catch (const LoadError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string with(std::string s, const std::string& from, const std::string& to) {
+  const auto at = s.find(from);
+  REQUIRE(at != std::string::npos);
+  return s.replace(at, from.size(), to);
+}
+
+std::string temp_file(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("ember_test_" + name)).string();
+}
+
+}  // namespace
+
+TEST_CASE("loader_accepts_minimal_graph") {
+  auto p = Program::from_json(kExpGraph);
+  REQUIRE(p->args().size() == 1);
+  CHECK(p->args()[0].name == "x");
+  CHECK(p->outputs()[0].name == "y");
+}
+
+TEST_CASE("loader_rejects_dangling_input_with_node_index") {
+  const std::string bad = with(kExpGraph, R"("inputs": [0], "outputs": [1], "attrs")",
+                               R"("inputs": [7], "outputs": [1], "attrs")");
+  const std::string msg = load_error(bad);
+  CHECK_THAT(msg, Contains("nodes[0].inputs[0]"));
+  CHECK_THAT(msg, Contains("does not exist"));
+}
+
+TEST_CASE("loader_rejects_use_before_definition_as_cycle") {
+  const char* g = R"({"format": "ember-graph", "version": 1,
+    "variables": [{"dtype": "float64", "shape": []}, {"dtype": "float64", "shape": []},
+                  {"dtype": "float64", "shape": []}],
+    "inputs": [0], "outputs": [2],
+    "nodes": [{"op": "Elemwise", "inputs": [2], "outputs": [1], "attrs": {"scalar_op": {"op": "Exp"}}},
+              {"op": "Elemwise", "inputs": [1], "outputs": [2], "attrs": {"scalar_op": {"op": "Exp"}}}]})";
+  const std::string msg = load_error(g);
+  CHECK_THAT(msg, Contains("node 0 (Elemwise)"));
+  CHECK_THAT(msg, Contains("not defined before this node"));
+}
+
+TEST_CASE("loader_lists_every_unsupported_op_in_one_error") {
+  const char* g = R"({"format": "ember-graph", "version": 1,
+    "variables": [{"dtype": "float64", "shape": []}, {"dtype": "float64", "shape": []},
+                  {"dtype": "float64", "shape": []}],
+    "inputs": [0], "outputs": [2],
+    "nodes": [{"op": "Scan", "inputs": [0], "outputs": [1]},
+              {"op": "IfElse", "inputs": [1], "outputs": [2]}]})";
+  const std::string msg = load_error(g);
+  CHECK_THAT(msg, Contains("2 node(s) use unsupported ops"));
+  CHECK_THAT(msg, Contains("node 0 (Scan)"));
+  CHECK_THAT(msg, Contains("node 1 (IfElse)"));
+}
+
+TEST_CASE("loader_rejects_unknown_dtype_naming_the_field") {
+  const std::string msg = load_error(with(kExpGraph, R"("name": "y", "dtype": "float64")",
+                                          R"("name": "y", "dtype": "float16")"));
+  CHECK_THAT(msg, Contains("variables[1].dtype"));
+}
+
+TEST_CASE("loader_rejects_wrong_json_types") {
+  CHECK_THAT(load_error(with(kExpGraph, R"("shape": [null]},
+                {"name": "y")", R"("shape": "big"},
+                {"name": "y")")),
+             Contains("variables[0].shape"));
+  CHECK_THAT(load_error(with(kExpGraph, R"("outputs": [1],
+  "nodes")", R"("outputs": [1.5],
+  "nodes")")),
+             Contains("outputs[0]"));
+  CHECK_THAT(load_error("[1, 2]"), Contains("must be a JSON object"));
+  CHECK_THAT(load_error("{\"format\": \"ember-graph\", \"version\": 1, \"variables\": "), Contains("not valid JSON"));
+}
+
+TEST_CASE("loader_rejects_absurd_static_shape") {
+  const std::string msg = load_error(with(kExpGraph, R"("shape": [null]},
+                {"name": "y")", R"("shape": [100000, 100000, 100000]},
+                {"name": "y")"));
+  CHECK_THAT(msg, Contains("more than 2^31 elements"));
+}
+
+TEST_CASE("loader_rejects_unknown_scalar_op_with_node_index") {
+  const std::string msg = load_error(with(kExpGraph, R"({"op": "Exp"})", R"({"op": "Frobnicate"})"));
+  CHECK_THAT(msg, Contains("node 0 (Elemwise)"));
+  CHECK_THAT(msg, Contains("attrs.scalar_op.op"));
+  CHECK_THAT(msg, Contains("Frobnicate"));
+}
+
+TEST_CASE("loader_rejects_composite_forward_reference") {
+  const std::string msg = load_error(with(kExpGraph, R"({"op": "Exp"})", R"({"op": "Composite",
+      "inputs": ["float64"], "nodes": [{"op": "Exp", "inputs": [2], "dtype": "float64"},
+                                       {"op": "Exp", "inputs": [0], "dtype": "float64"}],
+      "outputs": [1]})"));
+  CHECK_THAT(msg, Contains("scalar node 0 (Exp)"));
+  CHECK_THAT(msg, Contains("not defined before this node"));
+}
+
+TEST_CASE("loader_rejects_inline_constant_of_wrong_length") {
+  const char* g = R"({"format": "ember-graph", "version": 1,
+    "variables": [{"dtype": "float64", "shape": [3]}], "inputs": [], "outputs": [0],
+    "constants": [{"var": 0, "data": [1, 2]}], "nodes": []})";
+  CHECK_THAT(load_error(g), Contains("constants[0].data"));
+}
+
+TEST_CASE("loader_rejects_variable_defined_twice") {
+  const char* g = R"({"format": "ember-graph", "version": 1,
+    "variables": [{"dtype": "float64", "shape": []}], "inputs": [0], "outputs": [0],
+    "constants": [{"var": 0, "data": [1]}], "nodes": []})";
+  CHECK_THAT(load_error(g), Contains("defined twice"));
+}
+
+TEST_CASE("loader_rejects_missing_file_and_truncated_container") {
+  CHECK_THROWS_AS(Program::load("/nonexistent/graph.embg"), LoadError);
+  const std::string path = temp_file("truncated.embg");
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write("EMBRGRPH\xff\xff\xff\x7f\0\0\0\0{", 17);
+  }
+  try {
+    Program::load(path);
+    FAIL("no error");
+  } catch (const LoadError& e) {
+    CHECK_THAT(std::string(e.what()), Contains(path));
+    CHECK_THAT(std::string(e.what()), Contains("bytes of JSON"));
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE("loader_rejects_constant_outside_payload") {
+  Graph g = Graph::parse(R"({"format": "ember-graph", "version": 1,
+    "variables": [{"dtype": "float64", "shape": [4]}], "inputs": [], "outputs": [0],
+    "constants": [{"var": 0, "data": [1, 2, 3, 4]}], "nodes": []})", nullptr, 0, "t");
+  const std::string path = temp_file("payload.embg");
+  g.write_file(path);
+  // Shrink the file so the payload no longer holds the constant.
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 8);
+  try {
+    Program::load(path);
+    FAIL("no error");
+  } catch (const LoadError& e) {
+    CHECK_THAT(std::string(e.what()), Contains("constants[0]"));
+    CHECK_THAT(std::string(e.what()), Contains("outside the payload"));
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE("container_round_trips_constants_bit_exactly") {
+  Graph g = Graph::parse(R"({"format": "ember-graph", "version": 1,
+    "variables": [{"name": "c", "dtype": "float64", "shape": [3]}, {"name": "k", "dtype": "int8", "shape": [2]}],
+    "inputs": [], "outputs": [0, 1],
+    "constants": [{"var": 0, "data": [1.5, "-inf", "nan"]}, {"var": 1, "data": [-3, 7]}], "nodes": []})",
+                         nullptr, 0, "t");
+  const std::string path = temp_file("roundtrip.embg");
+  g.write_file(path);
+  auto p = Program::load(path);
+  auto out = p->call(std::initializer_list<Tensor>{});
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].data<double>()[0] == 1.5);
+  CHECK(std::isinf(out[0].data<double>()[1]));
+  CHECK(std::isnan(out[0].data<double>()[2]));
+  CHECK(out[1].data<int8_t>()[0] == -3);
+  CHECK(out[1].data<int8_t>()[1] == 7);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("graph_with_million_element_constants_loads_in_under_100ms") {
+  const int64_t n = 1'000'000;
+  Graph g = Graph::parse(R"({"format": "ember-graph", "version": 1,
+    "variables": [{"name": "x", "dtype": "float64", "shape": [1000000]},
+                  {"name": "c", "dtype": "float64", "shape": [1000000]},
+                  {"name": "y", "dtype": "float64", "shape": [1000000]}],
+    "inputs": [0], "outputs": [2],
+    "constants": [{"var": 1, "offset": 0, "nbytes": 8000000}],
+    "nodes": [{"op": "Elemwise", "inputs": [0, 1], "outputs": [2], "attrs": {"scalar_op": {"op": "Add"}}}]})",
+                         std::shared_ptr<const uint8_t[]>(new uint8_t[8'000'000]()), 8'000'000, "t");
+  const std::string path = temp_file("big.embg");
+  g.write_file(path);
+  double best_ms = 1e9;
+  for (int r = 0; r < 3; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto p = Program::load(path);
+    best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    REQUIRE(p->args()[0].static_shape.dims[0] == n);
+  }
+  WARN("load of 10^6-element constant graph: " << best_ms << " ms");
+  CHECK(best_ms < 100.0);
+  std::remove(path.c_str());
+}
