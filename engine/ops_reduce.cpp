@@ -56,6 +56,7 @@ struct Plan {
   int64_t O = 1, R = 1, nc = 1;
   bool column = false;
   int64_t jdim = 1, sk = 0;
+  int64_t threshold = reduce::kParallelMin;  // serial below this many elements
 };
 
 template <Rop op, class In, class A>
@@ -178,8 +179,8 @@ struct ColumnTask {
 };
 
 template <class Task>
-void run_tasks(const Task& task, int64_t ntasks, int64_t work_per_task) {
-  if (ntasks * work_per_task < reduce::kParallelMin || ntasks == 1) {
+void run_tasks(const Task& task, int64_t ntasks, int64_t work_per_task, int64_t threshold) {
+  if (ntasks * work_per_task < threshold || ntasks == 1) {
     for (int64_t t = 0; t < ntasks; ++t) task(t);
     return;
   }
@@ -197,9 +198,9 @@ void reduce_typed(const Plan& p, const Tensor& x, A* partials) {
     const int64_t ntiles = (p.jdim + kTile - 1) / kTile;
     const int64_t nouter = p.O / p.jdim;
     run_tasks(ColumnTask<op, In, A>{p, xp, partials}, nouter * ntiles * p.nc,
-              std::min(kChunk, p.R) * std::min(kTile, p.jdim));
+              std::min(kChunk, p.R) * std::min(kTile, p.jdim), p.threshold);
   } else {
-    run_tasks(RowTask<op, In, A>{p, xp, partials}, p.O * p.nc, std::min(kChunk, p.R));
+    run_tasks(RowTask<op, In, A>{p, xp, partials}, p.O * p.nc, std::min(kChunk, p.R), p.threshold);
   }
 }
 
@@ -247,11 +248,13 @@ const char* rop_name(Rop op) {
 
 class ReduceKernel final : public OpKernel {
  public:
-  ReduceKernel(Rop op, uint32_t axis_mask, DType acc) : op_(op), mask_(axis_mask), acc_(acc) {}
+  ReduceKernel(Rop op, uint32_t axis_mask, DType acc, int64_t threshold)
+      : op_(op), mask_(axis_mask), acc_(acc), threshold_(threshold) {}
 
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
     Plan p;
+    p.threshold = threshold_;
     Shape os;
     for (int i = 0; i < x.ndim(); ++i) {
       if (mask_ & (1u << i)) {
@@ -314,6 +317,7 @@ class ReduceKernel final : public OpKernel {
   Rop op_;
   uint32_t mask_;
   DType acc_;
+  int64_t threshold_;
 };
 
 Rop parse_rop(NodeContext& ctx) {
@@ -406,7 +410,7 @@ std::unique_ptr<OpKernel> make_careduce(NodeContext& ctx) {
   if ((op == Rop::And || op == Rop::Or) && out.dtype != DType::Bool)
     ctx.fail("outputs", "All/Any output must be bool, not " + std::string(dtype_name(out.dtype)));
   const DType acc = parse_acc(ctx, op, in.dtype);
-  return std::make_unique<ReduceKernel>(op, mask, acc);
+  return std::make_unique<ReduceKernel>(op, mask, acc, ctx.options().parallel_threshold);
 }
 
 }  // namespace ember
