@@ -13,9 +13,9 @@ struct ember_program {
   std::shared_ptr<const ember::Program> prog;
   uint64_t in_size = 0, out_size = 0;
   std::mutex mu;  // guards the pool only
-  std::vector<std::unique_ptr<ember::Workspace>> pool;
+  std::vector<ember::WorkspacePtr> pool;
 
-  std::unique_ptr<ember::Workspace> take() {
+  ember::WorkspacePtr take() {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (!pool.empty()) {
@@ -26,7 +26,7 @@ struct ember_program {
     }
     return prog->make_workspace();
   }
-  void give(std::unique_ptr<ember::Workspace> ws) {
+  void give(ember::WorkspacePtr ws) {
     std::lock_guard<std::mutex> lock(mu);
     pool.push_back(std::move(ws));
   }
@@ -55,7 +55,7 @@ int64_t with_outputs(const ember_program* cp, uint64_t dim, const double* x, F&&
     t_error = "dim " + std::to_string(dim) + " but the graph takes " + std::to_string(p->in_size);
     return -1;
   }
-  std::unique_ptr<ember::Workspace> ws;
+  ember::WorkspacePtr ws;
   try {
     ws = p->take();
     ember::Tensor xt = ember::Tensor::contiguous(ember::DType::Float64, ember::Shape{1, {int64_t(dim)}},
