@@ -17,16 +17,6 @@ constexpr double kBigInv = 2.22044604925031308085e-16;
 constexpr double kInv2Pi = 0.15915494309189533577;
 constexpr int kMaxIter = 1000;
 
-// Exact product a * b = p + e (Dekker, no FMA).
-void two_prod(D a, D b, D& p, D& e) {
-  const D split(134217729.0);
-  D ca = split * a, cb = split * b;
-  D ahi = ca - (ca - a), bhi = cb - (cb - b);
-  D alo = a - ahi, blo = b - bhi;
-  p = a * b;
-  e = ((ahi * bhi - p) + ahi * blo + alo * bhi) + alo * blo;
-}
-
 // lgamma(big + s) - lgamma(big) for big >= 10 (Stirling's terms, no cancellation).
 D lgamma_shift(D big, D s) {
   D c = big + s;
