@@ -175,7 +175,7 @@ D j1(D x) {
   D c = cos(zl), s = sin(zl);
   D large = ((w * q - p) * c + (p + w * q) * s) * D(kSqrt1OPi) / sqrt(zl);
   D v = select(z <= D(5.0), small, large);
-  D r = select(signbit(x), -v, v);  // odd; v itself may be negative
+  D r = select(signbit(x), neg(v), v);  // odd; v itself may be negative
   return select(is_nan(x), x, r);
 }
 

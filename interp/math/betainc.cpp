@@ -28,7 +28,7 @@ D power_terms(D a, D b, D x, D xc, D lx, D lxc, D d) {
   B both = a >= D(10.0) && b >= D(10.0);
   D as = select(both, a, D(10.0)), bs = select(both, b, D(10.0));
   D cs = as + bs;
-  D e_mean = as * log1pmx(d / as, x * cs / as) + bs * log1pmx(-d / bs, xc * cs / bs) - stirling_corr(as) - stirling_corr(bs) +
+  D e_mean = as * log1pmx(d / as, x * cs / as) + bs * log1pmx(neg(d) / bs, xc * cs / bs) - stirling_corr(as) - stirling_corr(bs) +
              stirling_corr(cs);
   D mean = sqrt(as * bs / cs * D(kInv2Pi)) * exp(e_mean);
   // One of a, b >= 10: -log B = lgamma(big + small) - lgamma(big) - lgamma(small).
@@ -72,7 +72,7 @@ D fraction(D a, D b, D x, D xc, B on) {
   D pkm2(0.0), qkm2(1.0), pkm1(1.0), qkm1(1.0), ans(1.0);
   B act = on;
   for (int n = 0; n < kMaxIter && xsimd::any(act); ++n) {
-    D xk = -(z * k1 * k2) / (k3 * k4);
+    D xk = neg(z * k1 * k2) / (k3 * k4);
     D pk = pkm1 + pkm2 * xk, qk = qkm1 + qkm2 * xk;
     pkm2 = pkm1, pkm1 = pk, qkm2 = qkm1, qkm1 = qk;
     xk = (z * k5 * k6) / (k7 * k8);
@@ -109,12 +109,12 @@ D betainc(D a, D b, D x) {
   D A = select(swap, bv, av), Bb = select(swap, av, bv);
   D X = select(swap, xcv, xv), XC = select(swap, xv, xcv);
   // Logs of x and 1 - x from the exact input; d = x (a+b) - a, negated by the swap.
-  D lx = log(xv), lxc = log1p(-xv);
+  D lx = log(xv), lxc = log1p(neg(xv));
   D LX = select(swap, lxc, lx), LXC = select(swap, lx, lxc);
   D p, e;
   two_prod(xv, av + bv, p, e);
   D d = (p - av) + e;
-  D Dd = select(swap, -d, d);
+  D Dd = select(swap, neg(d), d);
   D pre = power_terms(A, Bb, X, XC, LX, LXC, Dd);
 
   B ps = valid && Bb * X <= D(1.0) && X <= D(0.95);
@@ -124,7 +124,7 @@ D betainc(D a, D b, D x) {
   if (xsimd::any(ps)) {
     // The series carries x^a / B(a, b) only: divide out (1-x)^b.
     D s = pseries_sum(A, Bb, X, ps);
-    w = select(ps, s * exp(-Bb * LXC), w);
+    w = select(ps, s * exp(neg(Bb * LXC)), w);
   }
   B c1 = cf && !second, c2 = cf && second;
   if (xsimd::any(c1)) w = select(c1, fraction<false>(A, Bb, X, XC, c1) / A, w);

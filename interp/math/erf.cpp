@@ -165,7 +165,7 @@ D erfcinv(D q) {
   D xm = newton_erf(inv_central(ym), ym);
   D qt = select(lo && q > D(0.0), q, select(hi && q < D(2.0), D(2.0) - q, D(0.25)));
   D xt = newton_erfc(inv_tail(qt), qt);
-  D r = select(mid, xm, select(lo, xt, -xt));
+  D r = select(mid, xm, select(lo, xt, neg(xt)));
   r = select(q == D(0.0), inf(), select(q == D(2.0), -inf(), r));
   return select(q < D(0.0) || q > D(2.0) || is_nan(q), nan(), r);
 }

@@ -37,7 +37,7 @@ D sinpi(D x) {
   D half = n * D(0.5);
   B odd = rint(half) != half;
   D s = sin(D(kPi) * r);
-  s = select(odd, -s, s);
+  s = select(odd, neg(s), s);
   return select(abs(x) < D(4503599627370496.0), s, D(0.0) * x);
 }
 
@@ -47,7 +47,7 @@ D cospi(D x) {
   D half = n * D(0.5);
   B odd = rint(half) != half;
   D c = cos(D(kPi) * r);
-  c = select(odd, -c, c);
+  c = select(odd, neg(c), c);
   B big = abs(x) >= D(4503599627370496.0);
   // Beyond 2^52 every double is an integer; beyond 2^53 every one is even.
   B big_odd = big && abs(x) < D(9007199254740992.0) && rint(half) != half;

@@ -78,13 +78,13 @@ D q_small_x(D a, D x, B on) {
   B act = on;
   for (int n = 1; n < kMaxIter && xsimd::any(act); ++n) {
     D dn(static_cast<double>(n));
-    fac = select(act, fac * (-x / dn), fac);
+    fac = select(act, fac * (neg(x) / dn), fac);
     D term = fac / (a + dn);
     sum = select(act, sum + term, sum);
     act = act && (abs(term) > abs(sum) * D(kEps));
   }
   D logx = log(x);
-  D head = -expm1(a * logx - lgamma1p(a));
+  D head = neg(expm1(a * logx - lgamma1p(a)));
   return head - exp(a * logx - lgamma_pos(a)) * sum;
 }
 
