@@ -503,6 +503,54 @@ def supported_ops():
 # -- driver ---------------------------------------------------------------------
 
 
+def _is_op_from_graph(op):
+    return any(c.__name__ == "OpFromGraph" for c in type(op).__mro__)
+
+
+def _inline_op_from_graph(g, node, where):
+    """Emit an OpFromGraph's inner graph (e.g. AllocDiag) in place of the node."""
+    from pytensor.graph.replace import clone_replace
+
+    try:
+        from pytensor.graph.traversal import io_toposort
+    except ImportError:  # older PyTensor
+        from pytensor.graph.basic import io_toposort
+
+    op = node.op
+    outs = clone_replace(list(op.inner_outputs), replace=dict(zip(op.inner_inputs, node.inputs)))
+    _emit_nodes(g, io_toposort(list(node.inputs), outs), f"{where} ({type(op).__name__}) inner node ")
+    for out, inner in zip(node.outputs, outs):
+        g.ids[out] = g.var(inner)
+
+
+def _emit_nodes(g, nodes, where_prefix):
+    for k, node in enumerate(nodes):
+        op = node.op
+        where = f"{where_prefix}{k}"
+        if type(op).__name__ == "MakeSlice":
+            continue  # folded into the AdvancedSubtensor that uses it
+        handler = _handler_for(op)
+        if handler is None and _is_op_from_graph(op):
+            try:
+                _inline_op_from_graph(g, node, where)
+            except _Unsupported as e:
+                g.problems.append((f"{type(op).__name__}: {e}", where))
+            continue
+        if handler is None:
+            g.problems.append((f"op {type(op).__name__}", f"{where} {op}"))
+            continue
+        try:
+            ename, node_inputs, attrs = handler(g, node)
+            entry = {"op": ename, "inputs": [g.var(i) for i in node_inputs],
+                     "outputs": [g.var(o) for o in node.outputs]}
+        except _Unsupported as e:
+            g.problems.append((f"{type(op).__name__}: {e}", where))
+            continue
+        if attrs:
+            entry["attrs"] = attrs
+        g.nodes.append(entry)
+
+
 def _unpack(obj):
     """(fgraph, inputs, outputs, shared flags, shared values, problems) of a Function or FunctionGraph."""
     from pytensor.compile.sharedvalue import SharedVariable
@@ -559,25 +607,7 @@ def export_graph(obj, *, name=None, input_names=None, output_names=None, inline_
             entry["shared"] = True
         doc_inputs.append(entry)
 
-    for k, node in enumerate(fg.toposort()):
-        op = node.op
-        if type(op).__name__ == "MakeSlice":
-            continue  # folded into the AdvancedSubtensor that uses it
-        handler = _handler_for(op)
-        where = f"node {k}"
-        if handler is None:
-            g.problems.append((f"op {type(op).__name__}", f"{where} {op}"))
-            continue
-        try:
-            ename, node_inputs, attrs = handler(g, node)
-            entry = {"op": ename, "inputs": [g.var(i) for i in node_inputs],
-                     "outputs": [g.var(o) for o in node.outputs]}
-        except _Unsupported as e:
-            g.problems.append((f"{type(op).__name__}: {e}", where))
-            continue
-        if attrs:
-            entry["attrs"] = attrs
-        g.nodes.append(entry)
+    _emit_nodes(g, fg.toposort(), "node ")
 
     out_names = _unique_names(output_names or [None] * len(outputs), "output")
     out_ids = []
