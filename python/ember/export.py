@@ -103,6 +103,10 @@ def _inline_data(arr):
 
 def _int_literal(v):
     """The Python int of a 0-d integer constant, else None."""
+    # PyTensor 3.x wraps literal slice bounds as TensorFromScalar(constant).
+    while (not _is_constant(v) and v.owner is not None and len(v.owner.inputs) == 1
+           and type(v.owner.op).__name__ in ("TensorFromScalar", "ScalarFromTensor")):
+        v = v.owner.inputs[0]
     if not _is_constant(v):
         return None
     data = np.asarray(v.data)

@@ -484,3 +484,21 @@ def test_model_suite_is_present():
     names = {os.path.basename(p)[:-5] for p in MODEL_FILES}
     assert {"seed_gamma", "seed_lognormal", "eight_schools_centered", "radon",
             "logistic_glm", "data_regression"} <= names
+
+
+def test_2x_advanced_index_inputs_slices_and_newaxis():
+    # PyTensor 2.x AdvancedSubtensor: no idx_list; index inputs are tensors, slices
+    # (SliceConstant or MakeSlice outputs) and NoneConst for np.newaxis.
+    from pytensor.tensor.type_other import NoneConst, SliceConstant, SliceType, make_slice
+
+    x, idx, stop = pt.dmatrix("x"), pt.lvector("idx"), pt.lscalar("stop")
+    const_slice = SliceConstant(SliceType(), slice(1, None, None))
+    made = make_slice(pt.constant(np.int64(0)), stop, NoneConst)
+    node = SimpleNamespace(op=SimpleNamespace(), inputs=[x, NoneConst, idx, const_slice, made],
+                           outputs=[pt.dtensor3()])
+    _, inputs, attrs = ex._subtensor_family("AdvancedSubtensor", 1, True)(None, node)
+    assert inputs[:2] == [x, idx] and len(inputs) == 3  # make_slice may wrap stop in ScalarFromTensor
+    assert attrs["idx_list"] == [
+        {"type": "newaxis"}, {"type": "array", "input": 1},
+        {"type": "slice", "start": 1, "stop": None, "step": None},
+        {"type": "slice", "start": 0, "stop": {"input": 2}, "step": None}]
