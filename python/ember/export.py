@@ -513,7 +513,7 @@ def _is_op_from_graph(op):
 
 def _inline_op_from_graph(g, node, where):
     """Emit an OpFromGraph's inner graph (e.g. AllocDiag) in place of the node."""
-    from pytensor.graph.replace import clone_replace
+    from pytensor.graph.basic import clone
 
     try:
         from pytensor.graph.traversal import io_toposort
@@ -521,8 +521,11 @@ def _inline_op_from_graph(g, node, where):
         from pytensor.graph.basic import io_toposort
 
     op = node.op
-    outs = clone_replace(list(op.inner_outputs), replace=dict(zip(op.inner_inputs, node.inputs)))
-    _emit_nodes(g, io_toposort(list(node.inputs), outs), f"{where} ({type(op).__name__}) inner node ")
+    # A private copy per application: one op instance (and inner graph) may be applied twice.
+    ins, outs = clone(list(op.inner_inputs), list(op.inner_outputs))
+    for inner, outer in zip(ins, node.inputs):
+        g.ids[inner] = g.var(outer)
+    _emit_nodes(g, io_toposort(ins, outs), f"{where} ({type(op).__name__}) inner node ")
     for out, inner in zip(node.outputs, outs):
         g.ids[out] = g.var(inner)
 

@@ -78,8 +78,22 @@ def export_model(name, out_dir):
     nl = nutpie_logp(model)
     doc, payload = ember.export_graph(nl.fn, name=name, output_names=["logp", "grad"])
     graph_bytes = ember.dumps(doc, payload, binary=True)
-    ref = reference_fn(nl.fn.maker.fgraph)
     logp_pm, dlogp_pm = pymc_fns(model)
+    try:
+        ref_fn = reference_fn(nl.fn.maker.fgraph)
+        ref_fn(nl.initial_point(0))
+        reference = "pytensor C VM on the rewritten graph"
+    except Exception as e:  # e.g. an OpFromGraph whose rewritten inner graph holds inplace ops
+        print(f"{name}: C VM cannot run the rewritten graph ({type(e).__name__}); "
+              "using PyMC's compile_logp/compile_dlogp", file=sys.stderr)
+        ref_fn = None
+        reference = "pymc compile_logp/compile_dlogp (FAST_RUN, C)"
+
+    def ref(x):
+        if ref_fn is not None:
+            return ref_fn(x)
+        point = to_point(model, nl, x)
+        return logp_pm(point), dlogp_pm(point)
 
     rng = np.random.default_rng(12345)
     points, logps, grads = [], [], []
@@ -101,6 +115,7 @@ def export_model(name, out_dir):
         "model": name,
         "graph": f"{name}.embg",
         "input": nl.fn.maker.fgraph.inputs[0].name,
+        "reference": reference,
         "n_dim": int(nl.n_dim),
         "params": [{"name": n, "start": int(s.start), "stop": int(s.stop), "shape": [int(d) for d in sh]}
                    for n, s, sh in zip(nl.names, nl.slices, nl.shapes)],

@@ -470,7 +470,8 @@ def test_model_graph_is_valid_and_matches_values(path):
     check(doc, payload, SCHEMA)
     with open(path[:-len(".embg")] + ".values.json") as f:
         values = json.load(f)
-    [inp] = doc["inputs"]
+    inp, *data_inputs = doc["inputs"]
+    assert all(i.get("shared") for i in data_inputs)  # pm.Data
     var = doc["variables"][inp["var"]]
     assert var["name"] == values["input"] and var["shape"] == [values["n_dim"]]
     assert len(values["points"]) == len(values["logp"]) == len(values["grad"]) == 10
@@ -482,8 +483,20 @@ def test_model_graph_is_valid_and_matches_values(path):
 
 def test_model_suite_is_present():
     names = {os.path.basename(p)[:-5] for p in MODEL_FILES}
-    assert {"seed_gamma", "seed_lognormal", "eight_schools_centered", "radon",
-            "logistic_glm", "data_regression"} <= names
+    assert {"seed_gamma", "seed_lognormal", "eight_schools_centered", "eight_schools_noncentered",
+            "radon", "logistic_glm", "poisson_glm", "studentt_regression", "data_regression",
+            "mvnormal_lkj"} <= names
+
+
+def test_data_regression_has_shared_inputs_with_values():
+    with open(os.path.join(MODELS_DIR, "data_regression.embg"), "rb") as f:
+        doc, payload = ember.loads(f.read())
+    shared = [i for i in doc["inputs"] if i.get("shared")]
+    names = sorted(doc["variables"][i["var"]]["name"] for i in shared)
+    assert names == ["x_data", "y_data"]
+    for i in shared:
+        assert doc["variables"][i["var"]]["shape"] == [50]
+        assert i["var"] in {c["var"] for c in doc["constants"]}
 
 
 def test_2x_advanced_index_inputs_slices_and_newaxis():
@@ -502,3 +515,17 @@ def test_2x_advanced_index_inputs_slices_and_newaxis():
         {"type": "newaxis"}, {"type": "array", "input": 1},
         {"type": "slice", "start": 1, "stop": None, "step": None},
         {"type": "slice", "start": 0, "stop": {"input": 2}, "step": None}]
+
+
+def test_op_from_graph_applied_twice_emits_only_its_inner_nodes():
+    from pytensor.compile.builders import OpFromGraph
+
+    a = pt.dvector("a")
+    ofg = OpFromGraph([a], [pt.exp(a)])
+    x = pt.dvector("x")
+    y = pt.log(x)
+    doc, _ = export([x], [ofg(y), ofg(y * 2.0)])
+    ops = [n["attrs"]["scalar_op"]["op"] for n in nodes_named(doc, "Elemwise")]
+    assert sorted(ops) == ["Exp", "Exp", "Log", "Mul"]  # Log is not re-emitted per application
+    exps = [n for n in nodes_named(doc, "Elemwise") if n["attrs"]["scalar_op"]["op"] == "Exp"]
+    assert exps[0]["inputs"] != exps[1]["inputs"] and exps[0]["outputs"] != exps[1]["outputs"]
