@@ -593,3 +593,34 @@ def test_pytensor_eval_runs_wide_composites_and_op_from_graph():
     for k in range(15):
         np.testing.assert_allclose(got[k], np.exp(vals[k]) * vals[k + 1], rtol=1e-15)
     np.testing.assert_allclose(got[15], vals[0] * 3.0, rtol=1e-15)
+
+
+def test_hand_built_shape_join_linalg_graphs_evaluate_like_pytensor():
+    import warnings
+
+    import format_eval
+
+    warnings.simplefilter("ignore", DeprecationWarning)
+    ops = _linalg_ops()
+    A = pt.dmatrix("A")
+    v = pt.dvector("v")
+    idx = pt.lvector("idx")
+    ax = pt.lscalar("ax")
+    n = pt.lscalar("n")
+    spd = pt.dot(A, A.T) + pt.constant(3.0 * np.eye(3))
+    s1, s2 = pt.split(v, [1, 3], n_splits=2, axis=0)
+    outs = [ops["Cholesky"]()(spd), ops["SolveTriangular"](lower=True, b_ndim=1)(ops["Cholesky"]()(spd), v[:3]),
+            ops["Solve"](b_ndim=1)(spd, v[:3]), ops["MatrixInverse"]()(spd), ops["Det"]()(spd),
+            *ops["SLogDet"]()(spd), pt.join(ax, A, A), s1, s2, pt.alloc(v[0], n, 2), pt.cumprod(A, axis=1),
+            pt.diagonal(A, offset=-1), pt.inc_subtensor(v[idx], 1.0), A.reshape((9,)), pt.arange(n),
+            pt.stack([v[0], v[1]]), pt.dot(A, v[:3]), A.max(axis=0), pt.prod(A, axis=1)]
+    fg = FunctionGraph([A, v, idx, ax, n], outs, clone=False)
+    doc, payload = ember.export_graph(fg)
+    check(doc, payload, SCHEMA)
+    rng = np.random.default_rng(3)
+    args = {"A": rng.normal(size=(3, 3)), "v": rng.normal(size=4), "idx": np.array([1, 1, 3]),
+            "ax": np.array(1), "n": np.array(2)}
+    expected = pytensor.function([A, v, idx, ax, n], outs, mode="FAST_COMPILE")(*args.values())
+    got = format_eval.evaluate(doc, payload, args)
+    for k, (g, e) in enumerate(zip(got, expected)):
+        np.testing.assert_allclose(g, e, rtol=1e-12, err_msg=f"output {k}")
