@@ -41,6 +41,44 @@ def _unshare(doc, fgraph):
     return doc
 
 
+def _lift_scalar_graph(fgraph):
+    """A FunctionGraph whose bare scalar ops (graphs built with
+    pytensor.scalar) become Elemwise ops on 0-d tensors, which the exporter
+    understands. Returns fgraph itself when it has none."""
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.scalar.basic import ScalarOp, ScalarType
+    from pytensor.tensor.elemwise import Elemwise
+    from pytensor.tensor.type import TensorType
+
+    if not any(isinstance(n.op, ScalarOp) for n in fgraph.apply_nodes):
+        return fgraph
+    mapping = {}
+
+    def lift(v):
+        if v in mapping:
+            return mapping[v]
+        if isinstance(v.type, ScalarType):
+            from pytensor.graph.basic import Constant
+            from pytensor.tensor.basic import constant
+
+            if isinstance(v, Constant):
+                return constant(np.asarray(v.data, dtype=v.type.dtype))
+            mapping[v] = TensorType(v.type.dtype, shape=())(name=v.name)
+            return mapping[v]
+        return v
+
+    inputs = [lift(v) for v in fgraph.inputs]
+    for node in fgraph.toposort():
+        if isinstance(node.op, ScalarOp):
+            outs = Elemwise(node.op).make_node(*[lift(i) for i in node.inputs]).outputs
+        else:
+            outs = node.op.make_node(*[mapping.get(i, i) for i in node.inputs]).outputs
+        for old, new in zip(node.outputs, outs):
+            mapping[old] = new
+    outputs = [lift(v) for v in fgraph.outputs]
+    return FunctionGraph(inputs, outputs, clone=False)
+
+
 class EmberLinker(JITLinker):
     """Runs a whole FunctionGraph as one ember Program."""
 
@@ -60,7 +98,7 @@ class EmberLinker(JITLinker):
         return super().accept(fgraph, no_recycling, profile)
 
     def fgraph_convert(self, fgraph, order, input_storage, output_storage, storage_map, **kwargs):
-        doc, payload = export_graph(fgraph)
+        doc, payload = export_graph(_lift_scalar_graph(fgraph))
         doc = _unshare(doc, fgraph)
         if not self.load:
             return None, fgraph
