@@ -114,12 +114,17 @@ class EmberLinker(JITLinker):
             def not_loaded(*inputs):
                 raise RuntimeError("this function was compiled for export only (EmberLinker(load=False))")
             return not_loaded
+        from .native import CallError, translate_call_error
+
         core = program._p
         dtypes = [np.dtype(a["dtype"]) for a in core.args]
         scalar_out = [isinstance(v.type, ScalarType) for v in fgraph.outputs]
 
         def run(*inputs):
-            outs = core(*[np.asarray(x, dtype=dt) for x, dt in zip(inputs, dtypes)])
+            try:
+                outs = core(*[np.asarray(x, dtype=dt) for x, dt in zip(inputs, dtypes)])
+            except CallError as e:
+                raise translate_call_error(e) from None
             if any(scalar_out):
                 outs = [o[()] if s else o for o, s in zip(outs, scalar_out)]
             return outs

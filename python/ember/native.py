@@ -44,6 +44,34 @@ def _load_core():
 _core = _load_core()
 CallError = _core.CallError
 LoadError = _core.LoadError
+
+
+# A failed call raises the Python exception PyTensor's own backends raise
+# for the same fault, still a CallError: assertions (SpecifyShape,
+# CheckAndRaise/Assert) -> AssertionError, out-of-bounds indices ->
+# IndexError, other shape/value faults -> ValueError.
+class CallAssertionError(CallError, AssertionError):
+    pass
+
+
+class CallIndexError(CallError, IndexError):
+    pass
+
+
+class CallValueError(CallError, ValueError):
+    pass
+
+
+_ASSERT_OPS = ("(SpecifyShape)", "(CheckAndRaise)", "(Assert)")
+
+
+def translate_call_error(e):
+    msg = str(e)
+    if any(op in msg for op in _ASSERT_OPS):
+        return CallAssertionError(msg)
+    if "out of bounds" in msg:
+        return CallIndexError(msg)
+    return CallValueError(msg)
 logp_address = _core.logp_address
 expand_address = _core.expand_address
 jit_available = _core.jit_available
@@ -70,7 +98,11 @@ class Program:
     def __call__(self, *args):
         if len(args) != len(self._arg_dtypes):
             raise TypeError(f"{self._p.source}: expected {len(self._arg_dtypes)} arguments, got {len(args)}")
-        return self._p(*[np.asarray(a, dtype=dt) for a, dt in zip(args, self._arg_dtypes)])
+        arrays = [np.asarray(a, dtype=dt) for a, dt in zip(args, self._arg_dtypes)]
+        try:
+            return self._p(*arrays)
+        except CallError as e:
+            raise translate_call_error(e) from None
 
     def set_shared(self, name, value):
         info = {s["name"]: s for s in self._p.shared}

@@ -108,8 +108,17 @@ def test_unsupported_ops_fail_with_one_error_naming_each():
 def test_runtime_errors_surface_as_python_exceptions():
     x = pt.dvector("x")
     f = pytensor.function([x], pt.specify_shape(x, (3,)) * 2, mode="EMBER")
-    with pytest.raises(Exception):
+    with pytest.raises(AssertionError, match="SpecifyShape"):
         f(np.ones(4))
+    g = pytensor.function([x], x.reshape((2, -1)), mode="EMBER")
+    with pytest.raises(ValueError, match="reshape"):
+        g(np.ones(5))
+    i = pt.lscalar("i")
+    h = pytensor.function([x, i], x[i], mode="EMBER")
+    with pytest.raises(IndexError):
+        h(np.ones(3), 7)
+    with pytest.raises(ember.CallError):  # all of them are CallErrors
+        h(np.ones(3), 7)
 
 
 def test_mode_options_are_forwarded():
