@@ -57,7 +57,13 @@ path, f = sys.argv[1], sys.argv[2]
 try:
     s = ET.parse(path).getroot()
 except Exception:
-    print(f"{f:<36} (no result: timed out or crashed, see the .log)"); sys.exit()
+    # Timed out or crashed: count the progress characters pytest printed so far.
+    import re
+    log = open(path[:-4] + ".log", errors="replace").read()
+    prog = "".join(m.group(1) for m in re.finditer(r"^([.FEsxX]+)\s*\[\s*\d+%\]", log, re.M))
+    n = {c: prog.count(c) for c in ".FEsx"}
+    print(f"{f:<36} {n['.']:>7} {n['F']:>7} {n['E']:>7} {n['s']:>7} {n['x']:>7}  (partial: stopped after "
+          f"{len(prog)} tests)"); sys.exit()
 s = s if s.tag == "testsuite" else s.find("testsuite")
 tests, fail, err, skip = (int(s.get(k, 0)) for k in ("tests", "failures", "errors", "skipped"))
 xfail = sum(1 for c in s.iter("testcase") for k in c if k.tag == "skipped" and "xfail" in (k.get("type", "") + k.get("message", "")))

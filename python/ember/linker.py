@@ -71,8 +71,14 @@ def _lift_scalar_graph(fgraph):
     for node in fgraph.toposort():
         if isinstance(node.op, ScalarOp):
             outs = Elemwise(node.op).make_node(*[lift(i) for i in node.inputs]).outputs
-        else:
-            outs = node.op.make_node(*[mapping.get(i, i) for i in node.inputs]).outputs
+        else:  # e.g. TensorFromScalar: give it scalars back
+            from pytensor.scalar.basic import ScalarType as _ST
+            from pytensor.tensor.basic import scalar_from_tensor, tensor_from_scalar
+
+            ins = [scalar_from_tensor(mapping[i]) if isinstance(i.type, _ST) and i in mapping else mapping.get(i, i)
+                   for i in node.inputs]
+            outs = [tensor_from_scalar(o) if isinstance(o.type, _ST) else o
+                    for o in node.op.make_node(*ins).outputs]
         for old, new in zip(node.outputs, outs):
             mapping[old] = new
     outputs = [lift(v) for v in fgraph.outputs]
