@@ -48,8 +48,8 @@ LoadError = _core.LoadError
 
 # A failed call raises the Python exception PyTensor's own backends raise
 # for the same fault, still a CallError: assertions (SpecifyShape,
-# CheckAndRaise/Assert) -> AssertionError, out-of-bounds indices ->
-# IndexError, other shape/value faults -> ValueError.
+# CheckAndRaise/Assert) -> AssertionError, out-of-bounds indices and
+# mismatched boolean masks -> IndexError (as NumPy), other shape/value faults -> ValueError.
 class CallAssertionError(CallError, AssertionError):
     pass
 
@@ -69,7 +69,7 @@ def translate_call_error(e):
     msg = str(e)
     if any(op in msg for op in _ASSERT_OPS):
         return CallAssertionError(msg)
-    if "out of bounds" in msg:
+    if "out of bounds" in msg or "boolean index did not match" in msg:
         return CallIndexError(msg)
     return CallValueError(msg)
 logp_address = _core.logp_address
