@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every test: install, build with and without the JIT, run both suites.
+# Every test: install, build with and without the JIT, run both C++ suites,
+# then the Python suite in the project's virtual environment.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/install-deps.sh"
@@ -10,4 +11,7 @@ for variant in jit nojit; do
   echo "=== test: $variant"
   ctest --test-dir "$root/build/$variant" --output-on-failure -j"$(nproc)" || status=1
 done
+echo "=== python"
+bash "$root/scripts/setup-python.sh"
+"$root/.venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/python" || status=1
 exit $status
