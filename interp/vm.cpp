@@ -14,7 +14,7 @@
 #include "interp/scalar_impl.hpp"
 
 #ifndef EMBER_VM_BLOCK
-#define EMBER_VM_BLOCK 1024
+#define EMBER_VM_BLOCK 256
 #endif
 
 namespace ember::interp {
@@ -379,16 +379,19 @@ void run_vector(const Bytecode& bc, int64_t n, const StridedPtr* in, const Strid
   const int32_t ni = static_cast<int32_t>(bc.inputs.size());
   // Blocks: one per slot, then 4 float64 temporaries for float32 math.
   const int64_t B = g_block.load(std::memory_order_relaxed);
-  const size_t need = static_cast<size_t>(nslots) * B + 4 * kMaxBlock;
+  // Blocks are spaced B + 24 doubles apart: with a power-of-two spacing every
+  // block would map to the same L1 sets (and 4K-alias each other).
+  const int64_t SP = B + 24;
+  const size_t need = static_cast<size_t>(nslots) * SP + 4 * kMaxBlock;
   if (tls.blocks.size() < need) tls.blocks.resize(need);
   if (tls.slots.size() < static_cast<size_t>(nslots)) tls.slots.resize(nslots);
   if (tls.mode.size() < static_cast<size_t>(ni)) tls.mode.resize(ni);
   double* base = tls.blocks.data();
   void** s = tls.slots.data();
   uint8_t* mode = tls.mode.data();
-  double* tmp = base + static_cast<int64_t>(nslots) * B;
+  double* tmp = base + static_cast<int64_t>(nslots) * SP;
   const int64_t nb = std::min<int64_t>(n, B);
-  for (int32_t k = 0; k < nslots; ++k) s[k] = base + k * B;
+  for (int32_t k = 0; k < nslots; ++k) s[k] = base + k * SP;
   for (int32_t k = 0; k < nc; ++k) splat(bc.const_cls[k], bc.constants[k], nb, s[k]);
   for (int32_t k = 0; k < ni; ++k) {
     const DType dt = bc.inputs[k];
