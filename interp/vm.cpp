@@ -196,77 +196,163 @@ template <Cls C> inline ct<C>& cell(Cell& c) {
   else return c.i64;
 }
 
-template <ScalarOp OP, Cls C>
-inline void sk(Cell* c, const Instr& in) {
+// A pre-decoded instruction for the scalar path: handler address (direct
+// threading) and slots. MODE k+1 in the handler means operand k is the
+// previous instruction's float64 result, taken from the machine register
+// `acc` instead of the cell it was just stored to (no store-to-load trip).
+struct SInstr {
+  const void* h;
+  int32_t d, a, b, c;
+};
+
+// Operand k of class C.
+template <Cls C, int MODE, int K, class I>
+inline ct<C> rd(const Cell* c, const I& in, double acc) {
+  if constexpr (C == Cls::F64 && MODE == K + 1) return acc;
+  else return cell<C>(const_cast<Cell&>(c[K == 0 ? in.a : K == 1 ? in.b : in.c]));
+}
+
+template <Cls C> inline void wr(Cell* c, int32_t d, ct<C> v, double& acc) {
+  cell<C>(c[d]) = v;
+  if constexpr (C == Cls::F64) acc = v;
+}
+
+template <ScalarOp OP, Cls C, int M, class I>
+inline void sk(Cell* c, const I& in, double& acc) {
   constexpr Shape sh = shape_of<OP, C>();
   if constexpr (sh == Shape::Math) {
     constexpr int ar = math_arity(OP);
-    double x[3] = {}, y;
-    const int32_t src[3] = {in.a, in.b, in.c};
-    for (int k = 0; k < ar; ++k) x[k] = cell<C>(c[src[k]]);
+    double x[3] = {static_cast<double>(rd<C, M, 0>(c, in, acc)), 0, 0}, y;
+    if constexpr (ar >= 2) x[1] = rd<C, M, 1>(c, in, acc);
+    if constexpr (ar >= 3) x[2] = rd<C, M, 2>(c, in, acc);
     const double* a[3] = {&x[0], &x[1], &x[2]};
     MathFn<OP>::call(1, a, &y);
-    cell<C>(c[in.d]) = static_cast<ct<C>>(y);
+    wr<C>(c, in.d, static_cast<ct<C>>(y), acc);
   } else if constexpr (sh == Shape::Same) {
     constexpr int ar = same_arity<OP>();
-    if constexpr (ar == 1) cell<C>(c[in.d]) = impl::Impl<OP>::f(cell<C>(c[in.a]));
-    else if constexpr (ar == 2) cell<C>(c[in.d]) = impl::Impl<OP>::f(cell<C>(c[in.a]), cell<C>(c[in.b]));
-    else cell<C>(c[in.d]) = impl::Impl<OP>::f(cell<C>(c[in.a]), cell<C>(c[in.b]), cell<C>(c[in.c]));
+    if constexpr (ar == 1) wr<C>(c, in.d, impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc)), acc);
+    else if constexpr (ar == 2)
+      wr<C>(c, in.d, impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc), rd<C, M, 1>(c, in, acc)), acc);
+    else
+      wr<C>(c, in.d, impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc), rd<C, M, 1>(c, in, acc), rd<C, M, 2>(c, in, acc)), acc);
   } else if constexpr (sh == Shape::Compare) {
-    c[in.d].i64 = impl::Impl<OP>::f(cell<C>(c[in.a]), cell<C>(c[in.b]));
+    c[in.d].i64 = impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc), rd<C, M, 1>(c, in, acc));
   } else if constexpr (sh == Shape::Predicate) {
-    c[in.d].i64 = impl::Impl<OP>::f(cell<C>(c[in.a]));
+    c[in.d].i64 = impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc));
   } else if constexpr (sh == Shape::Switch) {
-    cell<C>(c[in.d]) = c[in.a].i64 != 0 ? cell<C>(c[in.b]) : cell<C>(c[in.c]);
+    wr<C>(c, in.d, c[in.a].i64 != 0 ? rd<C, M, 1>(c, in, acc) : rd<C, M, 2>(c, in, acc), acc);
   }
 }
 
-template <Cls S, DType D> inline void scvt(Cell* c, const Instr& in) {
-  cell<cls_of(D)>(c[in.d]) = impl::convert_value<dt_type<D>>(cell<S>(c[in.a]), D);
+template <Cls S, DType D, int M, class I> inline void scvt(Cell* c, const I& in, double& acc) {
+  wr<cls_of(D)>(c, in.d, impl::convert_value<dt_type<D>>(rd<S, M, 0>(c, in, acc), D), acc);
 }
 
-// Direct-threaded dispatch (GCC's labels as values): each handler ends in
-// its own indirect jump, which predicts better than one shared switch.
-void scalar_exec(const Instr* ip, size_t n, Cell* c) {
-  if (n == 0) return;
-  const Instr* const end = ip + n;
-  static const void* const labels[kNumOpcodes] = {
-#define X(E, name, arity, kind) &&L_##E##_F64, &&L_##E##_F32, &&L_##E##_I64,
+// Runs pre-decoded code; with ip == nullptr returns the handler table,
+// indexed by mode * kNumOpcodes + opcode (mode 0: plain, 1/2: operand a/b
+// from acc).
+const void* const* scalar_exec(const SInstr* ip, size_t n, Cell* c) {
+  static const void* const labels[3 * kNumOpcodes] = {
+#define X(E, name, arity, kind) &&L0_##E##_F64, &&L0_##E##_F32, &&L0_##E##_I64,
 #include "interp/scalar_ops.def"
 #undef X
-#define X(E, name, T, is_float, is_int) &&C_F64_##E,
+#define X(E, name, T, is_float, is_int) &&C0_F64_##E,
 #include "interp/dtype.def"
 #undef X
-#define X(E, name, T, is_float, is_int) &&C_F32_##E,
+#define X(E, name, T, is_float, is_int) &&C0_F32_##E,
 #include "interp/dtype.def"
 #undef X
-#define X(E, name, T, is_float, is_int) &&C_I64_##E,
+#define X(E, name, T, is_float, is_int) &&C0_I64_##E,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, arity, kind) &&L1_##E##_F64, &&L0_##E##_F32, &&L0_##E##_I64,
+#include "interp/scalar_ops.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C1_F64_##E,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C0_F32_##E,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C0_I64_##E,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, arity, kind) &&L2_##E##_F64, &&L0_##E##_F32, &&L0_##E##_I64,
+#include "interp/scalar_ops.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C0_F64_##E,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C0_F32_##E,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C0_I64_##E,
 #include "interp/dtype.def"
 #undef X
   };
-#define NEXT                  \
-  if (++ip == end) return;    \
-  goto* labels[ip->op];
-  goto* labels[ip->op];
-#define X(E, name, arity, kind)                       \
-  L_##E##_F64 : sk<ScalarOp::E, Cls::F64>(c, *ip);    \
-  NEXT                                                \
-  L_##E##_F32 : sk<ScalarOp::E, Cls::F32>(c, *ip);    \
-  NEXT                                                \
-  L_##E##_I64 : sk<ScalarOp::E, Cls::I64>(c, *ip);    \
+  if (ip == nullptr) return labels;
+  if (n == 0) return nullptr;
+  const SInstr* const end = ip + n;
+  double acc = 0;
+#define NEXT                   \
+  if (++ip == end) return nullptr; \
+  goto* ip->h;
+  goto* ip->h;
+#define X(E, name, arity, kind)                          \
+  L0_##E##_F64 : sk<ScalarOp::E, Cls::F64, 0>(c, *ip, acc); \
+  NEXT                                                   \
+  L1_##E##_F64 : sk<ScalarOp::E, Cls::F64, 1>(c, *ip, acc); \
+  NEXT                                                   \
+  L2_##E##_F64 : sk<ScalarOp::E, Cls::F64, 2>(c, *ip, acc); \
+  NEXT                                                   \
+  L0_##E##_F32 : sk<ScalarOp::E, Cls::F32, 0>(c, *ip, acc); \
+  NEXT                                                   \
+  L0_##E##_I64 : sk<ScalarOp::E, Cls::I64, 0>(c, *ip, acc); \
   NEXT
 #include "interp/scalar_ops.def"
 #undef X
-#define X(E, name, T, is_float, is_int)               \
-  C_F64_##E : scvt<Cls::F64, DType::E>(c, *ip);       \
-  NEXT                                                \
-  C_F32_##E : scvt<Cls::F32, DType::E>(c, *ip);       \
-  NEXT                                                \
-  C_I64_##E : scvt<Cls::I64, DType::E>(c, *ip);       \
+#define X(E, name, T, is_float, is_int)                  \
+  C0_F64_##E : scvt<Cls::F64, DType::E, 0>(c, *ip, acc);  \
+  NEXT                                                   \
+  C1_F64_##E : scvt<Cls::F64, DType::E, 1>(c, *ip, acc);  \
+  NEXT                                                   \
+  C0_F32_##E : scvt<Cls::F32, DType::E, 0>(c, *ip, acc);  \
+  NEXT                                                   \
+  C0_I64_##E : scvt<Cls::I64, DType::E, 0>(c, *ip, acc);  \
   NEXT
 #include "interp/dtype.def"
 #undef X
 #undef NEXT
+}
+
+}  // namespace
+
+// The scalar path's pre-decoded program, built from validated bytecode.
+struct Interpreted::Threaded {
+  std::vector<SInstr> code;
+};
+
+namespace {
+
+std::vector<SInstr> predecode(const Bytecode& bc) {
+  const void* const* labels = scalar_exec(nullptr, 0, nullptr);
+  std::vector<SInstr> out;
+  for (size_t i = 0; i < bc.code.size(); ++i) {
+    const Instr& in = bc.code[i];
+    const OpSig sig = op_sig(in.op);
+    int mode = 0;
+    if (i > 0 && op_sig(bc.code[i - 1].op).dst == Cls::F64) {
+      const int32_t prev = bc.code[i - 1].d;
+      const int32_t ops[2] = {in.a, in.b};
+      for (int k = 0; k < 2 && k < sig.nargs; ++k)
+        if (sig.arg[k] == Cls::F64 && ops[k] == prev) {
+          mode = k + 1;
+          break;
+        }
+    }
+    out.push_back({labels[mode * kNumOpcodes + in.op], in.d, in.a, in.b, in.c});
+  }
+  return out;
 }
 
 // ------------------------------------------------------------ loads, stores
@@ -358,14 +444,14 @@ struct Scratch {
 thread_local Scratch tls;
 
 
-void run_scalar(const Bytecode& bc, const StridedPtr* in, const StridedPtr* out) {
+void run_scalar(const Bytecode& bc, const std::vector<SInstr>& code, const StridedPtr* in, const StridedPtr* out) {
   const int32_t nslots = bc.num_slots();
   if (tls.cells.size() < static_cast<size_t>(nslots)) tls.cells.resize(nslots);
   Cell* c = tls.cells.data();
   std::memcpy(c, bc.constants.data(), bc.constants.size() * sizeof(Cell));
   const int32_t nc = bc.num_consts();
   for (size_t k = 0; k < bc.inputs.size(); ++k) load_cell(c[nc + k], bc.inputs[k], in[k].data);
-  scalar_exec(bc.code.data(), bc.code.size(), c);
+  scalar_exec(code.data(), code.size(), c);
   for (size_t k = 0; k < bc.outputs.size(); ++k)
     store_cell(c[bc.outputs[k].slot], bc.outputs[k].dtype, out[k].data);
 }
@@ -442,9 +528,10 @@ void run_vector(const Bytecode& bc, int64_t n, const StridedPtr* in, const Strid
 }
 
 void run_fn(const ElemKernel* self, int64_t n, const StridedPtr* in, const StridedPtr* out) {
-  const Bytecode& bc = static_cast<const Interpreted*>(self)->bytecode();
+  const auto* k = static_cast<const Interpreted*>(self);
+  const Bytecode& bc = k->bytecode();
   if (n <= 0) return;
-  if (n == 1) run_scalar(bc, in, out);
+  if (n == 1) run_scalar(bc, k->threaded().code, in, out);
   else run_vector(bc, n, in, out);
 }
 
@@ -464,6 +551,7 @@ std::shared_ptr<const Interpreted> Interpreted::compile(const Composite& c) {
   if (std::string err = validate(*bc); !err.empty())
     throw std::logic_error("bytecode compiler produced an invalid program: " + err);
   std::shared_ptr<Interpreted> k(new Interpreted());
+  k->thr_ = std::make_unique<Threaded>(Threaded{predecode(*bc)});
   k->bc_ = std::move(bc);
   return k;
 }
