@@ -197,28 +197,37 @@ template <Cls C> inline ct<C>& cell(Cell& c) {
 }
 
 // A pre-decoded instruction for the scalar path: handler address (direct
-// threading) and slots. MODE k+1 in the handler means operand k is the
-// previous instruction's float64 result, taken from the machine register
-// `acc` instead of the cell it was just stored to (no store-to-load trip).
+// threading) and slots. The previous instruction's result also stays in a
+// machine register (acc for float64, iacc for the int64 class), and the
+// handler's MODE says which operand to take from it instead of the cell it
+// was just stored to (no store-to-load round trip on dependent chains):
+//   1: operand a from acc, 2: operand b from acc, 3: operand a from iacc.
 struct SInstr {
   const void* h;
   int32_t d, a, b, c;
 };
 
-// Operand k of class C.
+struct Acc {
+  double f = 0;
+  int64_t i = 0;
+};
+
+// Operand K of class C.
 template <Cls C, int MODE, int K, class I>
-inline ct<C> rd(const Cell* c, const I& in, double acc) {
-  if constexpr (C == Cls::F64 && MODE == K + 1) return acc;
+inline ct<C> rd(const Cell* c, const I& in, const Acc& acc) {
+  if constexpr (C == Cls::F64 && ((MODE == 1 && K == 0) || (MODE == 2 && K == 1))) return acc.f;
+  else if constexpr (C == Cls::I64 && MODE == 3 && K == 0) return acc.i;
   else return cell<C>(const_cast<Cell&>(c[K == 0 ? in.a : K == 1 ? in.b : in.c]));
 }
 
-template <Cls C> inline void wr(Cell* c, int32_t d, ct<C> v, double& acc) {
+template <Cls C> inline void wr(Cell* c, int32_t d, ct<C> v, Acc& acc) {
   cell<C>(c[d]) = v;
-  if constexpr (C == Cls::F64) acc = v;
+  if constexpr (C == Cls::F64) acc.f = v;
+  if constexpr (C == Cls::I64) acc.i = v;
 }
 
 template <ScalarOp OP, Cls C, int M, class I>
-inline void sk(Cell* c, const I& in, double& acc) {
+inline void sk(Cell* c, const I& in, Acc& acc) {
   constexpr Shape sh = shape_of<OP, C>();
   if constexpr (sh == Shape::Math) {
     constexpr int ar = math_arity(OP);
@@ -236,23 +245,23 @@ inline void sk(Cell* c, const I& in, double& acc) {
     else
       wr<C>(c, in.d, impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc), rd<C, M, 1>(c, in, acc), rd<C, M, 2>(c, in, acc)), acc);
   } else if constexpr (sh == Shape::Compare) {
-    c[in.d].i64 = impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc), rd<C, M, 1>(c, in, acc));
+    wr<Cls::I64>(c, in.d, impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc), rd<C, M, 1>(c, in, acc)), acc);
   } else if constexpr (sh == Shape::Predicate) {
-    c[in.d].i64 = impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc));
+    wr<Cls::I64>(c, in.d, impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc)), acc);
   } else if constexpr (sh == Shape::Switch) {
-    wr<C>(c, in.d, c[in.a].i64 != 0 ? rd<C, M, 1>(c, in, acc) : rd<C, M, 2>(c, in, acc), acc);
+    const int64_t cond = M == 3 ? acc.i : c[in.a].i64;
+    wr<C>(c, in.d, cond != 0 ? rd<C, M, 1>(c, in, acc) : rd<C, M, 2>(c, in, acc), acc);
   }
 }
 
-template <Cls S, DType D, int M, class I> inline void scvt(Cell* c, const I& in, double& acc) {
+template <Cls S, DType D, int M, class I> inline void scvt(Cell* c, const I& in, Acc& acc) {
   wr<cls_of(D)>(c, in.d, impl::convert_value<dt_type<D>>(rd<S, M, 0>(c, in, acc), D), acc);
 }
 
 // Runs pre-decoded code; with ip == nullptr returns the handler table,
-// indexed by mode * kNumOpcodes + opcode (mode 0: plain, 1/2: operand a/b
-// from acc).
+// indexed by mode * kNumOpcodes + opcode.
 const void* const* scalar_exec(const SInstr* ip, size_t n, Cell* c) {
-  static const void* const labels[3 * kNumOpcodes] = {
+  static const void* const labels[4 * kNumOpcodes] = {
 #define X(E, name, arity, kind) &&L0_##E##_F64, &&L0_##E##_F32, &&L0_##E##_I64,
 #include "interp/scalar_ops.def"
 #undef X
@@ -265,6 +274,7 @@ const void* const* scalar_exec(const SInstr* ip, size_t n, Cell* c) {
 #define X(E, name, T, is_float, is_int) &&C0_I64_##E,
 #include "interp/dtype.def"
 #undef X
+      // mode 1
 #define X(E, name, arity, kind) &&L1_##E##_F64, &&L0_##E##_F32, &&L0_##E##_I64,
 #include "interp/scalar_ops.def"
 #undef X
@@ -277,6 +287,7 @@ const void* const* scalar_exec(const SInstr* ip, size_t n, Cell* c) {
 #define X(E, name, T, is_float, is_int) &&C0_I64_##E,
 #include "interp/dtype.def"
 #undef X
+      // mode 2
 #define X(E, name, arity, kind) &&L2_##E##_F64, &&L0_##E##_F32, &&L0_##E##_I64,
 #include "interp/scalar_ops.def"
 #undef X
@@ -289,39 +300,55 @@ const void* const* scalar_exec(const SInstr* ip, size_t n, Cell* c) {
 #define X(E, name, T, is_float, is_int) &&C0_I64_##E,
 #include "interp/dtype.def"
 #undef X
+      // mode 3
+#define X(E, name, arity, kind) &&L3_##E##_F64, &&L3_##E##_F32, &&L3_##E##_I64,
+#include "interp/scalar_ops.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C0_F64_##E,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C0_F32_##E,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C3_I64_##E,
+#include "interp/dtype.def"
+#undef X
   };
   if (ip == nullptr) return labels;
   if (n == 0) return nullptr;
   const SInstr* const end = ip + n;
-  double acc = 0;
-#define NEXT                   \
+  Acc acc;
+#define NEXT                       \
   if (++ip == end) return nullptr; \
   goto* ip->h;
   goto* ip->h;
-#define X(E, name, arity, kind)                          \
-  L0_##E##_F64 : sk<ScalarOp::E, Cls::F64, 0>(c, *ip, acc); \
-  NEXT                                                   \
-  L1_##E##_F64 : sk<ScalarOp::E, Cls::F64, 1>(c, *ip, acc); \
-  NEXT                                                   \
-  L2_##E##_F64 : sk<ScalarOp::E, Cls::F64, 2>(c, *ip, acc); \
-  NEXT                                                   \
-  L0_##E##_F32 : sk<ScalarOp::E, Cls::F32, 0>(c, *ip, acc); \
-  NEXT                                                   \
-  L0_##E##_I64 : sk<ScalarOp::E, Cls::I64, 0>(c, *ip, acc); \
+#define H(L, E, C, M)                          \
+  L : sk<ScalarOp::E, Cls::C, M>(c, *ip, acc); \
   NEXT
+#define X(E, name, arity, kind)      \
+  H(L0_##E##_F64, E, F64, 0)         \
+  H(L1_##E##_F64, E, F64, 1)         \
+  H(L2_##E##_F64, E, F64, 2)         \
+  H(L3_##E##_F64, E, F64, 3)         \
+  H(L0_##E##_F32, E, F32, 0)         \
+  H(L3_##E##_F32, E, F32, 3)         \
+  H(L0_##E##_I64, E, I64, 0)         \
+  H(L3_##E##_I64, E, I64, 3)
 #include "interp/scalar_ops.def"
 #undef X
-#define X(E, name, T, is_float, is_int)                  \
-  C0_F64_##E : scvt<Cls::F64, DType::E, 0>(c, *ip, acc);  \
-  NEXT                                                   \
-  C1_F64_##E : scvt<Cls::F64, DType::E, 1>(c, *ip, acc);  \
-  NEXT                                                   \
-  C0_F32_##E : scvt<Cls::F32, DType::E, 0>(c, *ip, acc);  \
-  NEXT                                                   \
-  C0_I64_##E : scvt<Cls::I64, DType::E, 0>(c, *ip, acc);  \
+#undef H
+#define H(L, S, E, M)                           \
+  L : scvt<Cls::S, DType::E, M>(c, *ip, acc);   \
   NEXT
+#define X(E, name, T, is_float, is_int) \
+  H(C0_F64_##E, F64, E, 0)              \
+  H(C1_F64_##E, F64, E, 1)              \
+  H(C0_F32_##E, F32, E, 0)              \
+  H(C0_I64_##E, I64, E, 0)              \
+  H(C3_I64_##E, I64, E, 3)
 #include "interp/dtype.def"
 #undef X
+#undef H
 #undef NEXT
 }
 
@@ -341,14 +368,17 @@ std::vector<SInstr> predecode(const Bytecode& bc) {
     const Instr& in = bc.code[i];
     const OpSig sig = op_sig(in.op);
     int mode = 0;
-    if (i > 0 && op_sig(bc.code[i - 1].op).dst == Cls::F64) {
-      const int32_t prev = bc.code[i - 1].d;
+    const Cls prev_cls = i > 0 ? op_sig(bc.code[i - 1].op).dst : Cls::F32;
+    const int32_t prev = i > 0 ? bc.code[i - 1].d : -1;
+    if (prev_cls == Cls::F64) {
       const int32_t ops[2] = {in.a, in.b};
       for (int k = 0; k < 2 && k < sig.nargs; ++k)
         if (sig.arg[k] == Cls::F64 && ops[k] == prev) {
           mode = k + 1;
           break;
         }
+    } else if (prev_cls == Cls::I64 && sig.nargs >= 1 && sig.arg[0] == Cls::I64 && in.a == prev) {
+      mode = 3;
     }
     out.push_back({labels[mode * kNumOpcodes + in.op], in.d, in.a, in.b, in.c});
   }
