@@ -3,10 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include "engine/ember.hpp"
-#include "ops_fixture.hpp"
+#include "reduce_fixture.hpp"
 
 using namespace ember;
 using namespace ember::test;
+using namespace ember::test::rfx;
 using Catch::Matchers::Contains;
 
 namespace {
