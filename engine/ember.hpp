@@ -16,6 +16,12 @@ struct Graph;
 class Workspace;
 struct ProgramImpl;
 
+// Per-thread call state; opaque outside the engine.
+struct WorkspaceDeleter {
+  void operator()(Workspace* ws) const;
+};
+using WorkspacePtr = std::unique_ptr<Workspace, WorkspaceDeleter>;
+
 // An owned, C-contiguous array.
 struct Array {
   Tensor t;
@@ -56,7 +62,7 @@ class Program {
   const std::vector<IOInfo>& outputs() const;
 
   // Per-thread state. One workspace must not be used by two threads at once.
-  std::unique_ptr<Workspace> make_workspace() const;
+  WorkspacePtr make_workspace() const;
   // Runs the graph. The returned views stay valid until the next call on ws.
   // Throws CallError on bad arguments or a failed assertion.
   const std::vector<Tensor>& run(Workspace& ws, std::span<const Tensor> args) const;

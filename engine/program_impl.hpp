@@ -60,7 +60,7 @@ struct ProgramImpl {
   mutable std::mutex shared_mu;  // guards shared_values
   mutable std::vector<std::shared_ptr<const Array>> shared_values;
   mutable std::mutex pool_mu;
-  mutable std::vector<std::unique_ptr<Workspace>> pool;
+  mutable std::vector<WorkspacePtr> pool;
 
   // Builds the schedule, kernels and buffer plan. Throws LoadError.
   static std::unique_ptr<ProgramImpl> build(Graph g, const Options& o);
