@@ -382,6 +382,7 @@ void run_fn(const ElemKernel* self, int64_t n, const StridedPtr* in, const Strid
 
 Interpreted::Interpreted() { fn = &run_fn; }
 Interpreted::~Interpreted() = default;
+int64_t Interpreted::block_size() { return kBlock; }
 
 const Composite& Interpreted::composite() const { return bc_->source; }
 
