@@ -125,8 +125,14 @@ struct TierManager::Impl {
   double us_per_instr[3] = {0, 20, 60};
   double peak_per_instr[3] = {0, 6000, 12000};
   double code_per_instr[3] = {0, 120, 120};
-  static constexpr double kPeakBase = 512 * 1024;
+  static constexpr double kPeakBase = 2 << 20;  // LLVM's fixed per-compile cost
   Clock::time_point last_scan = Clock::now();
+  struct Cand {
+    TierEntry* e;
+    int tier;
+    double score;
+  };
+  std::vector<Cand> cands;
   std::mt19937 rng{12345};
 
   size_t resident_locked() const {
@@ -268,12 +274,7 @@ struct TierManager::Impl {
     const auto now = Clock::now();
     const double wall = std::max(1e-6, std::chrono::duration<double>(now - last_scan).count());
     last_scan = now;
-    struct Cand {
-      TierEntry* e;
-      int tier;
-      double score;
-    };
-    std::vector<Cand> cands;
+    cands.clear();  // reused: the idle scan does not allocate
     for (const auto& sp : entries) {
       TierEntry& e = *sp;
       const uint64_t c = e.calls.load(), el = e.elements.load(), ns = e.ns.load();
@@ -303,7 +304,7 @@ struct TierManager::Impl {
         }
         free_retired_locked(e);
       }
-      if (e.busy || e.measuring || cfg.mode != JitMode::Auto) continue;
+      if (e.busy || e.measuring || cfg.mode != JitMode::Auto || e.vm->bytecode().code.empty()) continue;
       if (now < e.backoff_until || e.failures >= 4) continue;
       int next = e.tier + 1;
       while (next <= cfg.max_tier && e.no_retry[next]) ++next;
@@ -333,7 +334,7 @@ struct TierManager::Impl {
   void run_plan(std::unique_lock<std::mutex>& lk, Plan p, bool measure) {
     TierEntry& e = *p.e;
     const int n = static_cast<int>(p.vm->bytecode().code.size());
-    p.chunks = n == 0 ? 1 : plan_chunks_locked(e, p.tier, n);
+    p.chunks = plan_chunks_locked(e, p.tier, n);
     if (p.chunks > 1) ++totals.splits;
     e.busy = true;
     compiling = true;
@@ -446,7 +447,7 @@ std::shared_ptr<TierEntry> TierManager::attach(const ElemwiseKernel& k, std::sha
   e->st.name = "composite" + std::to_string(impl_->entries.size());
   impl_->entries.push_back(e);
   if (impl_->cfg.mode == JitMode::Eager) {
-    if (jit::available()) {
+    if (jit::available() && !e->vm->bytecode().code.empty()) {
       // Before the first call: straight to the top tier, no measurement.
       impl_->run_plan(lk, Impl::Plan{e, e->vm, impl_->cfg.max_tier, 1}, false);
     }

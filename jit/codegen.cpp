@@ -113,9 +113,12 @@ class Gen {
   bool is_reg(int32_t s) const { return s >= bc_.first_reg(); }
   bool is_input(int32_t s) const { return s >= bc_.num_consts() && s < bc_.first_reg(); }
 
-  Value* reg_ptr(int32_t s, Type* t, Value* i) {
+  // Every register element takes 8 bytes whatever its class: a fused loop
+  // may reuse a register for another class (the bytecode's register
+  // allocation), and element i must then never overlap element j != i.
+  Value* reg_ptr(int32_t s, Type*, Value* i) {
     Value* p = B.CreateConstGEP1_64(i8, scratch_, static_cast<uint64_t>(s - bc_.first_reg()) * kBlock * 8);
-    return B.CreateGEP(t, p, i);
+    return B.CreateGEP(i64, p, i);
   }
   Value* tmp_ptr(int t) {
     return B.CreateConstGEP1_64(i8, scratch_, static_cast<uint64_t>(bc_.num_regs + t) * kBlock * 8);

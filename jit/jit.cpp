@@ -5,6 +5,8 @@
 #include <malloc.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -45,6 +47,27 @@ std::string message(llvm::Error e) {
   llvm::raw_string_ostream os(s);
   os << e;
   return s;
+}
+
+// Resident set high-water mark above the current RSS (bytes), after a reset
+// of the mark: catches the transient peaks inside LLVM's passes that
+// mallinfo samples at stage boundaries miss.
+size_t rss_kb(const char* field) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  size_t v = 0;
+  const size_t n = std::strlen(field);
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, field, n) == 0) v = std::strtoull(line + n, nullptr, 10);
+  std::fclose(f);
+  return v;
+}
+void reset_hwm() {
+  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+    std::fputs("5", f);
+    std::fclose(f);
+  }
 }
 
 size_t heap_in_use() {
@@ -109,6 +132,8 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
   OrcJit* j = orc_locked();
   if (!j) throw std::runtime_error("JIT unavailable on this machine");
   const size_t h0 = heap_in_use();
+  reset_hwm();
+  const size_t rss0 = rss_kb("VmRSS:");
   size_t peak = 0;
   auto sample = [&] { peak = std::max(peak, heap_in_use() > h0 ? heap_in_use() - h0 : size_t(0)); };
   std::unique_ptr<llvm::MemoryBuffer> obj;
@@ -138,6 +163,8 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
   size_t bytes = 0;
   Piece p = link(*j, std::move(obj), name, &bytes);
   sample();
+  const size_t hwm = rss_kb("VmHWM:");
+  if (hwm > rss0) peak = std::max(peak, (hwm - rss0) * 1024);
   if (st) {
     st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     st->ir_instructions = nir;
@@ -146,6 +173,12 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
     st->object = std::move(object);
   }
   return p;
+}
+
+void dump_ir(const interp::Bytecode& bc, int lo, int hi) {
+  llvm::LLVMContext ctx;
+  auto m = emit_chunk(ctx, bc, lo, hi, "ember_chunk");
+  m->print(llvm::errs(), nullptr);
 }
 
 Piece load_object(const std::string& object, CompileStats* st) {

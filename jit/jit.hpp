@@ -58,6 +58,9 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
 // Throws std::runtime_error if the object is unusable.
 Piece load_object(const std::string& object, CompileStats* st = nullptr);
 
+// Prints the IR of [lo, hi) to stderr (debugging).
+void dump_ir(const interp::Bytecode& bc, int lo, int hi);
+
 // A compiled Composite: pieces run one after another on each block.
 class JitKernel : public interp::ElemKernel {
  public:
