@@ -41,7 +41,7 @@ class Gen {
     ptr = PointerType::get(C, 0);
   }
 
-  void run(int lo, int hi, const std::string& name) {
+  void run(int lo, int hi, const std::string& name, int max_run) {
     auto* fty = FunctionType::get(Type::getVoidTy(C), {i64, i64, ptr, ptr, ptr}, false);
     F = Function::Create(fty, Function::ExternalLinkage, name, M);
     F->addFnAttr(Attribute::NoUnwind);
@@ -81,7 +81,7 @@ class Gen {
         continue;
       }
       int e = k;
-      while (e < hi && !is_math(bc_.code[e])) ++e;
+      while (e < hi && e - k < max_run && !is_math(bc_.code[e])) ++e;
       const bool outputs_here = last_chunk && e == hi;
       emit_run(k, e, outputs_here);
       k = e;
@@ -439,9 +439,10 @@ class Gen {
 
 }  // namespace
 
-std::unique_ptr<Module> emit_chunk(LLVMContext& ctx, const Bytecode& bc, int lo, int hi, const std::string& name) {
+std::unique_ptr<Module> emit_chunk(LLVMContext& ctx, const Bytecode& bc, int lo, int hi, const std::string& name,
+                                   int max_run) {
   auto m = std::make_unique<Module>(name, ctx);
-  Gen(ctx, *m, bc).run(lo, hi, name);
+  Gen(ctx, *m, bc).run(lo, hi, name, max_run);
   return m;
 }
 

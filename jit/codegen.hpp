@@ -16,7 +16,9 @@ namespace ember::jit {
 // [base, base + m) (0 < m <= kBlock). Registers live across chunk or math
 // boundaries go through scratch; the last chunk stores the outputs. Throws
 // std::runtime_error for an opcode it cannot emit.
+// Fused loops hold at most max_run instructions: one huge basic block makes
+// instruction selection and scheduling superlinear.
 std::unique_ptr<llvm::Module> emit_chunk(llvm::LLVMContext& ctx, const interp::Bytecode& bc, int lo, int hi,
-                                         const std::string& name);
+                                         const std::string& name, int max_run = 64);
 
 }  // namespace ember::jit

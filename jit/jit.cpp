@@ -140,7 +140,7 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
   size_t nir = 0;
   {
     auto ctx = std::make_unique<llvm::LLVMContext>();
-    auto m = emit_chunk(*ctx, bc, lo, hi, name);
+    auto m = emit_chunk(*ctx, bc, lo, hi, name, tier >= 2 ? 128 : 48);
     for (const auto& f : *m)
       for (const auto& b : f) nir += b.size();
     std::string err;

@@ -60,7 +60,9 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
   jtmb->getOptions().UnsafeFPMath = false;
   jtmb->getOptions().NoInfsFPMath = false;
   jtmb->getOptions().NoNaNsFPMath = false;
-  jtmb->setCodeGenOptLevel(CodeGenOptLevel::None);
+  // Tier 1: no IR passes, but register allocation worth having (O0's
+  // fast allocator spills every value).
+  jtmb->setCodeGenOptLevel(CodeGenOptLevel::Less);
   auto t1 = jtmb->createTargetMachine();
   if (!t1) return t1.takeError();
   self->tm_[1] = std::move(*t1);
