@@ -22,8 +22,6 @@ namespace ember {
 
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
 size_t parse_size(const char* s, size_t dflt) {
   if (!s || !*s) return dflt;
   char* end = nullptr;
@@ -38,8 +36,6 @@ size_t parse_size(const char* s, size_t dflt) {
   }
   return static_cast<size_t>(v * mul);
 }
-
-}  // namespace
 
 JitConfig JitConfig::from_env() {
   JitConfig c;

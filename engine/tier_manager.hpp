@@ -21,6 +21,9 @@ class ElemwiseKernel;
 
 enum class JitMode { Off, Auto, Eager };
 
+// "256M", "1.5G", "4096": bytes; dflt when s is empty or not a size.
+size_t parse_size(const char* s, size_t dflt);
+
 struct JitConfig {
   JitMode mode = JitMode::Auto;
   size_t memory_budget = size_t(256) << 20;  // compile transients + resident code

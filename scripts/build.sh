@@ -5,7 +5,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 variant="${1:-jit}"; shift || true
 case "$variant" in
   jit) flags=(-DEMBER_WITH_JIT=ON) ;;
-  nojit) flags=(-DEMBER_WITH_JIT=OFF) ;;
+  nojit) flags=(-DEMBER_WITH_JIT=OFF -DEMBER_BUILD_BENCH=OFF) ;;
   *) flags=(-DEMBER_WITH_JIT=ON) ;;
 esac
 dir="$root/build/$variant"
