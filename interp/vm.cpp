@@ -532,6 +532,9 @@ void run_vector(const Bytecode& bc, int64_t n, const StridedPtr* in, const Strid
     bool direct = o.slot >= bc.first_reg() && out[k].stride == 1 &&
                   (o.dtype == DType::Float64 || o.dtype == DType::Int64);
     for (size_t j = 0; j < k && direct; ++j) direct = bc.outputs[j].slot != o.slot;
+    // An output that is also an input (in place) must not be written before
+    // the block's last instruction.
+    for (int32_t j = 0; j < ni && direct; ++j) direct = in[j].data != out[k].data;
     omode[k] = direct;
   }
   const Instr* code = bc.code.data();

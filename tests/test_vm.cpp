@@ -532,3 +532,26 @@ TEST_CASE("every_dtype_pair_through_negative_and_wide_strides", "[vm]") {
     }
   CHECK(bad == 0);
 }
+
+TEST_CASE("output_may_be_the_same_memory_as_an_input", "[vm]") {
+  // y = exp(x) * x - x / 3, written over x in place.
+  Composite c;
+  c.inputs = {DType::Float64};
+  c.constants = {{DType::Float64, 3, 0}};
+  c.nodes = {{ScalarOp::Exp, DType::Float64, {0}},
+             {ScalarOp::Mul, DType::Float64, {2, 0}},
+             {ScalarOp::TrueDiv, DType::Float64, {0, 1}},
+             {ScalarOp::Sub, DType::Float64, {3, 4}}};
+  c.outputs = {5};
+  auto k = Interpreted::compile(c);
+  for (int64_t n : {1, 5, 1000, 3001}) {
+    std::vector<double> x(n), want(n);
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] = 0.001 * static_cast<double>(i) - 1;
+      want[i] = test::ref_eval(c, {test::make_float(DType::Float64, x[i])})[0].f;
+    }
+    StridedPtr io[1] = {{x.data(), 1}};
+    k->run(n, io, io);
+    CHECK(x == want);
+  }
+}
