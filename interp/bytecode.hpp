@@ -1,0 +1,116 @@
+// Register bytecode for the VM (format: docs/interpreter.md).
+//
+// A program is straight-line code over slots. Slot numbers:
+//   [0, nconst)                 constants (typed, known at compile time)
+//   [nconst, nconst + ninputs)  the Composite's inputs
+//   [.., + nregs)               registers, reused by liveness
+// Every slot holds one register class: f64, f32 or i64 (every integer and
+// bool dtype widened to int64, kept in its dtype's range; bool as 0/1).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "interp/composite.hpp"
+#include "interp/dtype.hpp"
+#include "interp/scalar_op.hpp"
+
+namespace ember::interp {
+
+enum class Cls : uint8_t { F64 = 0, F32 = 1, I64 = 2 };
+inline constexpr int kNumCls = 3;
+
+constexpr Cls cls_of(DType t) {
+  return t == DType::Float64 ? Cls::F64 : t == DType::Float32 ? Cls::F32 : Cls::I64;
+}
+const char* cls_name(Cls c);
+
+// Opcodes: one per (scalar op, class): scalar_op * 3 + cls; then the
+// conversions: kCvtBase + src_cls * kNumDTypes + dst_dtype.
+inline constexpr int kCvtBase = kNumScalarOps * kNumCls;
+inline constexpr int kNumOpcodes = kCvtBase + kNumCls * kNumDTypes;
+
+constexpr uint16_t opcode_of(ScalarOp op, Cls c) {
+  return static_cast<uint16_t>(static_cast<int>(op) * kNumCls + static_cast<int>(c));
+}
+constexpr uint16_t cvt_opcode(Cls src, DType dst) {
+  return static_cast<uint16_t>(kCvtBase + static_cast<int>(src) * kNumDTypes + static_cast<int>(dst));
+}
+
+// 20 bytes: opcode, result dtype, destination slot, up to 3 operand slots
+// (-1 when unused).
+struct Instr {
+  uint16_t op;
+  DType dtype;
+  uint8_t pad = 0;
+  int32_t d;
+  int32_t a, b, c;
+};
+
+// Number of inputs of a math-library op (interp/math/math.def); 0 if none.
+constexpr int math_arity(ScalarOp op) {
+  switch (op) {
+#define M1(E, f) case ScalarOp::E: return 1;
+#define M2(E, f) case ScalarOp::E: return 2;
+#define M3(E, f) case ScalarOp::E: return 3;
+#include "interp/math/math.def"
+#undef M1
+#undef M2
+#undef M3
+    default: return 0;
+  }
+}
+
+// Ops the compiler turns into slot aliases and never emits.
+constexpr bool is_alias_op(ScalarOp op) {
+  return op == ScalarOp::Identity || op == ScalarOp::Second || op == ScalarOp::Cast;
+}
+
+// What an opcode reads and writes (derived from scalar_ops.def and math.def).
+struct OpSig {
+  bool valid = false;
+  bool math = false;  // a call into the math library
+  int nargs = 0;
+  Cls arg[3] = {};
+  Cls dst = Cls::F64;
+};
+OpSig op_sig(uint16_t opcode);
+std::string opcode_name(uint16_t opcode);
+
+union Cell {
+  double f64;
+  float f32;
+  int64_t i64;
+};
+
+struct OutputRef {
+  int32_t slot;
+  DType dtype;
+};
+
+struct Bytecode {
+  std::vector<Instr> code;
+  std::vector<Cell> constants;  // slot k < nconst
+  std::vector<Cls> const_cls;
+  std::vector<DType> inputs;    // slot nconst + k
+  int32_t num_regs = 0;
+  std::vector<OutputRef> outputs;
+  Composite source;
+
+  int32_t num_consts() const { return static_cast<int32_t>(constants.size()); }
+  int32_t first_input() const { return num_consts(); }
+  int32_t first_reg() const { return num_consts() + static_cast<int32_t>(inputs.size()); }
+  int32_t num_slots() const { return first_reg() + num_regs; }
+
+  std::string disassemble() const;
+};
+
+// Compiles a Composite (which must pass Composite::validate) to bytecode.
+Bytecode compile_bytecode(const Composite& c);
+
+// Complete check that a program is safe to run: opcodes, slot ranges,
+// operand classes, no read of an unwritten register, outputs. "" if valid,
+// else a message naming the instruction and field at fault.
+std::string validate(const Bytecode& bc);
+
+}  // namespace ember::interp

@@ -1,0 +1,397 @@
+// The VM: a vector path (blocks of kBlock elements, xsimd batches) and a
+// scalar path for n == 1. Both run the functions of interp/scalar_impl.hpp
+// and the math library's array functions, so they agree to the bit.
+#include "interp/vm.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "interp/bytecode.hpp"
+#include "interp/math/math.hpp"
+#include "interp/scalar_impl.hpp"
+
+#ifndef EMBER_VM_BLOCK
+#define EMBER_VM_BLOCK 1024
+#endif
+
+namespace ember::interp {
+
+namespace {
+
+constexpr int64_t kBlock = EMBER_VM_BLOCK;
+static_assert(kBlock % 16 == 0, "block must hold whole batches");
+
+template <Cls C> struct ClsT;
+template <> struct ClsT<Cls::F64> { using type = double; };
+template <> struct ClsT<Cls::F32> { using type = float; };
+template <> struct ClsT<Cls::I64> { using type = int64_t; };
+template <Cls C> using ct = typename ClsT<C>::type;
+template <DType D> using dt_type = ct<cls_of(D)>;
+
+// The math library entry for each op in math.def.
+template <ScalarOp OP> struct MathFn;
+#define M1(E, f) \
+  template <> struct MathFn<ScalarOp::E> { static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], y); } };
+#define M2(E, f) \
+  template <> struct MathFn<ScalarOp::E> { static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], a[1], y); } };
+#define M3(E, f) \
+  template <> struct MathFn<ScalarOp::E> { static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], a[1], a[2], y); } };
+#include "interp/math/math.def"
+#undef M1
+#undef M2
+#undef M3
+
+enum class Shape { Invalid, Math, Same, Compare, Predicate, Switch };
+
+template <ScalarOp OP, Cls C> constexpr Shape shape_of() {
+  constexpr ScalarOpInfo info = op_info(OP);
+  if constexpr (is_alias_op(OP)) return Shape::Invalid;
+  else if constexpr (info.kind == OpKind::Same || info.kind == OpKind::Float) {
+    if constexpr (C != Cls::I64 && math_arity(OP) > 0) return Shape::Math;
+    else if constexpr (impl::Impl<OP>::inline_op && (info.kind == OpKind::Same || C != Cls::I64))
+      return Shape::Same;
+    else return Shape::Invalid;
+  } else if constexpr (info.kind == OpKind::Compare) return Shape::Compare;
+  else if constexpr (info.kind == OpKind::Predicate) return Shape::Predicate;
+  else if constexpr (info.kind == OpKind::Bitwise) return C == Cls::I64 ? Shape::Same : Shape::Invalid;
+  else if constexpr (info.kind == OpKind::Switch) return Shape::Switch;
+  else return Shape::Invalid;
+}
+
+template <ScalarOp OP> constexpr int same_arity() {
+  return op_info(OP).arity < 0 ? 2 : op_info(OP).arity;
+}
+
+// ---------------------------------------------------------------- vector path
+using VecFn = void (*)(void* const* s, const Instr& in, int64_t m, double* tmp);
+
+template <class T> inline T* P(void* const* s, int32_t k) { return static_cast<T*>(s[k]); }
+
+template <ScalarOp OP, class T>
+inline void same_loop(void* const* s, const Instr& in, int64_t m) {
+  constexpr int ar = same_arity<OP>();
+  T* d = P<T>(s, in.d);
+  const T* a = P<T>(s, in.a);
+  const T* b = ar >= 2 ? P<T>(s, in.b) : nullptr;
+  const T* c = ar >= 3 ? P<T>(s, in.c) : nullptr;
+  int64_t i = 0;
+  if constexpr (std::is_floating_point_v<T>) {
+    using B = xsimd::batch<T>;
+    constexpr int64_t W = B::size;
+    for (; i + W <= m; i += W) {
+      B r;
+      if constexpr (ar == 1) r = impl::Impl<OP>::f(B::load_unaligned(a + i));
+      else if constexpr (ar == 2) r = impl::Impl<OP>::f(B::load_unaligned(a + i), B::load_unaligned(b + i));
+      else r = impl::Impl<OP>::f(B::load_unaligned(a + i), B::load_unaligned(b + i), B::load_unaligned(c + i));
+      r.store_unaligned(d + i);
+    }
+  }
+  for (; i < m; ++i) {
+    if constexpr (ar == 1) d[i] = impl::Impl<OP>::f(a[i]);
+    else if constexpr (ar == 2) d[i] = impl::Impl<OP>::f(a[i], b[i]);
+    else d[i] = impl::Impl<OP>::f(a[i], b[i], c[i]);
+  }
+}
+
+template <ScalarOp OP, Cls C>
+void vk(void* const* s, const Instr& in, int64_t m, double* tmp) {
+  using T = ct<C>;
+  constexpr Shape sh = shape_of<OP, C>();
+  if constexpr (sh == Shape::Math) {
+    constexpr int ar = math_arity(OP);
+    if constexpr (C == Cls::F64) {
+      const double* a[3] = {P<double>(s, in.a), ar >= 2 ? P<double>(s, in.b) : nullptr,
+                            ar >= 3 ? P<double>(s, in.c) : nullptr};
+      MathFn<OP>::call(m, a, P<double>(s, in.d));
+    } else {
+      // float32: compute in float64 with the float64 function, then round.
+      const int32_t src[3] = {in.a, in.b, in.c};
+      const double* a[3] = {};
+      for (int k = 0; k < ar; ++k) {
+        double* t = tmp + k * kBlock;
+        const float* x = P<float>(s, src[k]);
+        for (int64_t i = 0; i < m; ++i) t[i] = x[i];
+        a[k] = t;
+      }
+      double* y = tmp + 3 * kBlock;
+      MathFn<OP>::call(m, a, y);
+      float* d = P<float>(s, in.d);
+      for (int64_t i = 0; i < m; ++i) d[i] = static_cast<float>(y[i]);
+    }
+  } else if constexpr (sh == Shape::Same) {
+    same_loop<OP, T>(s, in, m);
+  } else if constexpr (sh == Shape::Compare) {
+    int64_t* d = P<int64_t>(s, in.d);
+    const T* a = P<T>(s, in.a);
+    const T* b = P<T>(s, in.b);
+    for (int64_t i = 0; i < m; ++i) d[i] = impl::Impl<OP>::f(a[i], b[i]);
+  } else if constexpr (sh == Shape::Predicate) {
+    int64_t* d = P<int64_t>(s, in.d);
+    const T* a = P<T>(s, in.a);
+    for (int64_t i = 0; i < m; ++i) d[i] = impl::Impl<OP>::f(a[i]);
+  } else if constexpr (sh == Shape::Switch) {
+    T* d = P<T>(s, in.d);
+    const int64_t* c = P<int64_t>(s, in.a);
+    const T* a = P<T>(s, in.b);
+    const T* b = P<T>(s, in.c);
+    for (int64_t i = 0; i < m; ++i) d[i] = c[i] != 0 ? a[i] : b[i];
+  }
+}
+
+template <Cls S, DType D>
+void vcvt(void* const* s, const Instr& in, int64_t m, double*) {
+  using DT = dt_type<D>;
+  DT* d = P<DT>(s, in.d);
+  const ct<S>* a = P<ct<S>>(s, in.a);
+  for (int64_t i = 0; i < m; ++i) d[i] = impl::convert_value<DT>(a[i], D);
+}
+
+constexpr VecFn kVec[kNumOpcodes] = {
+#define X(E, name, arity, kind) &vk<ScalarOp::E, Cls::F64>, &vk<ScalarOp::E, Cls::F32>, &vk<ScalarOp::E, Cls::I64>,
+#include "interp/scalar_ops.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &vcvt<Cls::F64, DType::E>,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &vcvt<Cls::F32, DType::E>,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &vcvt<Cls::I64, DType::E>,
+#include "interp/dtype.def"
+#undef X
+};
+
+// ---------------------------------------------------------------- scalar path
+template <Cls C> inline ct<C>& cell(Cell& c) {
+  if constexpr (C == Cls::F64) return c.f64;
+  else if constexpr (C == Cls::F32) return c.f32;
+  else return c.i64;
+}
+
+template <ScalarOp OP, Cls C>
+inline void sk(Cell* c, const Instr& in) {
+  constexpr Shape sh = shape_of<OP, C>();
+  if constexpr (sh == Shape::Math) {
+    constexpr int ar = math_arity(OP);
+    double x[3] = {}, y;
+    const int32_t src[3] = {in.a, in.b, in.c};
+    for (int k = 0; k < ar; ++k) x[k] = cell<C>(c[src[k]]);
+    const double* a[3] = {&x[0], &x[1], &x[2]};
+    MathFn<OP>::call(1, a, &y);
+    cell<C>(c[in.d]) = static_cast<ct<C>>(y);
+  } else if constexpr (sh == Shape::Same) {
+    constexpr int ar = same_arity<OP>();
+    if constexpr (ar == 1) cell<C>(c[in.d]) = impl::Impl<OP>::f(cell<C>(c[in.a]));
+    else if constexpr (ar == 2) cell<C>(c[in.d]) = impl::Impl<OP>::f(cell<C>(c[in.a]), cell<C>(c[in.b]));
+    else cell<C>(c[in.d]) = impl::Impl<OP>::f(cell<C>(c[in.a]), cell<C>(c[in.b]), cell<C>(c[in.c]));
+  } else if constexpr (sh == Shape::Compare) {
+    c[in.d].i64 = impl::Impl<OP>::f(cell<C>(c[in.a]), cell<C>(c[in.b]));
+  } else if constexpr (sh == Shape::Predicate) {
+    c[in.d].i64 = impl::Impl<OP>::f(cell<C>(c[in.a]));
+  } else if constexpr (sh == Shape::Switch) {
+    cell<C>(c[in.d]) = c[in.a].i64 != 0 ? cell<C>(c[in.b]) : cell<C>(c[in.c]);
+  }
+}
+
+template <Cls S, DType D> inline void scvt(Cell* c, const Instr& in) {
+  cell<cls_of(D)>(c[in.d]) = impl::convert_value<dt_type<D>>(cell<S>(c[in.a]), D);
+}
+
+void scalar_exec(const Instr* code, size_t n, Cell* c) {
+  for (size_t i = 0; i < n; ++i) {
+    const Instr& in = code[i];
+    switch (in.op) {
+#define X(E, name, arity, kind)                                                          \
+  case opcode_of(ScalarOp::E, Cls::F64): sk<ScalarOp::E, Cls::F64>(c, in); break;        \
+  case opcode_of(ScalarOp::E, Cls::F32): sk<ScalarOp::E, Cls::F32>(c, in); break;        \
+  case opcode_of(ScalarOp::E, Cls::I64): sk<ScalarOp::E, Cls::I64>(c, in); break;
+#include "interp/scalar_ops.def"
+#undef X
+#define X(E, name, T, is_float, is_int)                                                  \
+  case cvt_opcode(Cls::F64, DType::E): scvt<Cls::F64, DType::E>(c, in); break;           \
+  case cvt_opcode(Cls::F32, DType::E): scvt<Cls::F32, DType::E>(c, in); break;           \
+  case cvt_opcode(Cls::I64, DType::E): scvt<Cls::I64, DType::E>(c, in); break;
+#include "interp/dtype.def"
+#undef X
+      default: __builtin_unreachable();  // validated
+    }
+  }
+}
+
+// ------------------------------------------------------------ loads, stores
+// Element k of typed memory into a register class value.
+template <class R> inline R load_as(DType dt, const void* p, int64_t k) {
+  switch (dt) {
+#define X(E, name, T, is_float, is_int) \
+  case DType::E: return static_cast<R>(static_cast<const T*>(p)[k]);
+#include "interp/dtype.def"
+#undef X
+  }
+  return R{};
+}
+
+void load_cell(Cell& c, DType dt, const void* p) {
+  switch (cls_of(dt)) {
+    case Cls::F64: c.f64 = *static_cast<const double*>(p); break;
+    case Cls::F32: c.f32 = *static_cast<const float*>(p); break;
+    case Cls::I64:
+      c.i64 = dt == DType::Bool ? (*static_cast<const uint8_t*>(p) != 0) : load_as<int64_t>(dt, p, 0);
+      break;
+  }
+}
+
+void store_cell(const Cell& c, DType dt, void* p) {
+  dtype_dispatch(dt, [&](auto z) {
+    using T = decltype(z);
+    if constexpr (std::is_same_v<T, bool>) *static_cast<uint8_t*>(p) = c.i64 != 0;
+    else if constexpr (std::is_same_v<T, double>) *static_cast<double*>(p) = c.f64;
+    else if constexpr (std::is_same_v<T, float>) *static_cast<float*>(p) = c.f32;
+    else *static_cast<T*>(p) = static_cast<T>(c.i64);
+  });
+}
+
+// m elements of an input (any dtype, any stride) into a register block.
+void gather(DType dt, const void* p, int64_t stride, int64_t m, void* reg) {
+  dtype_dispatch(dt, [&](auto z) {
+    using T = decltype(z);
+    const T* x = static_cast<const T*>(p);
+    if constexpr (std::is_same_v<T, bool>) {
+      const uint8_t* u = static_cast<const uint8_t*>(p);
+      auto* r = static_cast<int64_t*>(reg);
+      for (int64_t i = 0; i < m; ++i) r[i] = u[i * stride] != 0;
+    } else if constexpr (std::is_floating_point_v<T>) {
+      auto* r = static_cast<T*>(reg);
+      for (int64_t i = 0; i < m; ++i) r[i] = x[i * stride];
+    } else {
+      auto* r = static_cast<int64_t*>(reg);
+      for (int64_t i = 0; i < m; ++i) r[i] = x[i * stride];
+    }
+  });
+}
+
+void scatter(DType dt, const void* reg, int64_t m, void* p, int64_t stride) {
+  dtype_dispatch(dt, [&](auto z) {
+    using T = decltype(z);
+    if constexpr (std::is_same_v<T, bool>) {
+      auto* o = static_cast<uint8_t*>(p);
+      const auto* r = static_cast<const int64_t*>(reg);
+      for (int64_t i = 0; i < m; ++i) o[i * stride] = r[i] != 0;
+    } else {
+      using R = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
+      auto* o = static_cast<T*>(p);
+      const auto* r = static_cast<const R*>(reg);
+      if (stride == 1 && std::is_same_v<T, R>) {
+        std::memcpy(o, r, m * sizeof(T));
+      } else {
+        for (int64_t i = 0; i < m; ++i) o[i * stride] = static_cast<T>(r[i]);
+      }
+    }
+  });
+}
+
+void splat(Cls c, const Cell& v, int64_t m, void* reg) {
+  switch (c) {
+    case Cls::F64: std::fill_n(static_cast<double*>(reg), m, v.f64); break;
+    case Cls::F32: std::fill_n(static_cast<float*>(reg), m, v.f32); break;
+    case Cls::I64: std::fill_n(static_cast<int64_t*>(reg), m, v.i64); break;
+  }
+}
+
+// Per-thread scratch, grow-only: steady calls allocate nothing.
+struct Scratch {
+  std::vector<double> blocks;
+  std::vector<void*> slots;
+  std::vector<Cell> cells;
+  std::vector<uint8_t> mode;
+};
+thread_local Scratch tls;
+
+void* block_ptr(double* base, int64_t k) { return base + k * kBlock; }
+
+void run_scalar(const Bytecode& bc, const StridedPtr* in, const StridedPtr* out) {
+  const int32_t nslots = bc.num_slots();
+  if (tls.cells.size() < static_cast<size_t>(nslots)) tls.cells.resize(nslots);
+  Cell* c = tls.cells.data();
+  std::memcpy(c, bc.constants.data(), bc.constants.size() * sizeof(Cell));
+  const int32_t nc = bc.num_consts();
+  for (size_t k = 0; k < bc.inputs.size(); ++k) load_cell(c[nc + k], bc.inputs[k], in[k].data);
+  scalar_exec(bc.code.data(), bc.code.size(), c);
+  for (size_t k = 0; k < bc.outputs.size(); ++k)
+    store_cell(c[bc.outputs[k].slot], bc.outputs[k].dtype, out[k].data);
+}
+
+enum : uint8_t { kInPlace, kGather, kBroadcast };
+
+bool in_place_ok(DType dt) { return dt == DType::Float64 || dt == DType::Float32 || dt == DType::Int64; }
+
+void run_vector(const Bytecode& bc, int64_t n, const StridedPtr* in, const StridedPtr* out) {
+  const int32_t nslots = bc.num_slots(), nc = bc.num_consts();
+  const int32_t ni = static_cast<int32_t>(bc.inputs.size());
+  // Blocks: one per slot, then 4 float64 temporaries for float32 math.
+  const size_t need = static_cast<size_t>(nslots + 4) * kBlock;
+  if (tls.blocks.size() < need) tls.blocks.resize(need);
+  if (tls.slots.size() < static_cast<size_t>(nslots)) tls.slots.resize(nslots);
+  if (tls.mode.size() < static_cast<size_t>(ni)) tls.mode.resize(ni);
+  double* base = tls.blocks.data();
+  void** s = tls.slots.data();
+  uint8_t* mode = tls.mode.data();
+  double* tmp = base + static_cast<int64_t>(nslots) * kBlock;
+  const int64_t nb = std::min<int64_t>(n, kBlock);
+  for (int32_t k = 0; k < nslots; ++k) s[k] = block_ptr(base, k);
+  for (int32_t k = 0; k < nc; ++k) splat(bc.const_cls[k], bc.constants[k], nb, s[k]);
+  for (int32_t k = 0; k < ni; ++k) {
+    const DType dt = bc.inputs[k];
+    if (in[k].stride == 0) {
+      mode[k] = kBroadcast;
+      Cell v;
+      load_cell(v, dt, in[k].data);
+      splat(cls_of(dt), v, nb, s[nc + k]);
+    } else {
+      mode[k] = in[k].stride == 1 && in_place_ok(dt) ? kInPlace : kGather;
+    }
+  }
+  const Instr* code = bc.code.data();
+  const size_t ncode = bc.code.size();
+  for (int64_t start = 0; start < n; start += kBlock) {
+    const int64_t m = std::min<int64_t>(kBlock, n - start);
+    for (int32_t k = 0; k < ni; ++k) {
+      const DType dt = bc.inputs[k];
+      const auto* p = static_cast<const char*>(in[k].data) + start * in[k].stride * static_cast<int64_t>(dtype_size(dt));
+      if (mode[k] == kInPlace) s[nc + k] = const_cast<char*>(p);
+      else if (mode[k] == kGather) gather(dt, p, in[k].stride, m, s[nc + k]);
+    }
+    for (size_t i = 0; i < ncode; ++i) kVec[code[i].op](s, code[i], m, tmp);
+    for (size_t k = 0; k < bc.outputs.size(); ++k) {
+      const DType dt = bc.outputs[k].dtype;
+      auto* p = static_cast<char*>(out[k].data) + start * out[k].stride * static_cast<int64_t>(dtype_size(dt));
+      scatter(dt, s[bc.outputs[k].slot], m, p, out[k].stride);
+    }
+  }
+}
+
+void run_fn(const ElemKernel* self, int64_t n, const StridedPtr* in, const StridedPtr* out) {
+  const Bytecode& bc = static_cast<const Interpreted*>(self)->bytecode();
+  if (n <= 0) return;
+  if (n == 1) run_scalar(bc, in, out);
+  else run_vector(bc, n, in, out);
+}
+
+}  // namespace
+
+Interpreted::Interpreted() { fn = &run_fn; }
+Interpreted::~Interpreted() = default;
+
+const Composite& Interpreted::composite() const { return bc_->source; }
+
+std::shared_ptr<const Interpreted> Interpreted::compile(const Composite& c) {
+  auto bc = std::make_unique<Bytecode>(compile_bytecode(c));
+  if (std::string err = validate(*bc); !err.empty())
+    throw std::logic_error("bytecode compiler produced an invalid program: " + err);
+  std::shared_ptr<Interpreted> k(new Interpreted());
+  k->bc_ = std::move(bc);
+  return k;
+}
+
+}  // namespace ember::interp
