@@ -21,10 +21,10 @@ struct Step;
 // Run-time view of one node's inputs and outputs.
 class Frame {
  public:
-  Frame(Workspace& ws, const Step& step) : ws_(ws), step_(step) {}
-  int num_inputs() const;
-  int num_outputs() const;
-  const Tensor& in(int i) const;
+  Frame(Workspace& ws, const Step& step);
+  int num_inputs() const { return nin_; }
+  int num_outputs() const { return nout_; }
+  const Tensor& in(int i) const { return values_[in_[i]]; }
   // A fresh C-contiguous output backed by the node's buffer slot; reuses the
   // slot's memory when it is large enough, so steady calls allocate nothing.
   Tensor& alloc_out(int i, DType dt, const Shape& s);
@@ -41,6 +41,9 @@ class Frame {
  private:
   Workspace& ws_;
   const Step& step_;
+  Tensor* values_;
+  const int* in_;
+  int nin_, nout_;
 };
 
 class OpKernel {

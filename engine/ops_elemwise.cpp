@@ -169,6 +169,20 @@ void run_rows(const interp::ElemKernel* k, const LoopNest& L, int64_t r0, int64_
 void ElemwiseKernel::run(Frame& f) const {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
   const interp::ElemKernel* k = active_.load(std::memory_order_acquire);
+  if (ndim_ == 0) {  // 0-d: most Composites of small models; no loop nest
+    constexpr int kSmall = 64;
+    interp::StridedPtr small[kSmall];
+    thread_local std::vector<interp::StridedPtr> big;
+    interp::StridedPtr* ops = small;
+    if (nops > kSmall) {
+      big.resize(nops);
+      ops = big.data();
+    }
+    for (int i = 0; i < nin; ++i) ops[i] = {f.in(i).data, 0};
+    for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, Shape{}).data, 0};
+    k->run(1, ops, ops + nin);
+    return;
+  }
   Shape out;
   out.ndim = ndim_;
   for (int d = 0; d < ndim_; ++d) {

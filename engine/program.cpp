@@ -47,9 +47,13 @@ Array Array::copy_of(const Tensor& t) {
 
 // ---- Frame ----------------------------------------------------------------
 
-int Frame::num_inputs() const { return static_cast<int>(step_.in.size()); }
-int Frame::num_outputs() const { return static_cast<int>(step_.out.size()); }
-const Tensor& Frame::in(int i) const { return ws_.values[step_.in[i]]; }
+Frame::Frame(Workspace& ws, const Step& step)
+    : ws_(ws),
+      step_(step),
+      values_(ws.values.data()),
+      in_(step.in.data()),
+      nin_(static_cast<int>(step.in.size())),
+      nout_(static_cast<int>(step.out.size())) {}
 DType Frame::out_dtype(int i) const { return ws_.owner->graph.vars[step_.out[i]].dtype; }
 
 Tensor& Frame::alloc_out(int i, DType dt, const Shape& s) {
@@ -59,9 +63,10 @@ Tensor& Frame::alloc_out(int i, DType dt, const Shape& s) {
     if (s.dims[d] && n > (int64_t(1) << 40) / s.dims[d]) fail("output shape " + s.str() + " is too large");
     n *= s.dims[d];
   }
+  // (2^40 elements bounds what a call may ask for; larger is a graph error.)
   void* mem = ws_.slots[step_.out_slot[i]].reserve(static_cast<size_t>(n) * dtype_size(dt));
   Tensor& t = ws_.values[step_.out[i]];
-  t = Tensor::contiguous(dt, s, mem);
+  t.set_contiguous(dt, s, mem);
   return t;
 }
 

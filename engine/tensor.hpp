@@ -47,6 +47,8 @@ struct Tensor {
 
   // A C-contiguous view of `data` with the given shape.
   static Tensor contiguous(DType dt, const Shape& s, void* data);
+  // Same, in place (copies only the used dims).
+  void set_contiguous(DType dt, const Shape& s, void* data);
 };
 
 // Sets C-order strides for shape.
