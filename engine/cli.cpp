@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <xxhash.h>
 
+#include "engine/cli_fuzz.hpp"
 #include "engine/elemwise.hpp"
 #include "engine/graph.hpp"
 #include "engine/npy.hpp"
@@ -167,6 +168,7 @@ int main(int argc, char** argv) {
   int64_t unknown_dim = 3;
   run->add_option("--dim", unknown_dim, "size of dims unknown until the call, for random inputs")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
+  add_fuzz_command(app);
   CLI11_PARSE(app, argc, argv);
   try {
     if (info->parsed()) return cmd_info(graph_path);
