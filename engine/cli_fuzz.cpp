@@ -7,12 +7,14 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
 #include <CLI/CLI.hpp>
 
 #include "engine/differential.hpp"
+#include "engine/graph.hpp"
 #include "interp/math/math.hpp"
 #include "interp/vm.hpp"
 
@@ -34,6 +36,7 @@ struct FuzzArgs {
   std::string samples_file;
   int samples = 200;
   bool tensor_graphs = false;
+  std::string corpus_dir;
   int keep_going = 0;  // > 0: report up to this many distinct mismatches, then stop
 };
 
@@ -167,7 +170,67 @@ int dump_samples(const FuzzArgs& a) {
   return 0;
 }
 
+// Seeds for the libFuzzer targets (tests/fuzz/corpus/<target>/).
+int write_corpus(const FuzzArgs& a) {
+  namespace fs = std::filesystem;
+  Rng rng(a.seed);
+  fs::create_directories(fs::path(a.corpus_dir) / "graph_load");
+  fs::create_directories(fs::path(a.corpus_dir) / "c_api");
+  fuzz::CompositeGenOptions small;
+  small.max_nodes = 6;
+  for (int64_t it = 0; it < a.iterations; ++it) {
+    const std::string stem = "seed-" + std::to_string(a.seed) + "-" + std::to_string(it);
+    // graph_load: an Elemwise case, a tensor graph, and the container form.
+    std::string text;
+    if (it % 2 == 0) {
+      DiffCase dc = fuzz::random_case(rng, small);
+      if (dc.n() > 4) {
+        Rng r2(rng());
+        dc = fuzz::random_case(r2, small);
+      }
+      text = fuzz::elemwise_graph(dc.c, dc.inputs).dump();
+    } else {
+      text = fuzz::random_tensor_graph(rng);
+    }
+    const fs::path g = fs::path(a.corpus_dir) / "graph_load" / (stem + ".json");
+    std::ofstream(g) << text;
+    if (it % 4 == 1) {
+      try {
+        Program::from_json(text)->graph().write_file((fs::path(a.corpus_dir) / "graph_load" / (stem + ".embr")).string());
+      } catch (const LoadError&) {
+      }
+    }
+    // c_api: one float64 vector x feeding a Composite; then NUL and x's bytes.
+    interp::Composite c;
+    do {
+      fuzz::CompositeGenOptions one = small;
+      one.max_inputs = 1;
+      c = fuzz::random_composite(rng, one);
+      c.inputs[0] = DType::Float64;
+    } while (!c.validate().empty());
+    const int64_t d = 1 + static_cast<int64_t>(rng() % 3);
+    nlohmann::json vars = nlohmann::json::array({{{"name", "x"}, {"dtype", "float64"}, {"shape", {d}}}});
+    nlohmann::json outs = nlohmann::json::array();
+    for (int32_t o : c.outputs) {
+      vars.push_back({{"dtype", std::string(dtype_name(c.value_dtype(o)))}, {"shape", {d}}});
+      outs.push_back(static_cast<int>(vars.size()) - 1);
+    }
+    nlohmann::json doc = {{"format", "ember-graph"}, {"version", 1}, {"variables", vars},
+                          {"inputs", {{{"var", 0}}}}, {"outputs", outs},
+                          {"nodes", {{{"op", "Elemwise"}, {"inputs", {0}}, {"outputs", outs},
+                                      {"attrs", {{"scalar_op", fuzz::composite_json(c)}}}}}}};
+    const Array x = fuzz::random_values(rng, DType::Float64, d);
+    std::ofstream f(fs::path(a.corpus_dir) / "c_api" / (stem + ".bin"), std::ios::binary);
+    const std::string t = doc.dump();
+    f.write(t.data(), static_cast<std::streamsize>(t.size()));
+    f.put('\0');
+    f.write(static_cast<const char*>(x.t.data), static_cast<std::streamsize>(d * 8));
+  }
+  return 0;
+}
+
 int run(const FuzzArgs& a) {
+  if (!a.corpus_dir.empty()) return write_corpus(a);
   if (!a.replay.empty()) return replay(a);
   if (!a.samples_file.empty()) return dump_samples(a);
   if (a.tensor_graphs) return tensor_graphs(a);
@@ -224,6 +287,7 @@ void add_fuzz_command(CLI::App& app) {
   sub->add_option("--samples", a->samples, "samples per op for --dump-samples")->check(CLI::Range(1, 1000000));
   sub->add_option("--keep-going", a->keep_going,
                   "continue past mismatches; stop after this many distinct ones (reproducers go to --out DIR)");
+  sub->add_option("--write-corpus", a->corpus_dir, "write --iterations seed inputs per libFuzzer target into DIR");
   sub->add_flag("--tensor-graphs", a->tensor_graphs, "fuzz small tensor graphs (serial vs parallel) instead");
   sub->callback([a] {
     int rc;

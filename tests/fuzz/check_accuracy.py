@@ -28,7 +28,7 @@ mp.mp.prec = 120
 # ROOT_ABS * ulp(1) is used instead, since no float64 method keeps
 # relative accuracy there (lgamma at 1 and 2, psi at 1.46, j0 roots).
 BOUND = {
-    "Exp": 1, "Exp2": 1, "Expm1": 1, "Log": 1, "Log2": 1, "Log10": 1, "Log1p": 1,
+    "Exp": 1, "Exp2": 1, "Expm1": 1, "Log": 1, "Log2": 2, "Log10": 2, "Log1p": 1,
     "Sin": 1, "Cos": 1, "Tan": 1, "ArcSin": 1, "ArcCos": 1, "ArcTan": 1, "ArcTan2": 2,
     "Sinh": 2, "Cosh": 2, "Tanh": 2, "ArcSinh": 2, "ArcCosh": 2, "ArcTanh": 2,
     "Sigmoid": 2, "Softplus": 2, "Log1mexp": 2, "XlogX": 2, "XlogY0": 2, "Pow": 1,
@@ -98,7 +98,8 @@ def ref(op, a):
     if op == "Softplus": return mp.log1p(mp.exp(x))
     if op == "Log1mexp":
         if x > 0: return None
-        return -mp.inf if x == 0 else mp.log(-mp.expm1(x))
+        if x == 0: return -mp.inf
+        return mp.log1p(-mp.exp(x)) if x < -1 else mp.log(-mp.expm1(x))
     if op == "XlogX":
         if x < 0: return None
         return mp.mpf(0) if x == 0 else x * mp.log(x)
@@ -108,7 +109,9 @@ def ref(op, a):
         return -mp.inf * mp.sign(x) if y == 0 else x * mp.log(y)
     if op == "Pow":
         if x < 0 and y != mp.floor(y): return None
-        if x == 0 and y < 0: return mp.inf
+        if x == 0 and y < 0:
+            odd = y == mp.floor(y) and int(y) % 2 == 1
+            return -mp.inf if odd and math.copysign(1, a[0]) < 0 else mp.inf
         return mp.power(x, y)
     if op == "Erf": return mp.erf(x)
     if op == "Erfc": return mp.erfc(x)
