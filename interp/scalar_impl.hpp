@@ -55,6 +55,16 @@ inline xsimd::batch<T, A> vcopysign(const xsimd::batch<T, A>& x, const xsimd::ba
   return xsimd::copysign(x, y);
 }
 
+// Unordered "not equal" (true when either is NaN), as C's !=; xsimd's batch
+// operator!= is the ordered one, so generic code must use vne.
+inline bool vne(double a, double b) { return a != b; }
+inline bool vne(float a, float b) { return a != b; }
+template <class T, class A>
+inline xsimd::batch_bool<T, A> vne(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b) {
+  return !(a == b);
+}
+template <class T> inline auto visnan(const T& a) { return vne(a, a); }
+
 // fmod is exact, so any correct implementation gives the same bits; batches
 // call it lane by lane (xsimd's fmod is not exact).
 inline double vfmod(double x, double y) { return std::fmod(x, y); }
@@ -80,8 +90,8 @@ template <class T> inline T f_round_away(T x) {
   return sel(vabs(x - r) >= T(0.5), r + vcopysign(T(1), x), r);
 }
 // np.maximum / np.minimum: NaN in either input propagates.
-template <class T> inline T f_maximum(T a, T b) { return sel((a >= b) | (a != a), a, b); }
-template <class T> inline T f_minimum(T a, T b) { return sel((a <= b) | (a != a), a, b); }
+template <class T> inline T f_maximum(T a, T b) { return sel((a >= b) | visnan(a), a, b); }
+template <class T> inline T f_minimum(T a, T b) { return sel((a <= b) | visnan(a), a, b); }
 // PyTensor's Clip: x < lo ? lo : x > hi ? hi : x.
 template <class T> inline T f_clip(T x, T lo, T hi) { return sel(x < lo, lo, sel(x > hi, hi, x)); }
 
@@ -89,13 +99,13 @@ template <class T> inline T f_clip(T x, T lo, T hi) { return sel(x < lo, lo, sel
 template <class T> inline T f_divmod(T a, T b, T& mod) {
   T m = vfmod(a, b);
   T div = (a - m) / b;
-  auto fix = (m != T(0)) & ((b < T(0)) != (m < T(0)));
+  auto fix = vne(m, T(0)) & ((b < T(0)) != (m < T(0)));
   T m2 = sel(fix, m + b, m);
   T d2 = sel(fix, div - T(1), div);
-  m2 = sel(m != T(0), m2, vcopysign(T(0), b));
+  m2 = sel(vne(m, T(0)), m2, vcopysign(T(0), b));
   T fl = vfloor(d2);
   fl = sel(d2 - fl > T(0.5), fl + T(1), fl);
-  T q = sel(d2 != T(0), fl, vcopysign(T(0), a / b));
+  T q = sel(vne(d2, T(0)), fl, vcopysign(T(0), a / b));
   auto bz = b == T(0);
   mod = sel(bz, m, m2);
   return sel(bz, a / b, q);
@@ -232,13 +242,18 @@ EMBER_CMP(GT, >)
 EMBER_CMP(LE, <=)
 EMBER_CMP(GE, >=)
 EMBER_CMP(EQ, ==)
-EMBER_CMP(NEQ, !=)
 #undef EMBER_CMP
+template <> struct Impl<ScalarOp::NEQ> {
+  static constexpr bool inline_op = true;
+  template <class T> static auto f(T a, T b) {
+    if constexpr (is_int_v<T>) return a != b; else return vne(a, b);
+  }
+};
 
 template <> struct Impl<ScalarOp::IsNan> {
   static constexpr bool inline_op = true;
   template <class T> static auto f(T a) {
-    if constexpr (is_int_v<T>) return false; else return a != a;
+    if constexpr (is_int_v<T>) return false; else return visnan(a);
   }
 };
 template <> struct Impl<ScalarOp::IsInf> {

@@ -4,6 +4,7 @@
 #include "interp/vm.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
@@ -21,7 +22,10 @@ namespace ember::interp {
 namespace {
 
 constexpr int64_t kBlock = EMBER_VM_BLOCK;
-static_assert(kBlock % 16 == 0, "block must hold whole batches");
+constexpr int64_t kMaxBlock = 8192;
+static_assert(kBlock % 16 == 0 && kBlock <= kMaxBlock, "block must hold whole batches");
+// The block size in use: kBlock unless a benchmark changed it for tuning.
+std::atomic<int64_t> g_block{kBlock};
 
 template <Cls C> struct ClsT;
 template <> struct ClsT<Cls::F64> { using type = double; };
@@ -69,6 +73,21 @@ using VecFn = void (*)(void* const* s, const Instr& in, int64_t m, double* tmp);
 
 template <class T> inline T* P(void* const* s, int32_t k) { return static_cast<T*>(s[k]); }
 
+// Binary op with operand a and/or b a constant (KA/KB): broadcast it.
+template <ScalarOp OP, class T, bool KA, bool KB>
+inline void bin_loop(T* d, const T* a, const T* b, int64_t m) {
+  using B = xsimd::batch<T>;
+  constexpr int64_t W = B::size;
+  const B ka(a[0]), kb(b[0]);
+  int64_t i = 0;
+  for (; i + W <= m; i += W) {
+    const B x = KA ? ka : B::load_unaligned(a + i);
+    const B y = KB ? kb : B::load_unaligned(b + i);
+    impl::Impl<OP>::f(x, y).store_unaligned(d + i);
+  }
+  for (; i < m; ++i) d[i] = impl::Impl<OP>::f(KA ? a[0] : a[i], KB ? b[0] : b[i]);
+}
+
 template <ScalarOp OP, class T>
 inline void same_loop(void* const* s, const Instr& in, int64_t m) {
   constexpr int ar = same_arity<OP>();
@@ -77,6 +96,13 @@ inline void same_loop(void* const* s, const Instr& in, int64_t m) {
   const T* b = ar >= 2 ? P<T>(s, in.b) : nullptr;
   const T* c = ar >= 3 ? P<T>(s, in.c) : nullptr;
   int64_t i = 0;
+  if constexpr (std::is_floating_point_v<T> && ar == 2) {
+    switch (in.kmask & 3) {
+      case 1: return bin_loop<OP, T, true, false>(d, a, b, m);
+      case 2: return bin_loop<OP, T, false, true>(d, a, b, m);
+      default: return bin_loop<OP, T, false, false>(d, a, b, m);
+    }
+  }
   if constexpr (std::is_floating_point_v<T>) {
     using B = xsimd::batch<T>;
     constexpr int64_t W = B::size;
@@ -110,12 +136,12 @@ void vk(void* const* s, const Instr& in, int64_t m, double* tmp) {
       const int32_t src[3] = {in.a, in.b, in.c};
       const double* a[3] = {};
       for (int k = 0; k < ar; ++k) {
-        double* t = tmp + k * kBlock;
+        double* t = tmp + k * kMaxBlock;
         const float* x = P<float>(s, src[k]);
         for (int64_t i = 0; i < m; ++i) t[i] = x[i];
         a[k] = t;
       }
-      double* y = tmp + 3 * kBlock;
+      double* y = tmp + 3 * kMaxBlock;
       MathFn<OP>::call(m, a, y);
       float* d = P<float>(s, in.d);
       for (int64_t i = 0; i < m; ++i) d[i] = static_cast<float>(y[i]);
@@ -199,25 +225,48 @@ template <Cls S, DType D> inline void scvt(Cell* c, const Instr& in) {
   cell<cls_of(D)>(c[in.d]) = impl::convert_value<dt_type<D>>(cell<S>(c[in.a]), D);
 }
 
-void scalar_exec(const Instr* code, size_t n, Cell* c) {
-  for (size_t i = 0; i < n; ++i) {
-    const Instr& in = code[i];
-    switch (in.op) {
-#define X(E, name, arity, kind)                                                          \
-  case opcode_of(ScalarOp::E, Cls::F64): sk<ScalarOp::E, Cls::F64>(c, in); break;        \
-  case opcode_of(ScalarOp::E, Cls::F32): sk<ScalarOp::E, Cls::F32>(c, in); break;        \
-  case opcode_of(ScalarOp::E, Cls::I64): sk<ScalarOp::E, Cls::I64>(c, in); break;
+// Direct-threaded dispatch (GCC's labels as values): each handler ends in
+// its own indirect jump, which predicts better than one shared switch.
+void scalar_exec(const Instr* ip, size_t n, Cell* c) {
+  if (n == 0) return;
+  const Instr* const end = ip + n;
+  static const void* const labels[kNumOpcodes] = {
+#define X(E, name, arity, kind) &&L_##E##_F64, &&L_##E##_F32, &&L_##E##_I64,
 #include "interp/scalar_ops.def"
 #undef X
-#define X(E, name, T, is_float, is_int)                                                  \
-  case cvt_opcode(Cls::F64, DType::E): scvt<Cls::F64, DType::E>(c, in); break;           \
-  case cvt_opcode(Cls::F32, DType::E): scvt<Cls::F32, DType::E>(c, in); break;           \
-  case cvt_opcode(Cls::I64, DType::E): scvt<Cls::I64, DType::E>(c, in); break;
+#define X(E, name, T, is_float, is_int) &&C_F64_##E,
 #include "interp/dtype.def"
 #undef X
-      default: __builtin_unreachable();  // validated
-    }
-  }
+#define X(E, name, T, is_float, is_int) &&C_F32_##E,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C_I64_##E,
+#include "interp/dtype.def"
+#undef X
+  };
+#define NEXT                  \
+  if (++ip == end) return;    \
+  goto* labels[ip->op];
+  goto* labels[ip->op];
+#define X(E, name, arity, kind)                       \
+  L_##E##_F64 : sk<ScalarOp::E, Cls::F64>(c, *ip);    \
+  NEXT                                                \
+  L_##E##_F32 : sk<ScalarOp::E, Cls::F32>(c, *ip);    \
+  NEXT                                                \
+  L_##E##_I64 : sk<ScalarOp::E, Cls::I64>(c, *ip);    \
+  NEXT
+#include "interp/scalar_ops.def"
+#undef X
+#define X(E, name, T, is_float, is_int)               \
+  C_F64_##E : scvt<Cls::F64, DType::E>(c, *ip);       \
+  NEXT                                                \
+  C_F32_##E : scvt<Cls::F32, DType::E>(c, *ip);       \
+  NEXT                                                \
+  C_I64_##E : scvt<Cls::I64, DType::E>(c, *ip);       \
+  NEXT
+#include "interp/dtype.def"
+#undef X
+#undef NEXT
 }
 
 // ------------------------------------------------------------ loads, stores
@@ -304,11 +353,10 @@ struct Scratch {
   std::vector<double> blocks;
   std::vector<void*> slots;
   std::vector<Cell> cells;
-  std::vector<uint8_t> mode;
+  std::vector<uint8_t> mode, omode;
 };
 thread_local Scratch tls;
 
-void* block_ptr(double* base, int64_t k) { return base + k * kBlock; }
 
 void run_scalar(const Bytecode& bc, const StridedPtr* in, const StridedPtr* out) {
   const int32_t nslots = bc.num_slots();
@@ -330,16 +378,17 @@ void run_vector(const Bytecode& bc, int64_t n, const StridedPtr* in, const Strid
   const int32_t nslots = bc.num_slots(), nc = bc.num_consts();
   const int32_t ni = static_cast<int32_t>(bc.inputs.size());
   // Blocks: one per slot, then 4 float64 temporaries for float32 math.
-  const size_t need = static_cast<size_t>(nslots + 4) * kBlock;
+  const int64_t B = g_block.load(std::memory_order_relaxed);
+  const size_t need = static_cast<size_t>(nslots) * B + 4 * kMaxBlock;
   if (tls.blocks.size() < need) tls.blocks.resize(need);
   if (tls.slots.size() < static_cast<size_t>(nslots)) tls.slots.resize(nslots);
   if (tls.mode.size() < static_cast<size_t>(ni)) tls.mode.resize(ni);
   double* base = tls.blocks.data();
   void** s = tls.slots.data();
   uint8_t* mode = tls.mode.data();
-  double* tmp = base + static_cast<int64_t>(nslots) * kBlock;
-  const int64_t nb = std::min<int64_t>(n, kBlock);
-  for (int32_t k = 0; k < nslots; ++k) s[k] = block_ptr(base, k);
+  double* tmp = base + static_cast<int64_t>(nslots) * B;
+  const int64_t nb = std::min<int64_t>(n, B);
+  for (int32_t k = 0; k < nslots; ++k) s[k] = base + k * B;
   for (int32_t k = 0; k < nc; ++k) splat(bc.const_cls[k], bc.constants[k], nb, s[k]);
   for (int32_t k = 0; k < ni; ++k) {
     const DType dt = bc.inputs[k];
@@ -352,18 +401,36 @@ void run_vector(const Bytecode& bc, int64_t n, const StridedPtr* in, const Strid
       mode[k] = in[k].stride == 1 && in_place_ok(dt) ? kInPlace : kGather;
     }
   }
+  // An output held in its own register, contiguous and of the register's
+  // type, is computed straight into the output memory (no copy). Only for
+  // 8-byte types: before the output's value, the register may hold earlier
+  // temporaries of any class, whose lanes are up to 8 bytes wide.
+  const size_t no = bc.outputs.size();
+  if (tls.omode.size() < no) tls.omode.resize(no);
+  uint8_t* omode = tls.omode.data();
+  for (size_t k = 0; k < no; ++k) {
+    const OutputRef& o = bc.outputs[k];
+    bool direct = o.slot >= bc.first_reg() && out[k].stride == 1 &&
+                  (o.dtype == DType::Float64 || o.dtype == DType::Int64);
+    for (size_t j = 0; j < k && direct; ++j) direct = bc.outputs[j].slot != o.slot;
+    omode[k] = direct;
+  }
   const Instr* code = bc.code.data();
   const size_t ncode = bc.code.size();
-  for (int64_t start = 0; start < n; start += kBlock) {
-    const int64_t m = std::min<int64_t>(kBlock, n - start);
+  for (int64_t start = 0; start < n; start += B) {
+    const int64_t m = std::min<int64_t>(B, n - start);
     for (int32_t k = 0; k < ni; ++k) {
       const DType dt = bc.inputs[k];
       const auto* p = static_cast<const char*>(in[k].data) + start * in[k].stride * static_cast<int64_t>(dtype_size(dt));
       if (mode[k] == kInPlace) s[nc + k] = const_cast<char*>(p);
       else if (mode[k] == kGather) gather(dt, p, in[k].stride, m, s[nc + k]);
     }
+    for (size_t k = 0; k < no; ++k)
+      if (omode[k])
+        s[bc.outputs[k].slot] = static_cast<char*>(out[k].data) + start * static_cast<int64_t>(dtype_size(bc.outputs[k].dtype));
     for (size_t i = 0; i < ncode; ++i) kVec[code[i].op](s, code[i], m, tmp);
-    for (size_t k = 0; k < bc.outputs.size(); ++k) {
+    for (size_t k = 0; k < no; ++k) {
+      if (omode[k]) continue;
       const DType dt = bc.outputs[k].dtype;
       auto* p = static_cast<char*>(out[k].data) + start * out[k].stride * static_cast<int64_t>(dtype_size(dt));
       scatter(dt, s[bc.outputs[k].slot], m, p, out[k].stride);
@@ -382,6 +449,10 @@ void run_fn(const ElemKernel* self, int64_t n, const StridedPtr* in, const Strid
 
 Interpreted::Interpreted() { fn = &run_fn; }
 Interpreted::~Interpreted() = default;
+int64_t Interpreted::block_size() { return g_block.load(); }
+void Interpreted::set_block_size_for_tuning(int64_t b) {
+  g_block.store(std::clamp<int64_t>(b / 16 * 16, 16, kMaxBlock));
+}
 
 const Composite& Interpreted::composite() const { return bc_->source; }
 

@@ -1,6 +1,7 @@
 // The vectorized bytecode interpreter (tier 0): compiles a Composite to
 // register bytecode and runs it over blocks of elements.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,11 @@ class Interpreted : public ElemKernel {
   ~Interpreted();
   const Composite& composite() const;
   const Bytecode& bytecode() const { return *bc_; }
+  // Elements per block of the vector path (EMBER_VM_BLOCK at build time).
+  static int64_t block_size();
+  // Benchmarks only: changes the block size for every kernel (rounded to a
+  // multiple of 16, at most 8192). Not to be called while kernels run.
+  static void set_block_size_for_tuning(int64_t b);
 
  private:
   Interpreted();
