@@ -7,6 +7,9 @@
 #include "engine/elemwise.hpp"
 #include "engine/program_impl.hpp"
 #include "interp/vm.hpp"
+#if defined(EMBER_WITH_JIT) && __has_include("jit/jit.hpp")
+#include "jit/jit.hpp"
+#endif
 
 namespace ember::fuzz {
 
@@ -152,16 +155,42 @@ std::vector<Array> run_strided(const interp::ElemKernel& k, const DiffCase& dc, 
 
 }  // namespace
 
+#if defined(EMBER_WITH_JIT) && __has_include("jit/jit.hpp")
+namespace {
+// Keeps the interpreter (whose bytecode the JIT compiled) alive with the code.
+struct JitTier {
+  std::shared_ptr<const interp::Interpreted> vm;
+  std::unique_ptr<jit::JitKernel> kernel;
+};
+}  // namespace
+
 std::vector<NamedKernel> jit_tiers(const Composite& c) {
-#ifdef EMBER_WITH_JIT
-  // HOOK(jit): the JIT API is being written on branch wip/jit (jit/). When it
-  // lands, compile `c` at every tier here and return one NamedKernel per tier
-  // ("jit-O0", "jit-O2", ...); run_case then checks each against the
-  // interpreter's vector path, vector and scalar calls alike.
-#endif
+  std::vector<NamedKernel> r;
+  if (!jit::available()) return r;
+  auto vm = interp::Interpreted::compile(c);
+  const interp::Bytecode& bc = vm->bytecode();
+  const int n = static_cast<int>(bc.code.size());
+  // Tier 1, tier 2, and tier 2 compiled in two pieces (as the compile
+  // service splits large Composites).
+  for (auto [tier, pieces] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{2, 2}}) {
+    if (pieces > n) continue;
+    std::vector<jit::Piece> ps;
+    for (int k = 0; k < pieces; ++k) ps.push_back(jit::compile_chunk(bc, n * k / pieces, n * (k + 1) / pieces, tier));
+    auto holder = std::make_shared<JitTier>();
+    holder->vm = vm;
+    holder->kernel = std::make_unique<jit::JitKernel>(bc, std::move(ps), tier);
+    r.push_back({"jit tier " + std::to_string(tier) + (pieces > 1 ? " in 2 pieces" : ""),
+                 std::shared_ptr<const interp::ElemKernel>(holder, holder->kernel.get())});
+  }
+  return r;
+}
+#else
+std::vector<NamedKernel> jit_tiers(const Composite& c) {
+  // No JIT in this build (EMBER_WITH_JIT off, or jit/jit.hpp not there yet).
   (void)c;
   return {};
 }
+#endif
 
 DiffCase random_case(Rng& rng, const CompositeGenOptions& go) {
   DiffCase dc;
