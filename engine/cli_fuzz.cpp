@@ -63,7 +63,7 @@ int report_mismatch(const FuzzArgs& a, const DiffCase& dc, const DiffResult& r, 
   std::fprintf(stderr, "ember fuzz: mismatch in case seed %" PRIu64 ": %s\n", case_seed, r.message.c_str());
   const DiffResult rs = fuzz::run_case(small);
   const std::string path = a.out.empty() ? "fuzz-repro-" + std::to_string(case_seed) + ".json" : a.out;
-  const std::string text = fuzz::elemwise_graph(small.c, small.inputs).dump(1);
+  const std::string text = rs.graph.empty() ? fuzz::elemwise_graph(small.c, small.inputs).dump(1) : rs.graph;
   std::ofstream(path) << text << "\n";
   std::fprintf(stderr, "shrunk to %zu scalar nodes, %zu inputs, %" PRId64 " elements: %s\n", small.c.nodes.size(),
                small.c.inputs.size(), small.n(), rs.message.c_str());

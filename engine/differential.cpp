@@ -65,8 +65,19 @@ char* elem(const Array& a, int64_t i) { return static_cast<char*>(a.t.data) + i 
 // Compares `got` against `want` element by element; names the first difference.
 bool compare(const DiffCase& dc, const std::vector<Array>& want, const std::vector<Array>& got,
              const std::string& path, DiffResult& r) {
+  if (got.size() != want.size()) {
+    r.ok = false;
+    r.message = path + ": " + std::to_string(got.size()) + " outputs, expected " + std::to_string(want.size());
+    return false;
+  }
   for (size_t k = 0; k < want.size(); ++k) {
     const DType dt = want[k].t.dtype;
+    if (got[k].t.dtype != dt || got[k].size() != want[k].size()) {
+      r.ok = false;
+      r.message = path + ": output " + std::to_string(k) + " is " + std::string(dtype_name(got[k].t.dtype)) + " " +
+                  got[k].t.shape.str() + ", expected " + std::string(dtype_name(dt)) + " " + want[k].t.shape.str();
+      return false;
+    }
     for (int64_t i = 0; i < want[k].size(); ++i) {
       if (same_value(dt, elem(want[k], i), elem(got[k], i))) continue;
       r.ok = false;
@@ -235,7 +246,18 @@ DiffResult run_case(const DiffCase& dc, const DiffOptions& o) {
   if (o.check_program && !dc.inputs.empty()) {
     std::vector<Array> got;
     try {
-      auto prog = Program::from_json(elemwise_graph(dc.c, dc.inputs).dump());
+      // Broadcast inputs sometimes as shape (1,); one element sometimes as 0-d.
+      std::vector<bool> one;
+      // (At least one input keeps length n, so the output's shape is n.)
+      bool full = false;
+      for (bool b : dc.broadcast) {
+        one.push_back(b && rng() % 2);
+        full |= !one.back();
+      }
+      if (!full) one[0] = false;
+      const bool zero_d = dc.n() == 1 && rng() % 2;
+      r.graph = elemwise_graph(dc.c, dc.inputs, one, zero_d).dump(1);
+      auto prog = Program::from_json(r.graph);
       got = prog->call(std::span<const Tensor>());
     } catch (const std::exception& e) {
       r.ok = false;
@@ -243,6 +265,7 @@ DiffResult run_case(const DiffCase& dc, const DiffOptions& o) {
       return r;
     }
     if (!compare(dc, want, got, "loaded graph", r)) return r;
+    r.graph.clear();
   }
   return r;
 }
@@ -391,20 +414,26 @@ DiffCase case_from_graph(const std::string& path) {
     if (!ew) continue;
     DiffCase dc;
     dc.c = ew->composite();
+    int64_t n = 1;
+    for (int v : st.in) n = std::max(n, p.graph.vars[v].static_shape.size());
     for (int v : st.in) {
       bool found = false;
       for (size_t k = 0; k < p.const_vars.size(); ++k)
         if (p.const_vars[k] == v) {
-          Array a = Array::copy_of(p.const_values[k]);
+          const Tensor& t = p.const_values[k];
+          const bool single = t.size() == 1 && n > 1;
           Shape s;
           s.ndim = 1;
-          s.dims[0] = a.size();
-          a.t = Tensor::contiguous(a.t.dtype, s, a.t.data);
+          s.dims[0] = n;
+          Array a = Array::empty(t.dtype, s);
+          const size_t es = dtype_size(t.dtype);
+          for (int64_t i = 0; i < n; ++i)
+            std::memcpy(elem(a, i), static_cast<const char*>(t.data) + (single ? 0 : t.offset_of(i)) * es, es);
           dc.inputs.push_back(a);
+          dc.broadcast.push_back(single);
           found = true;
         }
       if (!found) throw LoadError(path + ": Elemwise input variable " + std::to_string(v) + " is not a constant");
-      dc.broadcast.push_back(false);
     }
     return dc;
   }

@@ -27,6 +27,7 @@ struct DiffResult {
   bool ok = true;
   bool rejected = false;  // the interpreter refused a Composite that validate() accepts
   std::string message;    // what differed, where
+  std::string graph;      // the graph file that failed, when the loaded-graph path failed
 };
 
 // A named kernel for the Composite (the JIT tiers plug in here).

@@ -228,16 +228,20 @@ json composite_json(const Composite& c) {
   return j;
 }
 
-json elemwise_graph(const Composite& c, const std::vector<Array>& inputs) {
+json elemwise_graph(const Composite& c, const std::vector<Array>& inputs, const std::vector<bool>& one,
+                    bool zero_d) {
   const int64_t n = inputs.empty() ? 1 : inputs[0].size();
+  auto shape = [&](int64_t len) { return zero_d ? json::array() : json::array({len}); };
   json vars = json::array(), consts = json::array(), outs = json::array(), node_in = json::array(),
        node_out = json::array();
   for (size_t k = 0; k < c.inputs.size(); ++k) {
-    vars.push_back({{"name", "x" + std::to_string(k)}, {"dtype", std::string(dtype_name(c.inputs[k]))}, {"shape", {n}}});
+    const bool single = k < one.size() && one[k];
+    vars.push_back({{"name", "x" + std::to_string(k)}, {"dtype", std::string(dtype_name(c.inputs[k]))},
+                    {"shape", shape(single ? 1 : n)}});
     json data = json::array();
     const Array& a = inputs[k];
     const size_t es = dtype_size(a.t.dtype);
-    for (int64_t i = 0; i < a.size(); ++i) data.push_back(value_json(a.t.dtype, static_cast<char*>(a.t.data) + i * es));
+    for (int64_t i = 0; i < (single ? 1 : a.size()); ++i) data.push_back(value_json(a.t.dtype, static_cast<char*>(a.t.data) + i * es));
     consts.push_back({{"var", static_cast<int>(k)}, {"data", data}});
     node_in.push_back(static_cast<int>(k));
   }
@@ -245,7 +249,7 @@ json elemwise_graph(const Composite& c, const std::vector<Array>& inputs) {
     const int v = static_cast<int>(vars.size());
     vars.push_back({{"name", "y" + std::to_string(k)},
                     {"dtype", std::string(dtype_name(c.value_dtype(c.outputs[k])))},
-                    {"shape", {n}}});
+                    {"shape", shape(n)}});
     outs.push_back(v);
     node_out.push_back(v);
   }

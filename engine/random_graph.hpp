@@ -47,8 +47,11 @@ nlohmann::json value_json(DType dt, const void* p);
 
 // A graph of one Elemwise node applying c to vectors of length n whose values
 // are the graph's constants (so the file alone reproduces a case); inputs[k]
-// holds n elements of c.inputs[k].
-nlohmann::json elemwise_graph(const interp::Composite& c, const std::vector<Array>& inputs);
+// holds n elements of c.inputs[k]. Inputs marked in `one` are written with
+// shape (1,) (their first value; Elemwise broadcasts them); `zero_d` writes
+// every variable as 0-d (n must be 1).
+nlohmann::json elemwise_graph(const interp::Composite& c, const std::vector<Array>& inputs,
+                              const std::vector<bool>& one = {}, bool zero_d = false);
 
 // A small random tensor graph (Elemwise, DimShuffle, Sum, ...) as a JSON
 // document; its inputs are float64 with static shapes.

@@ -4,7 +4,8 @@
 #   build/tsan  -fsanitize=thread, the concurrency tests (names with "thread"
 #               or "concurrent")
 # Usage: scripts/test-sanitizers.sh [asan|tsan|all]. JIT is off by default to
-# fit CI time (EMBER_SAN_JIT=ON to include it); JOBS sets build parallelism.
+# fit CI time (EMBER_SAN_JIT=ON to include it); JOBS sets build parallelism;
+# EMBER_SAN_CMAKE_ARGS adds configure arguments.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 what="${1:-all}"
@@ -18,7 +19,7 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 
 configure() {  # dir sanitizers
   cmake -S "$root" -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1" \
-    -DEMBER_SANITIZE="$2" -DEMBER_WITH_JIT="$jit" -DEMBER_BUILD_BENCH=OFF >/dev/null
+    -DEMBER_SANITIZE="$2" -DEMBER_WITH_JIT="$jit" -DEMBER_BUILD_BENCH=OFF ${EMBER_SAN_CMAKE_ARGS:-} >/dev/null
 }
 
 # Only what the tests need: the test binary, the CLI it spawns, and the fuzz
