@@ -2,6 +2,7 @@
 // the `ember run` command. Bad calls get a clear error and a documented
 // status, never a crash; non-finite values pass through as IEEE 754 says.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>

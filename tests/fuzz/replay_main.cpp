@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -28,12 +29,19 @@ int main(int argc, char** argv) {
     }
   }
   std::sort(files.begin(), files.end());
+  int failed = 0;
   for (const auto& f : files) {
     std::ifstream in(f, std::ios::binary);
     const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::fprintf(stderr, "replay %s (%zu bytes)\n", f.string().c_str(), bytes.size());
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    // An exception escaping the target is a failure; keep replaying the rest.
+    try {
+      LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "FAILED %s: uncaught exception: %s\n", f.string().c_str(), e.what());
+      ++failed;
+    }
   }
-  std::printf("%zu inputs replayed, none crashed\n", files.size());
-  return files.empty() ? 1 : 0;
+  std::printf("%zu inputs replayed, %d failed\n", files.size(), failed);
+  return files.empty() || failed ? 1 : 0;
 }
