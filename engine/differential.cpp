@@ -40,6 +40,8 @@ std::string show(DType dt, const void* p) {
     T v;
     std::memcpy(&v, p, sizeof v);
     if constexpr (std::is_floating_point_v<T>) std::snprintf(buf, sizeof buf, "%.17g (%a)", double(v), double(v));
+    else if constexpr (std::is_same_v<T, bool>)  // may be an unwritten (poisoned) byte
+      std::snprintf(buf, sizeof buf, "%u", unsigned(*static_cast<const uint8_t*>(p)));
     else std::snprintf(buf, sizeof buf, "%" PRId64, static_cast<int64_t>(v));
   });
   return std::string(buf) + " " + std::string(dtype_name(dt));
@@ -56,7 +58,11 @@ std::vector<Array> fresh_outputs(const Composite& c, int64_t n) {
   Shape s;
   s.ndim = 1;
   s.dims[0] = n;
-  for (DType t : output_dtypes(c)) r.push_back(Array::empty(t, s));
+  for (DType t : output_dtypes(c)) {
+    r.push_back(Array::empty(t, s));
+    // Poison, so an element a path forgets to write shows up as a mismatch.
+    std::memset(r.back().t.data, 0xA5, static_cast<size_t>(n) * dtype_size(t));
+  }
   return r;
 }
 
