@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <xxhash.h>
 
+#include "engine/cli_fuzz.hpp"
 #include "engine/elemwise.hpp"
 #include "engine/graph.hpp"
 #include "engine/npy.hpp"
@@ -228,6 +229,7 @@ int main(int argc, char** argv) {
   run->add_flag("--no-cache", jit.no_cache, "do not read or write the JIT's disk cache");
   run->add_option("--stats", jit.stats_path, "write JIT statistics as JSON");
   run->add_flag("--timeline", jit.timeline, "print when each Composite changes tier");
+  add_fuzz_command(app);
   CLI11_PARSE(app, argc, argv);
   try {
     if (info->parsed()) return cmd_info(graph_path);
