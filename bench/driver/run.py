@@ -1,0 +1,106 @@
+"""Runs the benchmark grid, one fresh subprocess per (backend, workload, size).
+
+    python bench/driver/run.py [--quick] [--only PREFIX] [--out bench/results/runs.json]
+
+Results are appended run by run to the output JSON (rewritten after each run),
+so an interrupted grid keeps what it measured. `report.py` turns it into
+docs/benchmarks.md and the plots.
+"""
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from runner import run_spec, summarize  # noqa: E402
+
+SEED_SIZES = [(6, 8), (12, 16), (18, 24)]
+LARGE_SIZES = [(24, 32), (36, 48)]
+
+
+def ember_backend():
+    """The Python API when ember.nutpie exists, else the exported graph + C++ CLI."""
+    r = subprocess.run([sys.executable, "-c", "import ember.nutpie, ember._core"], capture_output=True,
+                       env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")})
+    return "ember" if r.returncode == 0 else "ember-cli"
+
+
+def grid(args, ember):
+    """(group, spec, caps) triples, cheapest first so a cut-short run still covers every workload."""
+    out = []
+    peers = ["nutpie-numba", "pytensor-numba", "pytensor-c"]
+    sizes = SEED_SIZES[:2] if args.quick else SEED_SIZES
+    for g, s in sizes:
+        for kind in ("gamma", "lognormal"):
+            p = {"groups": g, "shared": s}
+            for b in peers + [ember]:
+                if args.quick and b != "nutpie-numba" and b != ember and (g, s) != sizes[0]:
+                    continue
+                out.append(("seed", {"backend": b, "workload": kind, "params": p,
+                                     "sample": b in ("nutpie-numba", "ember") and (g, s) == sizes[0]}, {}))
+            if ember == "ember":
+                out.append(("seed-warm", {"backend": ember, "workload": kind, "params": p, "warm_cache": True}, {}))
+    for w, p in (("eight_schools", {}), ("radon", {"counties": 12, "n": 120}), ("radon", {"counties": 100, "n": 100000})):
+        for b in ["nutpie-numba", ember] + ([] if args.quick else ["pytensor-c"]):
+            out.append(("other", {"backend": b, "workload": w, "params": p,
+                                  "sample": b in ("nutpie-numba", "ember") and w == "eight_schools"}, {}))
+    # Memory limit: the seed LogNormal under a 2 GB RSS cap. nutpie at the seed sizes is the seed group's
+    # run (its tree peak is compared with the cap in the report); here only the sizes past the seed grid.
+    for g, s in ([] if args.quick else SEED_SIZES) + LARGE_SIZES[: 1 if args.quick else 2]:
+        for b in (ember, "nutpie-numba"):
+            if b == "nutpie-numba" and (g, s) in SEED_SIZES:
+                continue
+            out.append(("memlimit", {"backend": b, "workload": "lognormal", "params": {"groups": g, "shared": s}},
+                        {"rss_cap_gb": 2.0}))
+    return out
+
+
+def machine():
+    return {"load_avg": os.getloadavg(), "nproc": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version(), "time": time.strftime("%Y-%m-%d %H:%M:%S")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default=None, help="run only groups starting with this")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "runs.json"))
+    ap.add_argument("--wall-cap", type=float, default=420.0)
+    ap.add_argument("--ember-cli", default=os.path.join(ROOT, "build", "nojit", "ember"))
+    args = ap.parse_args()
+    ember = ember_backend()
+    doc = {"machine_start": machine(), "ember_backend": ember, "runs": []}
+    if os.path.exists(args.out) and args.only:
+        with open(args.out) as f:
+            doc = json.load(f)
+        doc["runs"] = [r for r in doc["runs"] if not r["group"].startswith(args.only)]
+    specs = [x for x in grid(args, ember) if not args.only or x[0].startswith(args.only)]
+    print(f"{len(specs)} runs, ember backend: {ember}", flush=True)
+    for i, (group, spec, caps) in enumerate(specs):
+        spec = {**spec, "ember_cli": args.ember_cli}
+        load = os.getloadavg()
+        r = run_spec(spec, wall_cap_s=caps.get("wall_cap_s", args.wall_cap), rss_cap_gb=caps.get("rss_cap_gb"),
+                     python=sys.executable)
+        s = summarize(r)
+        doc["runs"].append({"group": group, "spec": spec, "load_avg_before": load, "summary": s,
+                            "error": r.get("error"), "wall_total_s": r["wall_total_s"]})
+        print(f"[{i + 1}/{len(specs)}] {group} {spec['backend']} {spec['workload']} {spec['params']}: "
+              f"{s['status']} ttfg={s.get('ttfg_s')} rss={s['peak_rss_gb']:.2f}GB "
+              f"evals/s={s.get('evals_per_s')} wall={r['wall_total_s']:.1f}s", flush=True)
+        if r.get("error"):
+            print("   error:", r["error"].strip().splitlines()[-1][:300], flush=True)
+        doc["machine_end"] = machine()
+        os.makedirs(os.path.dirname(args.out), exist_ok=True)
+        with open(args.out + ".tmp", "w") as f:
+            json.dump(doc, f, indent=1)
+        os.replace(args.out + ".tmp", args.out)
+
+
+if __name__ == "__main__":
+    main()
