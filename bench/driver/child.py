@@ -164,12 +164,11 @@ def backend_ember(model, spec, ev):
     """ember's Python API (ember.nutpie.compile_pymc_model), when present."""
     import ember.nutpie as en
 
-    kwargs = {}
-    if spec.get("jit"):
-        kwargs["jit"] = spec["jit"]
-    compiled = en.compile_pymc_model(model, **kwargs)
-    ev("compiled", t=time.perf_counter() - T0)
-    call = c_logp_caller(compiled.compiled_logp_func.address, compiled.user_data.ctypes.data, compiled.n_dim)
+    compiled = en.compile_pymc_model(model)  # JIT mode comes from EMBER_JIT (set by the runner)
+    ev("compiled", t=time.perf_counter() - T0, timings=getattr(compiled, "timings", None))
+    from ember import native
+
+    call = c_logp_caller(native.logp_address, compiled.logp_program.nutpie_handle(), compiled.n_dim)
     x0 = np.asarray(compiled.initial_point_func(1), dtype="float64")
     return call, x0, {}, compiled
 
@@ -251,8 +250,14 @@ def main():
         warmup_curve(call, x0, ev, spec, t_first)
         if spec["backend"] in ("nutpie-numba", "ember"):
             ev("null_call", us=null_call_us(len(x0)))
-    if compiled is not None and hasattr(compiled, "jit_stats"):
-        ev("jit_stats", **compiled.jit_stats())
+    prog = getattr(compiled, "logp_program", None)
+    for name in ("jit_stats", "stats"):
+        if prog is not None and hasattr(prog, name):
+            try:
+                ev("jit_stats", **dict(getattr(prog, name)()))
+            except Exception as e:  # the stats API is still moving: record, do not fail the run
+                ev("jit_stats_error", error=repr(e))
+            break
     ev("rss", vm_hwm_kb=vm_kb("VmHWM"), vm_peak_kb=vm_kb("VmPeak"))
     if spec.get("sample") and compiled is not None:
         import nutpie

@@ -11,8 +11,10 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,7 +28,7 @@ LARGE_SIZES = [(24, 32), (36, 48)]
 
 def ember_backend():
     """The Python API when ember.nutpie exists, else the exported graph + C++ CLI."""
-    r = subprocess.run([sys.executable, "-c", "import ember.nutpie, ember._core"], capture_output=True,
+    r = subprocess.run([sys.executable, "-c", "import ember.nutpie, ember.native"], capture_output=True,
                        env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")})
     return "ember" if r.returncode == 0 else "ember-cli"
 
@@ -42,10 +44,14 @@ def grid(args, ember):
             for b in peers + [ember]:
                 if args.quick and b != "nutpie-numba" and b != ember and (g, s) != sizes[0]:
                     continue
-                out.append(("seed", {"backend": b, "workload": kind, "params": p,
+                out.append(("seed", {"backend": b, "workload": kind, "params": p, "tiered": b == "ember",
                                      "sample": b in ("nutpie-numba", "ember") and (g, s) == sizes[0]}, {}))
-            if ember == "ember":
-                out.append(("seed-warm", {"backend": ember, "workload": kind, "params": p, "warm_cache": True}, {}))
+            if ember == "ember":  # the JIT's modes, and a second process on a warm disk cache
+                for jit in ("off", "eager"):
+                    out.append((f"seed-jit-{jit}", {"backend": ember, "workload": kind, "params": p, "jit": jit,
+                                                    "tiered": True}, {}))
+                out.append(("seed-warm", {"backend": ember, "workload": kind, "params": p, "warm_cache": True,
+                                          "tiered": True}, {}))
     for w, p in (("eight_schools", {}), ("radon", {"counties": 12, "n": 120}), ("radon", {"counties": 100, "n": 100000})):
         for b in ["nutpie-numba", ember] + ([] if args.quick else ["pytensor-c"]):
             out.append(("other", {"backend": b, "workload": w, "params": p,
@@ -70,23 +76,45 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default=None, help="run only groups starting with this")
+    ap.add_argument("--backends", default=None, help="comma-separated: run only these backends")
+    ap.add_argument("--fill", action="store_true", help="keep finished runs; run only specs without one")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "runs.json"))
     ap.add_argument("--wall-cap", type=float, default=420.0)
     ap.add_argument("--ember-cli", default=os.path.join(ROOT, "build", "nojit", "ember"))
     args = ap.parse_args()
     ember = ember_backend()
     doc = {"machine_start": machine(), "ember_backend": ember, "runs": []}
-    if os.path.exists(args.out) and args.only:
+    bset = set(args.backends.split(",")) if args.backends else None
+
+    def selected(group, backend):
+        return (not args.only or group.startswith(args.only)) and (not bset or backend in bset)
+
+    if os.path.exists(args.out) and (args.only or bset):  # redo a part, keep the rest
         with open(args.out) as f:
-            doc = json.load(f)
-        doc["runs"] = [r for r in doc["runs"] if not r["group"].startswith(args.only)]
-    specs = [x for x in grid(args, ember) if not args.only or x[0].startswith(args.only)]
+            old = json.load(f)
+        doc["machine_start"] = old["machine_start"]
+        doc["runs"] = [r for r in old["runs"] if not selected(r["group"], r["spec"]["backend"])]
+    specs = [x for x in grid(args, ember) if selected(x[0], x[1]["backend"])]
+    if args.fill and os.path.exists(args.out):
+        with open(args.out) as f:
+            old = json.load(f)
+        doc["machine_start"] = old["machine_start"]
+        doc["runs"] = [r for r in old["runs"] if r["summary"]["status"] != "error"]
+        have = {json.dumps([r["group"], {k: v for k, v in r["spec"].items() if k != "ember_cli"}], sort_keys=True)
+                for r in doc["runs"]}
+        specs = [x for x in specs if json.dumps([x[0], x[1]], sort_keys=True) not in have]
     print(f"{len(specs)} runs, ember backend: {ember}", flush=True)
     for i, (group, spec, caps) in enumerate(specs):
         spec = {**spec, "ember_cli": args.ember_cli}
         load = os.getloadavg()
-        r = run_spec(spec, wall_cap_s=caps.get("wall_cap_s", args.wall_cap), rss_cap_gb=caps.get("rss_cap_gb"),
-                     python=sys.executable)
+        kw = dict(wall_cap_s=caps.get("wall_cap_s", args.wall_cap), rss_cap_gb=caps.get("rss_cap_gb"),
+                  python=sys.executable)
+        if spec.get("warm_cache"):  # prime a disk cache in one process, measure a second one on it
+            kw["ember_cache_dir"] = tempfile.mkdtemp(prefix="ember-bench-cache-")
+            run_spec(spec, **kw)
+        r = run_spec(spec, **kw)
+        if spec.get("warm_cache"):
+            shutil.rmtree(kw["ember_cache_dir"], ignore_errors=True)
         s = summarize(r)
         doc["runs"].append({"group": group, "spec": spec, "load_avg_before": load, "summary": s,
                             "error": r.get("error"), "wall_total_s": r["wall_total_s"]})
