@@ -78,6 +78,7 @@ def main():
     ap.add_argument("--only", default=None, help="run only groups starting with this")
     ap.add_argument("--backends", default=None, help="comma-separated: run only these backends")
     ap.add_argument("--fill", action="store_true", help="keep finished runs; run only specs without one")
+    ap.add_argument("--append", action="store_true", help="add repeats: keep every earlier run")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "runs.json"))
     ap.add_argument("--wall-cap", type=float, default=420.0)
     ap.add_argument("--ember-cli", default=os.path.join(ROOT, "build", "nojit", "ember"))
@@ -89,7 +90,12 @@ def main():
     def selected(group, backend):
         return (not args.only or group.startswith(args.only)) and (not bset or backend in bset)
 
-    if os.path.exists(args.out) and (args.only or bset):  # redo a part, keep the rest
+    if os.path.exists(args.out) and args.append:
+        with open(args.out) as f:
+            old = json.load(f)
+        doc["machine_start"] = old["machine_start"]
+        doc["runs"] = old["runs"]
+    elif os.path.exists(args.out) and (args.only or bset):  # redo a part, keep the rest
         with open(args.out) as f:
             old = json.load(f)
         doc["machine_start"] = old["machine_start"]
@@ -100,9 +106,12 @@ def main():
             old = json.load(f)
         doc["machine_start"] = old["machine_start"]
         doc["runs"] = [r for r in old["runs"] if r["summary"]["status"] != "error"]
-        have = {json.dumps([r["group"], {k: v for k, v in r["spec"].items() if k != "ember_cli"}], sort_keys=True)
-                for r in doc["runs"]}
-        specs = [x for x in specs if json.dumps([x[0], x[1]], sort_keys=True) not in have]
+        def ident(group, spec):
+            return json.dumps([group, spec["backend"], spec["workload"], spec["params"], spec.get("jit"),
+                               spec.get("warm_cache")], sort_keys=True)
+
+        have = {ident(r["group"], r["spec"]) for r in doc["runs"]}
+        specs = [x for x in specs if ident(x[0], x[1]) not in have]
     print(f"{len(specs)} runs, ember backend: {ember}", flush=True)
     for i, (group, spec, caps) in enumerate(specs):
         spec = {**spec, "ember_cli": args.ember_cli}
@@ -117,7 +126,8 @@ def main():
             shutil.rmtree(kw["ember_cache_dir"], ignore_errors=True)
         s = summarize(r)
         doc["runs"].append({"group": group, "spec": spec, "load_avg_before": load, "summary": s,
-                            "error": r.get("error"), "wall_total_s": r["wall_total_s"]})
+                            "error": r.get("error"), "wall_total_s": r["wall_total_s"],
+                            "events": [e for e in r["events"] if e["event"] != "curve"]})
         print(f"[{i + 1}/{len(specs)}] {group} {spec['backend']} {spec['workload']} {spec['params']}: "
               f"{s['status']} ttfg={s.get('ttfg_s')} rss={s['peak_rss_gb']:.2f}GB "
               f"evals/s={s.get('evals_per_s')} wall={r['wall_total_s']:.1f}s", flush=True)

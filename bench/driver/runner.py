@@ -146,6 +146,8 @@ def summarize(result):
             s["ttfg_s"] = e["t"]
             if "n_dim" in e:
                 s["n_dim"] = e["n_dim"]
+            if "logp" in e:
+                s["logp"] = e["logp"]
         elif k == "steady":
             s["evals_per_s"] = e["evals_per_s"]
             s["steady_source"] = e["source"]
@@ -160,7 +162,7 @@ def summarize(result):
         elif k == "jit_stats":
             s["jit_stats"] = {a: b for a, b in e.items() if a != "event"}
         elif k == "logp_check":
-            s["ember_logp"] = e["ember_logp"]
+            s["logp"] = e["ember_logp"]
     s["peak_rss_gb"] = result["peak_rss_kb"] / 2**20
     s["tree_peak_rss_gb"] = result["tree_peak_rss_kb"] / 2**20
     return s
