@@ -154,9 +154,20 @@ def mvnormal_lkj(seed=0, n=40, d=3):
     return model
 
 
+def seed_gamma_large(seed=0):
+    """The seed report's largest grid point (18 groups, 24 shared parameters)."""
+    return seed_gamma(seed, groups=18, shared=24)
+
+
+def seed_lognormal_large(seed=0):
+    return seed_lognormal(seed, groups=18, shared=24)
+
+
 MODELS = {
     "seed_gamma": seed_gamma,
     "seed_lognormal": seed_lognormal,
+    "seed_gamma_large": seed_gamma_large,
+    "seed_lognormal_large": seed_lognormal_large,
     "eight_schools_centered": eight_schools_centered,
     "eight_schools_noncentered": eight_schools_noncentered,
     "radon": radon,
