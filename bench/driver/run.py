@@ -28,12 +28,14 @@ LARGE_SIZES = [(24, 32), (36, 48)]
 
 def ember_backend():
     """The Python API when ember.nutpie exists, else the exported graph + C++ CLI."""
-    r = subprocess.run([sys.executable, "-c", "import ember.nutpie, ember.native"], capture_output=True,
-                       env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")})
-    return "ember" if r.returncode == 0 else "ember-cli"
+    r = subprocess.run([sys.executable, "-c", "import ember.nutpie, ember.native as n; j = n.jit_available; print(j() if callable(j) else j)"],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")})
+    if r.returncode != 0:
+        return "ember-cli", False
+    return "ember", r.stdout.strip().endswith("True")
 
 
-def grid(args, ember):
+def grid(args, ember, jit=False):
     """(group, spec, caps) triples, cheapest first so a cut-short run still covers every workload."""
     out = []
     peers = ["nutpie-numba", "pytensor-numba", "pytensor-c"]
@@ -46,7 +48,7 @@ def grid(args, ember):
                     continue
                 out.append(("seed", {"backend": b, "workload": kind, "params": p, "tiered": b == "ember",
                                      "sample": b in ("nutpie-numba", "ember") and (g, s) == sizes[0]}, {}))
-            if ember == "ember":  # the JIT's modes, and a second process on a warm disk cache
+            if ember == "ember" and jit:  # the JIT's modes, and a second process on a warm disk cache
                 for jit in ("off", "eager"):
                     out.append((f"seed-jit-{jit}", {"backend": ember, "workload": kind, "params": p, "jit": jit,
                                                     "tiered": True}, {}))
@@ -83,8 +85,8 @@ def main():
     ap.add_argument("--wall-cap", type=float, default=420.0)
     ap.add_argument("--ember-cli", default=os.path.join(ROOT, "build", "nojit", "ember"))
     args = ap.parse_args()
-    ember = ember_backend()
-    doc = {"machine_start": machine(), "ember_backend": ember, "runs": []}
+    ember, jit = ember_backend()
+    doc = {"machine_start": machine(), "ember_backend": ember, "ember_jit": jit, "runs": []}
     bset = set(args.backends.split(",")) if args.backends else None
 
     def selected(group, backend):
@@ -100,7 +102,7 @@ def main():
             old = json.load(f)
         doc["machine_start"] = old["machine_start"]
         doc["runs"] = [r for r in old["runs"] if not selected(r["group"], r["spec"]["backend"])]
-    specs = [x for x in grid(args, ember) if selected(x[0], x[1]["backend"])]
+    specs = [x for x in grid(args, ember, jit) if selected(x[0], x[1]["backend"])]
     if args.fill and os.path.exists(args.out):
         with open(args.out) as f:
             old = json.load(f)
