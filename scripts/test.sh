@@ -4,6 +4,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/install-deps.sh"
+bash "$root/scripts/setup-python.sh"
 status=0
 for variant in jit nojit; do
   echo "=== build: $variant"
@@ -12,6 +13,6 @@ for variant in jit nojit; do
   ctest --test-dir "$root/build/$variant" --output-on-failure -j"$(nproc)" || status=1
 done
 echo "=== python"
-bash "$root/scripts/setup-python.sh"
-"$root/.venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/python" || status=1
+EMBER_NATIVE_DIR="$root/build/jit/python/ember" EMBER_REQUIRE_NATIVE=1 \
+  "$root/.venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/python" || status=1
 exit $status
