@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "interp/bytecode.hpp"
@@ -102,17 +103,40 @@ int main(int argc, char** argv) {
       {"(c) 400 mixed", case_c(), fused_c, blocked_c, true},
       {"(d) LogNormal-like 0-d", case_d(), fused_d, blocked_d, false},
   };
+  if (argc > 2 && std::string(argv[2]) == "sweep") {
+    // Block-size tuning: VM time per element on 10^6 elements.
+    std::printf("block size sweep, ns/element on 10^6 elements (median of %d runs)\n%-28s", reps, "case");
+    const int64_t sizes[] = {64, 128, 256, 512, 1024, 2048, 4096};
+    for (int64_t b : sizes) std::printf(" %8lld", static_cast<long long>(b));
+    std::printf("\n");
+    for (Case& cs : cases) {
+      if (!cs.big) continue;
+      auto k = Interpreted::compile(cs.c);
+      const int64_t n = 1000000;
+      Data dv(cs.c, n);
+      std::printf("%-28s", cs.name);
+      for (int64_t b : sizes) {
+        Interpreted::set_block_size_for_tuning(b);
+        auto med = median_ns(reps, 1, [&] { k->run(n, dv.sin.data(), dv.sout.data()); });
+        std::printf(" %8.2f", med[0] / static_cast<double>(n));
+      }
+      std::printf("\n");
+    }
+    return 0;
+  }
   std::printf("block size %d, medians of %d runs (thread CPU time); ratio = VM / best hand loop\n\n", static_cast<int>(Interpreted::block_size()), reps);
   std::printf("%-28s %5s %5s %5s %4s | %10s %10s %10s | %6s | %s\n", "case", "nodes", "instr", "in", "out",
               "VM", "fused", "blocked", "ratio", "notes");
+  const std::string only = argc > 2 ? argv[2] : "";
   for (Case& cs : cases) {
+    if (!only.empty() && std::string(cs.name).find("(" + only + ")") != 0) continue;
     auto k = Interpreted::compile(cs.c);
     const size_t ninstr = k->bytecode().code.size();
     std::vector<int64_t> sizes = {1};
-    if (cs.big) sizes.push_back(1000000);
+    if (cs.big) sizes.push_back(argc > 3 ? std::atoll(argv[3]) : 1000000);
     for (int64_t n : sizes) {
       Data dv(cs.c, n), df(cs.c, n), db(cs.c, n);
-      const int64_t calls = n == 1 ? 20000 : 1;
+      const int64_t calls = n == 1 ? 20000 : std::max<int64_t>(1, 1000000 / n);
       auto med = median_ns(
           reps, calls, [&] { k->run(n, dv.sin.data(), dv.sout.data()); },
           [&] { cs.fused(n, df.inp.data(), df.outp.data()); },

@@ -1,10 +1,12 @@
 // The C ABI (engine/ember.h). Never lets an exception cross into C.
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "engine/c_abi.hpp"
 #include "engine/ember.h"
 #include "engine/ember.hpp"
 #include "engine/program_impl.hpp"
@@ -12,6 +14,7 @@
 struct ember_program {
   std::shared_ptr<const ember::Program> prog;
   uint64_t in_size = 0, out_size = 0;
+  std::atomic<uint64_t> logp_calls{0};
   std::mutex mu;  // guards the pool only
   std::vector<ember::WorkspacePtr> pool;
 
@@ -80,20 +83,7 @@ extern "C" {
 
 ember_program* ember_program_load(const char* path, char* err, size_t err_len) {
   try {
-    auto prog = ember::Program::load(path ? path : "");
-    if (prog->args().size() != 1 || prog->args()[0].dtype != ember::DType::Float64 ||
-        prog->args()[0].static_shape.ndim != 1 || prog->args()[0].static_shape.dims[0] < 0)
-      throw ember::LoadError(std::string(path) +
-                             ": the C ABI needs one float64 vector input of static length");
-    auto* p = new ember_program;
-    p->prog = std::move(prog);
-    p->in_size = static_cast<uint64_t>(p->prog->args()[0].static_shape.dims[0]);
-    for (const auto& o : p->prog->outputs()) {
-      int64_t n = 1;
-      for (int d = 0; d < o.static_shape.ndim; ++d) n *= o.static_shape.dims[d] < 0 ? 0 : o.static_shape.dims[d];
-      p->out_size += static_cast<uint64_t>(n);
-    }
-    return p;
+    return ember::wrap_for_c_abi(ember::Program::load(path ? path : ""));
   } catch (const std::exception& e) {
     copy_error(e.what(), err, err_len);
     return nullptr;
@@ -101,12 +91,16 @@ ember_program* ember_program_load(const char* path, char* err, size_t err_len) {
 }
 
 void ember_program_free(ember_program* p) { delete p; }
+uint64_t ember_program_logp_calls(const ember_program* p) {
+  return p ? p->logp_calls.load(std::memory_order_relaxed) : 0;
+}
 uint64_t ember_program_input_size(const ember_program* p) { return p ? p->in_size : 0; }
 uint64_t ember_program_output_size(const ember_program* p) { return p ? p->out_size : 0; }
 const char* ember_last_error(void) { return t_error.c_str(); }
 
 int64_t ember_logp(uint64_t dim, const double* x, double* grad, double* logp, const void* user_data) {
   const auto* p = static_cast<const ember_program*>(user_data);
+  if (p) const_cast<ember_program*>(p)->logp_calls.fetch_add(1, std::memory_order_relaxed);
   return with_outputs(p, dim, x, [&](const std::vector<ember::Tensor>& out) -> int64_t {
     if (out.size() != 2 || out[0].size() != 1 || out[1].size() != static_cast<int64_t>(dim) ||
         out[0].dtype != ember::DType::Float64 || out[1].dtype != ember::DType::Float64) {
@@ -145,3 +139,19 @@ int64_t ember_expand(uint64_t dim, uint64_t n_expanded, const double* x, double*
 }
 
 }  // extern "C"
+
+ember_program* ember::wrap_for_c_abi(std::shared_ptr<const Program> prog) {
+  const std::string& src = prog->graph().source;
+  if (prog->args().size() != 1 || prog->args()[0].dtype != DType::Float64 ||
+      prog->args()[0].static_shape.ndim != 1 || prog->args()[0].static_shape.dims[0] < 0)
+    throw LoadError(src + ": the C ABI needs one float64 vector input of static length");
+  auto* p = new ember_program;
+  p->prog = std::move(prog);
+  p->in_size = static_cast<uint64_t>(p->prog->args()[0].static_shape.dims[0]);
+  for (const auto& o : p->prog->outputs()) {
+    int64_t n = 1;
+    for (int d = 0; d < o.static_shape.ndim; ++d) n *= o.static_shape.dims[d] < 0 ? 0 : o.static_shape.dims[d];
+    p->out_size += static_cast<uint64_t>(n);
+  }
+  return p;
+}

@@ -20,6 +20,9 @@ void ember_program_free(ember_program* p);
 uint64_t ember_program_input_size(const ember_program* p);
 uint64_t ember_program_output_size(const ember_program* p);
 
+/* Calls made through ember_logp with user_data = p (progress reports). */
+uint64_t ember_program_logp_calls(const ember_program* p);
+
 /* The last error of the calling thread, or "" (valid until its next call). */
 const char* ember_last_error(void);
 

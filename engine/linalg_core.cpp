@@ -354,8 +354,11 @@ class SolveCore final : public Core {
           if (!ok) f.fail("matrix is not positive definite");
         } else {
           if (assume_ == Assume::Sym) {  // use only the named triangle
-            if (lower_) A.template triangularView<Eigen::StrictlyUpper>() = A.transpose();
-            else A.template triangularView<Eigen::StrictlyLower>() = A.transpose();
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = i + 1; j < m; ++j) {
+                if (lower_) A(i, j) = A(j, i);
+                else A(j, i) = A(i, j);
+              }
           }
           Eigen::PartialPivLU<Eigen::Ref<Mat<T>>> lu(A);
           int64_t at;

@@ -345,7 +345,10 @@ class Compiler {
       slot[vi.d] = dreg;
       Instr ins{vi.op, vi.dtype, 0, dreg, -1, -1, -1};
       int32_t* a[3] = {&ins.a, &ins.b, &ins.c};
-      for (int k = 0; k < vi.nargs; ++k) *a[k] = slot[root(vi.args[k])];
+      for (int k = 0; k < vi.nargs; ++k) {
+        *a[k] = slot[root(vi.args[k])];
+        if (*a[k] < nc) ins.kmask |= static_cast<uint8_t>(1u << k);
+      }
       bc_.code.push_back(ins);
     }
     bc_.num_regs = nregs;
@@ -392,6 +395,7 @@ std::string validate(const Bytecode& bc) {
     if (cls_of(in.dtype) != sig.dst)
       return where + " (" + opcode_name(in.op) + "): field 'dtype': " + std::string(dtype_name(in.dtype)) +
              " is not of the result class " + cls_name(sig.dst);
+    if (in.kmask >> 3) return where + ": field 'kmask': bits above 2 set";
     if (in.op >= kCvtBase && static_cast<int>(in.dtype) != (in.op - kCvtBase) % kNumDTypes)
       return where + " (" + opcode_name(in.op) + "): field 'dtype': not the conversion's target";
     const int32_t ops[3] = {in.a, in.b, in.c};
@@ -400,9 +404,12 @@ std::string validate(const Bytecode& bc) {
       const std::string field = where + " (" + opcode_name(in.op) + "): field '" + names[k] + "': ";
       if (k >= sig.nargs) {
         if (ops[k] != -1) return field + "unused operand must be -1";
+        if ((in.kmask >> k) & 1) return where + ": field 'kmask': bit " + std::to_string(k) + " set for an unused operand";
         continue;
       }
       if (ops[k] < 0 || ops[k] >= nslots) return field + "slot " + std::to_string(ops[k]) + " out of range";
+      if (((in.kmask >> k) & 1) != (ops[k] < nc ? 1 : 0))
+        return where + ": field 'kmask': bit " + std::to_string(k) + " disagrees with operand " + names[k];
       int c = slot_cls(ops[k]);
       if (c < 0) return field + "reads register slot " + std::to_string(ops[k]) + " before it is written";
       if (c != static_cast<int>(sig.arg[k]))

@@ -37,12 +37,13 @@ constexpr uint16_t cvt_opcode(Cls src, DType dst) {
   return static_cast<uint16_t>(kCvtBase + static_cast<int>(src) * kNumDTypes + static_cast<int>(dst));
 }
 
-// 20 bytes: opcode, result dtype, destination slot, up to 3 operand slots
-// (-1 when unused).
+// 20 bytes: opcode, result dtype, constant mask, destination slot, up to 3
+// operand slots (-1 when unused). kmask bit k is set iff operand k is a
+// constant slot (the vector path then broadcasts it from a register).
 struct Instr {
   uint16_t op;
   DType dtype;
-  uint8_t pad = 0;
+  uint8_t kmask = 0;
   int32_t d;
   int32_t a, b, c;
 };

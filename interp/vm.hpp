@@ -23,10 +23,16 @@ class Interpreted : public ElemKernel {
   const Bytecode& bytecode() const { return *bc_; }
   // Elements per block of the vector path (EMBER_VM_BLOCK at build time).
   static int64_t block_size();
+  // Benchmarks only: changes the block size for every kernel (rounded to a
+  // multiple of 16, at most 8192). Not to be called while kernels run.
+  static void set_block_size_for_tuning(int64_t b);
+  struct Threaded;  // the scalar path's pre-decoded program (vm.cpp)
+  const Threaded& threaded() const { return *thr_; }
 
  private:
   Interpreted();
   std::unique_ptr<Bytecode> bc_;
+  std::unique_ptr<Threaded> thr_;
 };
 
 }  // namespace ember::interp

@@ -14,7 +14,7 @@
 #include "engine/ember.hpp"
 #include "test_util.hpp"
 
-namespace ember::test {
+namespace ember::test::rfx {
 
 inline Array decode_array(const nlohmann::json& j) {
   const DType dt = *dtype_from_name(j["dtype"].get<std::string>());
@@ -127,4 +127,4 @@ inline Tensor scrambled_view(const Array& a, std::vector<Array>& keep) {
   return v;
 }
 
-}  // namespace ember::test
+}  // namespace ember::test::rfx

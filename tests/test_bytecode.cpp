@@ -167,3 +167,15 @@ TEST_CASE("every_emitted_opcode_kind_has_a_signature", "[bytecode]") {
     else CHECK((f && i));
   }
 }
+
+TEST_CASE("validator_checks_the_constant_operand_mask", "[bytecode]") {
+  Bytecode bc = compile_bytecode(chain(3));
+  REQUIRE(validate(bc) == "");
+  // The comparison reads the constant 0 as operand b.
+  Instr& cmp = bc.code[bc.code.size() - 2];
+  REQUIRE((cmp.kmask & 2) != 0);
+  cmp.kmask = 0;
+  CHECK_THAT(validate(bc), Contains("field 'kmask'"));
+  cmp.kmask = 2 | 8;
+  CHECK_THAT(validate(bc), Contains("field 'kmask'"));
+}

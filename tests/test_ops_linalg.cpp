@@ -7,6 +7,7 @@
 
 using namespace ember;
 using namespace ember::test;
+using namespace ember::test::rfx;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -106,4 +107,23 @@ TEST_CASE("blockwise_rejects_batch_dims_that_do_not_broadcast_at_call") {
   Array a = Array::of<double>({3, {2, 2, 2}}, {1, 0, 0, 1, 2, 0, 0, 2});
   Array b = Array::of<double>({2, {3, 2}}, {1, 2, 3, 4, 5, 6});
   CHECK_THROWS_WITH(p->call({a.t, b.t}), Contains("node 0 (Blockwise)") && Contains("do not broadcast"));
+}
+
+TEST_CASE("dot_reads_zero_stride_broadcast_views") {
+  const std::string g = graph("Dot",
+                              R"([{"dtype": "float64", "shape": [3, 4]}, {"dtype": "float64", "shape": [4, 2]},
+                                  {"dtype": "float64", "shape": [3, 2]}])",
+                              "[0, 1]", "[2]", "{}");
+  auto p = Program::from_json(g);
+  Array v = Array::of<double>({1, {4}}, {1, 2, 3, 4});
+  Tensor a = v.t;  // every row is v
+  a.shape = Shape{2, {3, 4}};
+  a.strides[0] = 0;
+  a.strides[1] = 1;
+  Array b = Array::of<double>({2, {4, 2}}, {1, 0, 0, 1, 1, 1, 2, -1});
+  auto out = p->call({a, b.t});
+  for (int i = 0; i < 3; ++i) {
+    CHECK(out[0].data<double>()[2 * i] == 1 + 3 + 8);
+    CHECK(out[0].data<double>()[2 * i + 1] == 2 + 3 - 4);
+  }
 }

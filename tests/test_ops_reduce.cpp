@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include <tbb/global_control.h>
 #include <tbb/task_arena.h>
@@ -14,6 +15,7 @@
 
 using namespace ember;
 using namespace ember::test;
+using namespace ember::test::rfx;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -126,6 +128,8 @@ TEST_CASE("careduce_sum_bits_do_not_depend_on_thread_count") {
   m.strides[1] = 1;
   auto run = [&] { return std::make_pair(p->call({a.t})[0].data<double>()[0], pc->call({m})); };
   std::pair<double, std::vector<Array>> r1, r2, r8;
+  tbb::task_arena arena(8);
+  arena.execute([&] { r8 = run(); });
   {
     tbb::global_control gc(tbb::global_control::max_allowed_parallelism, 1);
     r1 = run();
@@ -134,8 +138,6 @@ TEST_CASE("careduce_sum_bits_do_not_depend_on_thread_count") {
     tbb::global_control gc(tbb::global_control::max_allowed_parallelism, 2);
     r2 = run();
   }
-  tbb::task_arena arena(8);
-  arena.execute([&] { r8 = run(); });
   CHECK(bits(r1.first) == bits(r2.first));
   CHECK(bits(r1.first) == bits(r8.first));
   CHECK(std::abs(r1.first - static_cast<double>(exact)) <= 1e-12 * std::abs(static_cast<double>(exact)));
@@ -143,6 +145,29 @@ TEST_CASE("careduce_sum_bits_do_not_depend_on_thread_count") {
     CHECK(bits(r1.second[0].data<double>()[c]) == bits(r2.second[0].data<double>()[c]));
     CHECK(bits(r1.second[0].data<double>()[c]) == bits(r8.second[0].data<double>()[c]));
   }
+}
+
+TEST_CASE("careduce_runs_from_many_threads_at_once_with_equal_bits") {
+  const int64_t n = 300'000;
+  std::vector<double> x(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = std::sin(0.001 * static_cast<double>(i)) * 1e3;
+  auto p = Program::from_json(reduce_graph("Sum", "float64", "[600, 500]", "float64", "[500]", R"({"axis": [0]})"));
+  Array a = Array::of<double>({2, {600, 500}}, x);
+  const std::vector<Array> ref = p->call({a.t});
+  std::vector<int> same(4, 0);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&, t] {
+      auto ws = p->make_workspace();
+      int ok = 1;
+      for (int k = 0; k < 5; ++k) {
+        const Tensor& y = p->run(*ws, {&a.t, 1})[0];
+        ok &= std::memcmp(y.data, ref[0].t.data, 500 * sizeof(double)) == 0;
+      }
+      same[t] = ok;
+    });
+  for (auto& t : ts) t.join();
+  for (int t = 0; t < 4; ++t) CHECK(same[t] == 1);
 }
 
 TEST_CASE("careduce_rejects_axis_out_of_range_with_node_index") {

@@ -45,9 +45,12 @@ def check_structure(doc, payload=b""):
     for k, c in enumerate(doc["constants"]):
         where = f"constants[{k}]"
         var = doc["variables"][vid(c["var"], where)]
-        shape = var["shape"]
+        shape = c.get("shape", var["shape"])
+        if len(shape) != len(var["shape"]) or any(
+                s is not None and d != s for d, s in zip(shape, var["shape"])):
+            fail(where, "shape differs from the variable's static shape")
         if any(d is None for d in shape):
-            fail(where, "constant's variable has an unknown dim")
+            fail(where, "value has an unknown dim (give \"shape\")")
         count = int(np.prod(shape, dtype=np.int64))
         if "data" in c:
             if len(c["data"]) != count:

@@ -16,7 +16,7 @@
 
 #include "engine/ember.hpp"
 #include "engine/graph.hpp"
-#include "python/src/nutpie_abi.hpp"
+#include "engine/c_abi.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -202,17 +202,17 @@ class PyProgram {
     prog_->set_shared(name, t);
   }
 
-  // The handle for ember_py_logp / ember_py_expand (user_data), as an address.
+  // The ember_program* for ember_logp / ember_expand (user_data), as an address.
   uintptr_t nutpie_handle() {
     std::lock_guard<std::mutex> lock(*handle_mu_);
-    if (!handle_) handle_ = std::make_shared<ember_py::NutpieHandle>(prog_);
+    if (!handle_) handle_ = std::shared_ptr<ember_program>(ember::wrap_for_c_abi(prog_), ember_program_free);
     return reinterpret_cast<uintptr_t>(handle_.get());
   }
 
   // Number of logp calls through the nutpie handle so far.
   uint64_t nutpie_calls() {
     std::lock_guard<std::mutex> lock(*handle_mu_);
-    return handle_ ? handle_->logp_calls.load(std::memory_order_relaxed) : 0;
+    return handle_ ? ember_program_logp_calls(handle_.get()) : 0;
   }
 
   nb::list args() const { return io_list(prog_->args()); }
@@ -226,7 +226,7 @@ class PyProgram {
   std::shared_ptr<const ember::Program> prog_;
   PyOptions opts_;
   std::unique_ptr<std::mutex> handle_mu_ = std::make_unique<std::mutex>();  // keeps PyProgram movable
-  std::shared_ptr<ember_py::NutpieHandle> handle_;
+  std::shared_ptr<ember_program> handle_;
 };
 
 }  // namespace
@@ -252,9 +252,9 @@ NB_MODULE(_core, m) {
       .def_prop_ro("source", &PyProgram::source)
       .def_prop_ro("num_nodes", &PyProgram::num_nodes);
 
-  m.attr("logp_address") = reinterpret_cast<uintptr_t>(&ember_py::ember_py_logp);
-  m.attr("expand_address") = reinterpret_cast<uintptr_t>(&ember_py::ember_py_expand);
-  m.def("last_error", [] { return std::string(ember_py::ember_py_last_error()); });
+  m.attr("logp_address") = reinterpret_cast<uintptr_t>(&ember_logp);
+  m.attr("expand_address") = reinterpret_cast<uintptr_t>(&ember_expand);
+  m.def("last_error", [] { return std::string(ember_last_error()); });
   m.def("supported_tensor_ops", &ember::supported_tensor_ops);
   m.def("supported_scalar_ops", &ember::supported_scalar_ops);
   m.attr("version") = EMBER_VERSION;
