@@ -144,6 +144,12 @@ def compile_function(fn_or_fgraph, **options):
     return Program.from_document(doc, payload, **options)
 
 
+def jit_stats():
+    """The compile service's counters: budget_bytes, peak_bytes,
+    resident_code_bytes, compiles, ... and per-Composite "tier" (0 = interpreter)."""
+    return json.loads(_core.jit_stats())
+
+
 def last_error():
     """The last error of the calling thread's logp/expand call (C ABI)."""
     return _core.last_error()
