@@ -117,11 +117,12 @@ Graph Graph::parse(std::string_view text, std::shared_ptr<const uint8_t[]> paylo
   json doc;
   try {
     doc = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors, and number overflow ("1e400")
     throw LoadError(source + ": not valid JSON: " + e.what());
   }
   if (!doc.is_object()) r.fail("(document)", "must be a JSON object");
-  if (doc.value("format", "") != "ember-graph") r.fail("format", "must be \"ember-graph\"");
+  if (auto f = doc.find("format"); f == doc.end() || !f->is_string() || *f != "ember-graph")
+    r.fail("format", "must be \"ember-graph\"");
   const json& ver = r.member(doc, "version", "");
   if (r.integer(ver, "version") != 1) r.fail("version", "unsupported version (this build reads 1)");
 
