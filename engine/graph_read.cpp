@@ -77,6 +77,7 @@ void store_inline(const Reader& r, const json& v, DType dt, void* dst, int64_t k
   }
   if (!dtype_is_float(dt) && !is_int) {
     if (!std::isfinite(f) || f != std::floor(f)) r.fail(field, "integer dtype given a non-integer value");
+    if (!(f >= -9223372036854775808.0 && f < 9223372036854775808.0)) r.fail(field, "integer out of range");
     i = static_cast<int64_t>(f);
     is_int = true;
   }
