@@ -124,7 +124,7 @@ def ref(op, a):
         if x == 0: return mp.inf
         if x == 2: return -mp.inf
         # 1 - x must not round to 1 for tiny x: work with enough digits.
-        with mp.workdps(max(mp.dps, int(-mp.log10(x)) + 40)):
+        with mp.workdps(max(mp.mp.dps, int(-mp.log10(x)) + 40)):
             return +mp.erfinv(1 - x)
     if op == "Gamma":
         if a[0] == 0: return mp.inf * (1 if math.copysign(1, a[0]) > 0 else -1)  # C's tgamma(+-0)
