@@ -126,9 +126,23 @@ class StatusLine:
         self.program, self.stream = program, stream
         self.t_last, self.calls_last = time.perf_counter(), program.nutpie_calls()
         self.rate = 0.0
-        opts = program.options
-        self.tier = ("interpreter" if not opts.get("jit_active") else "jit")
+        self.jit = bool(program.options.get("jit_active"))
         self.last = ""
+
+    def tiers(self):
+        """'interpreter', or Composites per tier and JIT memory against its budget."""
+        if not self.jit:
+            return "tier: interpreter"
+        from . import native
+
+        st = native.jit_stats()
+        per = [0, 0, 0]
+        for c in st.get("composites", []):
+            per[min(max(int(c.get("tier", 0)), 0), 2)] += 1
+        mb = 1 << 20
+        return (f"Composites interp/T1/T2 {per[0]}/{per[1]}/{per[2]}  JIT memory "
+                f"{st.get('resident_code_bytes', 0) / mb:.1f} MB code, peak {st.get('peak_bytes', 0) / mb:.0f}"
+                f"/{st.get('budget_bytes', 0) / mb:.0f} MB")
 
     def __call__(self, text):
         try:
@@ -142,8 +156,8 @@ class StatusLine:
             self.rate = (calls - self.calls_last) / (now - self.t_last)
             self.t_last, self.calls_last = now, calls
         self.last = (f"draws {done}/{total}  divergences {divs}  gradients/s {self.rate:,.0f}  "
-                     f"total gradients {calls:,}  tier: {self.tier}")
-        self.stream.write("\r" + self.last.ljust(100))
+                     f"total gradients {calls:,}  {self.tiers()}")
+        self.stream.write("\r" + self.last.ljust(110))
         self.stream.flush()
 
 
@@ -162,8 +176,10 @@ def demo(args):
           f"{stats['first_gradient_s']:.2f} s (PyTensor rewrites + gradient {tm['pytensor']:.2f} s, "
           f"export + load {tm['export_and_load']:.2f} s, first call "
           f"{stats['first_gradient_s'] - stats['compile_s']:.4f} s)")
-    print(f"logp graph: {compiled.logp_program.num_nodes} nodes, {compiled.n_dim} parameters; "
-          f"execution tier: interpreter (JIT {'available' if _jit_available() else 'not built'})")
+    opts = compiled.logp_program.options
+    jit = (f"JIT {opts['jit']}, budget {opts['jit_memory'] >> 20} MB" if opts["jit_active"]
+           else "interpreter only (JIT " + ("off)" if _jit_available() else "not built)"))
+    print(f"logp graph: {compiled.logp_program.num_nodes} nodes, {compiled.n_dim} parameters; {jit}")
 
     status = StatusLine(compiled.logp_program)
     t0 = time.perf_counter()
@@ -179,6 +195,8 @@ def demo(args):
     print(summary.to_string())
     divs = int(trace.sample_stats["diverging"].sum())
     print(f"divergences after tuning: {divs}")
+    if status.jit:
+        print("after sampling: " + status.tiers())
 
     if args.compare:
         print("\ncompare (each backend in a fresh process, cold caches; growth = peak RSS minus RSS "

@@ -48,8 +48,8 @@ LoadError = _core.LoadError
 
 # A failed call raises the Python exception PyTensor's own backends raise
 # for the same fault, still a CallError: assertions (SpecifyShape,
-# CheckAndRaise/Assert) -> AssertionError, out-of-bounds indices ->
-# IndexError, other shape/value faults -> ValueError.
+# CheckAndRaise/Assert) -> AssertionError, out-of-bounds indices and
+# mismatched boolean masks -> IndexError (as NumPy), other shape/value faults -> ValueError.
 class CallAssertionError(CallError, AssertionError):
     pass
 
@@ -69,7 +69,7 @@ def translate_call_error(e):
     msg = str(e)
     if any(op in msg for op in _ASSERT_OPS):
         return CallAssertionError(msg)
-    if "out of bounds" in msg:
+    if "out of bounds" in msg or "boolean index did not match" in msg:
         return CallIndexError(msg)
     return CallValueError(msg)
 logp_address = _core.logp_address
@@ -142,6 +142,12 @@ def compile_function(fn_or_fgraph, **options):
 
     doc, payload = export_graph(fn_or_fgraph)
     return Program.from_document(doc, payload, **options)
+
+
+def jit_stats():
+    """The compile service's counters: budget_bytes, peak_bytes,
+    resident_code_bytes, compiles, ... and per-Composite "tier" (0 = interpreter)."""
+    return json.loads(_core.jit_stats())
 
 
 def last_error():

@@ -2,9 +2,10 @@
 
 `jit` ("off" | "auto" | "eager"), `jit_memory` (bytes, or a string such as
 "512M" / "2G"), `parallel_threshold` (elements). Unset options come from the
-environment (EMBER_JIT, EMBER_JIT_MEMORY). The JIT options are accepted and
-recorded now; the engine applies them once it exposes the JIT
-(`Program.options["jit_active"]` says whether it did).
+environment (EMBER_JIT, EMBER_JIT_MEMORY), which the engine also reads
+itself. The JIT options configure the engine's process-wide compile service
+(one budget for all Programs) when a Program is loaded;
+`Program.options["jit_active"]` says whether the JIT is built in and on.
 """
 
 import os

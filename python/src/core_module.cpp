@@ -17,6 +17,8 @@
 #include "engine/ember.hpp"
 #include "engine/graph.hpp"
 #include "engine/c_abi.hpp"
+#include "engine/tier_manager.hpp"
+#include "jit/jit.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -25,13 +27,21 @@ namespace {
 
 using InArray = nb::ndarray<nb::ro, nb::device::cpu>;
 
-// Options a caller may pass. jit / jit_memory are accepted now and forwarded
-// once the engine's Options carries them (the JIT is not built into this
-// module yet, so `jit_active` reports false).
+// Options a caller may pass. jit / jit_memory configure the engine's
+// process-wide compile service (TierManager) before the Program is built, so
+// they apply to this Program and to later ones (the engine has one JIT budget).
+bool jit_built_and_usable() {
+#ifdef EMBER_WITH_JIT
+  return ember::jit::available();
+#else
+  return false;  // jit/ is not compiled in (EMBER_WITH_JIT=OFF)
+#endif
+}
+
 struct PyOptions {
   ember::Options engine;
-  std::string jit = "off";
-  int64_t jit_memory = 0;  // bytes; 0 = engine default
+  std::string jit;         // "" = leave as configured (EMBER_JIT or default auto)
+  int64_t jit_memory = 0;  // bytes; 0 = leave as configured
 
   static PyOptions from_dict(const nb::dict& d) {
     PyOptions o;
@@ -42,17 +52,29 @@ struct PyOptions {
       else if (key == "jit_memory") o.jit_memory = nb::cast<int64_t>(v);
       else throw nb::value_error(("unknown ember option '" + key + "'").c_str());
     }
-    if (o.jit != "off" && o.jit != "auto" && o.jit != "eager")
+    if (!o.jit.empty() && o.jit != "off" && o.jit != "auto" && o.jit != "eager")
       throw nb::value_error(("jit must be off, auto or eager, not '" + o.jit + "'").c_str());
     if (o.jit_memory < 0) throw nb::value_error("jit_memory must be >= 0");
     return o;
   }
+  void apply_jit() const {
+    if (jit.empty() && jit_memory == 0) return;
+    auto& tm = ember::TierManager::instance();
+    ember::JitConfig c = tm.config();
+    if (jit == "off") c.mode = ember::JitMode::Off;
+    else if (jit == "auto") c.mode = ember::JitMode::Auto;
+    else if (jit == "eager") c.mode = ember::JitMode::Eager;
+    if (jit_memory > 0) c.memory_budget = static_cast<size_t>(jit_memory);
+    tm.configure(c);
+  }
   nb::dict to_dict() const {
+    const ember::JitConfig c = ember::TierManager::instance().config();
+    const char* mode = c.mode == ember::JitMode::Off ? "off" : c.mode == ember::JitMode::Eager ? "eager" : "auto";
     nb::dict d;
     d["parallel_threshold"] = engine.parallel_threshold;
-    d["jit"] = jit;
-    d["jit_memory"] = jit_memory;
-    d["jit_active"] = false;
+    d["jit"] = std::string(mode);
+    d["jit_memory"] = static_cast<int64_t>(c.memory_budget);
+    d["jit_active"] = jit_built_and_usable() && c.mode != ember::JitMode::Off;
     return d;
   }
 };
@@ -143,6 +165,7 @@ class PyProgram {
 
   static PyProgram load(const std::string& path, const nb::dict& options) {
     PyOptions o = PyOptions::from_dict(options);
+    o.apply_jit();
     std::shared_ptr<const ember::Program> p;
     {
       nb::gil_scoped_release release;
@@ -154,6 +177,7 @@ class PyProgram {
   static PyProgram from_json(const std::string& json, nb::bytes payload, const nb::dict& options,
                              const std::string& source) {
     PyOptions o = PyOptions::from_dict(options);
+    o.apply_jit();
     const size_t n = payload.size();
     std::shared_ptr<const uint8_t[]> buf(new (std::align_val_t(64)) uint8_t[n ? n : 1], AlignedDelete{});
     if (n) std::memcpy(const_cast<uint8_t*>(buf.get()), payload.c_str(), n);
@@ -258,5 +282,8 @@ NB_MODULE(_core, m) {
   m.def("supported_tensor_ops", &ember::supported_tensor_ops);
   m.def("supported_scalar_ops", &ember::supported_scalar_ops);
   m.attr("version") = EMBER_VERSION;
-  m.attr("jit_available") = false;
+  m.attr("jit_available") = jit_built_and_usable();
+  // The compile service's counters (JitStats::to_json): budget, peak and
+  // resident bytes, and each Composite's tier.
+  m.def("jit_stats", [] { return ember::TierManager::instance().stats().to_json(); });
 }

@@ -150,6 +150,11 @@ def test_options_are_validated_and_read_from_environment(native, monkeypatch):
     assert resolve_options() == {"jit": "eager", "jit_memory": 1 << 30}
     assert resolve_options(jit="off")["jit"] == "off"
     _, path = _suite("eight_schools_centered")
-    prog = native.load(path, jit="auto", jit_memory="64M")
-    assert prog.options["jit"] == "auto" and prog.options["jit_memory"] == 64 << 20
-    assert prog.options["jit_active"] is False  # forwarded once the engine exposes the JIT
+    prog = native.load(path, jit="off", jit_memory="64M")
+    assert prog.options["jit"] == "off" and prog.options["jit_memory"] == 64 << 20
+    assert prog.options["jit_active"] is False
+    prog = native.load(path, jit="auto", jit_memory="256M")  # the engine's defaults again
+    assert prog.options["jit"] == "auto" and prog.options["jit_memory"] == 256 << 20
+    assert prog.options["jit_active"] is bool(native.jit_available)
+    stats = native.jit_stats()
+    assert stats["budget_bytes"] >= 0 and isinstance(stats["composites"], list)
