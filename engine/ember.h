@@ -35,7 +35,8 @@ int64_t ember_logp(uint64_t dim, const double* x, double* grad, double* logp, co
 
 /* nutpie expand: the graph takes x (length dim) and its outputs,
  * flattened in order and concatenated, fill out (length n_expanded).
- * Returns 0 ok, -1 size mismatch, -2 error.                               */
+ * Returns 0 ok, -1 size mismatch, 1 recoverable error (e.g. a failed
+ * assertion), -2 any other error.                                         */
 int64_t ember_expand(uint64_t dim, uint64_t n_expanded, const double* x, double* out, const void* user_data);
 
 #ifdef __cplusplus

@@ -77,6 +77,7 @@ void store_inline(const Reader& r, const json& v, DType dt, void* dst, int64_t k
   }
   if (!dtype_is_float(dt) && !is_int) {
     if (!std::isfinite(f) || f != std::floor(f)) r.fail(field, "integer dtype given a non-integer value");
+    if (!(f >= -9223372036854775808.0 && f < 9223372036854775808.0)) r.fail(field, "integer out of range");
     i = static_cast<int64_t>(f);
     is_int = true;
   }
@@ -117,11 +118,12 @@ Graph Graph::parse(std::string_view text, std::shared_ptr<const uint8_t[]> paylo
   json doc;
   try {
     doc = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors, and number overflow ("1e400")
     throw LoadError(source + ": not valid JSON: " + e.what());
   }
   if (!doc.is_object()) r.fail("(document)", "must be a JSON object");
-  if (doc.value("format", "") != "ember-graph") r.fail("format", "must be \"ember-graph\"");
+  if (auto f = doc.find("format"); f == doc.end() || !f->is_string() || *f != "ember-graph")
+    r.fail("format", "must be \"ember-graph\"");
   const json& ver = r.member(doc, "version", "");
   if (r.integer(ver, "version") != 1) r.fail("version", "unsupported version (this build reads 1)");
 

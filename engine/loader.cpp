@@ -211,7 +211,12 @@ std::unique_ptr<ProgramImpl> ProgramImpl::build(Graph g, const Options& o) {
 
   for (size_t k = 0; k < gr.nodes.size(); ++k) {
     NodeContext ctx(gr, static_cast<int>(k), p->options);
-    std::unique_ptr<OpKernel> kernel = find_op(gr.nodes[k].op)(ctx);
+    std::unique_ptr<OpKernel> kernel;
+    try {
+      kernel = find_op(gr.nodes[k].op)(ctx);
+    } catch (const nlohmann::json::exception& e) {  // an attribute of the wrong JSON type
+      ctx.fail("attrs", e.what());
+    }
     Step st;
     st.node = static_cast<int>(k);
     st.kernel = kernel.get();

@@ -43,6 +43,7 @@ interp::ScalarConst read_scalar_const(NodeContext& ctx, const json& c, const std
   } else {
     if (!is_int) {
       if (!std::isfinite(f) || f != std::floor(f)) ctx.fail(field + ".value", "not an integer");
+      if (!(f >= -9223372036854775808.0 && f < 9223372036854775808.0)) ctx.fail(field + ".value", "out of range");
       i = static_cast<int64_t>(f);
     }
     sc.i = *dt == DType::Bool ? (i != 0) : i;

@@ -115,7 +115,7 @@ def ref(op, a):
         return mp.power(x, y)
     if op == "Erf": return mp.erf(x)
     if op == "Erfc": return mp.erfc(x)
-    if op == "Erfcx": return mp.exp(x * x) * mp.erfc(x)
+    if op == "Erfcx": return mp.mpf(0) if x == mp.inf else mp.exp(x * x) * mp.erfc(x)
     if op == "Erfinv":
         if abs(x) > 1: return None
         return mp.inf * mp.sign(x) if abs(x) == 1 else mp.erfinv(x)
@@ -123,7 +123,9 @@ def ref(op, a):
         if x < 0 or x > 2: return None
         if x == 0: return mp.inf
         if x == 2: return -mp.inf
-        return mp.erfinv(1 - x)
+        # 1 - x must not round to 1 for tiny x: work with enough digits.
+        with mp.workdps(max(mp.mp.dps, int(-mp.log10(x)) + 40)):
+            return +mp.erfinv(1 - x)
     if op == "Gamma":
         if a[0] == 0: return mp.inf * (1 if math.copysign(1, a[0]) > 0 else -1)  # C's tgamma(+-0)
         return None if gamma_pole(x) else mp.gamma(x)
@@ -225,9 +227,13 @@ def main():
         err = ulp_error(got, want)
         if op in ROOT_ABS and ROOT_ABS[op] and abs(want) < 1e-3:
             err = min(err, float(abs(mp.mpf(got) - want) / math.ulp(1.0)) / ROOT_ABS[op] * bound[op])
+        limit = bound[op]
+        if op in ("GammaInc", "GammaIncC", "BetaInc") and 0 < abs(want) < 1e-100:
+            # exp(E) with |E| up to ~700: rounding E costs ~|E| ulp (docs/math.md).
+            limit = max(limit, 2 * float(abs(mp.log(abs(want)))))
         if err > s["worst"]:
             s["worst"], s["worst_at"] = err, (a, got, mp.nstr(want, 20))
-        if err > bound[op]:
+        if err > limit:
             s["bad"].append((a, got, "%.3g ulp, expected %s" % (err, mp.nstr(want, 20))))
 
     failed = 0
