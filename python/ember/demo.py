@@ -141,8 +141,8 @@ class StatusLine:
             per[min(max(int(c.get("tier", 0)), 0), 2)] += 1
         mb = 1 << 20
         return (f"Composites interp/T1/T2 {per[0]}/{per[1]}/{per[2]}  JIT memory "
-                f"{st.get('resident_code_bytes', 0) / mb:.1f} MB code, peak {st.get('peak_bytes', 0) / mb:.0f}"
-                f"/{st.get('budget_bytes', 0) / mb:.0f} MB")
+                f"{st.get('resident_code_bytes', 0) / 1024:.0f} KB code, peak {st.get('peak_bytes', 0) / mb:.0f}"
+                f"/{st.get('budget_bytes', 0) / mb:.0f} MB budget")
 
     def __call__(self, text):
         try:
