@@ -111,6 +111,37 @@ IndexSpec IndexSpec::parse(const NodeContext& ctx, int first_input, bool advance
     if (!used[k]) ctx.fail("idx_list", "input " + std::to_string(k) + " is not used by idx_list");
   const int rest = s.x_ndim - consumed;
   s.out_ndim = s.has_array ? n_basic + rest + adv_ndim : n_basic + rest;
+  if (s.out_ndim > kMaxRank) ctx.fail("idx_list", "the result would have more than 16 dims");
+  // Static result shape (basic indexing only); literal indices checked here.
+  const Shape& xs = ctx.in(0).static_shape;
+  s.static_out.ndim = s.out_ndim;
+  for (int d = 0; d < s.out_ndim; ++d) s.static_out.dims[d] = -1;
+  if (!s.has_array) {
+    int ax = 0, od = 0;
+    auto lit = [](const ScalarRef& r) -> std::optional<int64_t> {
+      if (r.kind == ScalarRef::Literal) return r.lit;
+      return std::nullopt;
+    };
+    for (size_t p = 0; p < s.entries.size(); ++p) {
+      const IdxEntry& e = s.entries[p];
+      const int64_t dim = e.kind == IdxEntry::NewAxis ? 1 : xs.dims[ax];
+      if (e.kind == IdxEntry::NewAxis) {
+        s.static_out.dims[od++] = 1;
+      } else if (e.kind == IdxEntry::Index) {
+        if (e.value.kind == ScalarRef::Literal && dim >= 0 && normalize_index(e.value.lit, dim) < 0)
+          ctx.fail(field_of(p) + ".value", index_error_msg(e.value.lit, ax, dim));
+        ++ax;
+      } else {
+        const bool known = dim >= 0 && e.start.kind != ScalarRef::Input &&
+                           e.stop.kind != ScalarRef::Input && e.step.kind != ScalarRef::Input;
+        s.static_out.dims[od++] =
+            known ? slice_range(lit(e.start), lit(e.stop), e.step.kind == ScalarRef::None ? 1 : e.step.lit, dim).len
+                  : -1;
+        ++ax;
+      }
+    }
+    for (; ax < s.x_ndim; ++ax) s.static_out.dims[od++] = xs.dims[ax];
+  }
   (void)n_index;
   return s;
 }
@@ -131,6 +162,8 @@ IndexSpec IndexSpec::gather0(const NodeContext& ctx, int input) {
   s.entries.push_back(e);
   s.has_array = true;
   s.out_ndim = s.x_ndim;
+  s.static_out = ctx.in(0).static_shape;
+  s.static_out.dims[0] = v.static_shape.dims[0];
   return s;
 }
 

@@ -12,6 +12,7 @@ namespace {
 
 void check_x_out(const NodeContext& ctx, const IndexSpec& s) {
   expect_out(ctx, 0, ctx.in(0).dtype, s.out_ndim);
+  expect_out_shape(ctx, 0, s.static_out);
 }
 
 // Basic indexing: a strided view of x.
@@ -177,6 +178,13 @@ void check_inc_y(const NodeContext& ctx, const IndexSpec& s, bool set) {
   if (!set && dtype_upcast(x.dtype, y.dtype) != x.dtype)
     ctx.fail("inputs", "incrementing " + std::string(dtype_name(x.dtype)) + " x by " +
                            std::string(dtype_name(y.dtype)) + " y would need a wider result");
+  const int off = s.out_ndim - y.static_shape.ndim;
+  for (int d = 0; d < y.static_shape.ndim; ++d) {
+    const int64_t yd = y.static_shape.dims[d], rd = s.static_out.dims[off + d];
+    if (yd >= 0 && yd != 1 && rd >= 0 && yd != rd)
+      ctx.fail("inputs", "y of static shape " + y.static_shape.str() +
+                             " cannot be broadcast to x[idx] of static shape " + s.static_out.str());
+  }
   expect_out(ctx, 0, x.dtype, x.static_shape.ndim);
   expect_out_shape(ctx, 0, x.static_shape);
 }

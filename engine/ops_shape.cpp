@@ -670,6 +670,8 @@ std::unique_ptr<OpKernel> make_arange(NodeContext& ctx) {
   const VarSpec& o = ctx.out(0);
   if (o.static_shape.ndim != 1 || o.dtype == DType::Bool)
     ctx.fail("outputs", "output must be a numeric vector");
+  if (ctx.has_attr("dtype") && ctx.attr_str("dtype") != dts(o.dtype))
+    ctx.fail("dtype", "is " + ctx.attr_str("dtype") + " but the output is " + dts(o.dtype));
   k->stat = o.static_shape;
   return k;
 }

@@ -601,6 +601,25 @@ def rejection_cases():
         g.outputs = [g.node("Subtensor", [a], [("float32", [None])], idx_list=[sl(1)])]
     one("subtensor_rejects_wrong_output_dtype", out_dtype, ["node 0", "outputs", "float32"])
 
+    def lit_oob(g):
+        a = g.inp("float64", [3, None])
+        g.outputs = [g.node("Subtensor", [a], [("float64", [None])], idx_list=[ix(-4)])]
+    one("subtensor_rejects_literal_index_outside_static_dim", lit_oob,
+        ["node 0", "idx_list[0].value", "index -4 is out of bounds for axis 0 with size 3"])
+
+    def bad_static(g):
+        a = g.inp("float64", [10])
+        g.outputs = [g.node("Subtensor", [a], [("float64", [3])], idx_list=[sl(8, 1, -2)])]
+    one("subtensor_rejects_output_static_shape_that_disagrees", bad_static, ["node 0", "outputs", "(3,)", "(4,)"])
+
+    def inc_static(g):
+        a = g.inp("float64", [6])
+        y = g.inp("float64", [2])
+        g.outputs = [g.node("IncSubtensor", [a, y], [("float64", [6])], idx_list=[sl(None, None, 2)],
+                            set_instead_of_inc=False)]
+    one("inc_subtensor_rejects_y_static_shape_that_cannot_broadcast", inc_static,
+        ["node 0", "IncSubtensor", "cannot be broadcast"])
+
 
 def more_index_cases():
     # dtypes, empty index arrays, non-contiguous inputs, 2-d index arrays

@@ -19,6 +19,8 @@ TEST_CASE("advanced_subtensor_rejects_float_index_array") { run_fixture("advance
 
 TEST_CASE("gather_with_small_int_indices_empty_and_transposed_input") { run_fixture("gather_with_small_int_indices_empty_and_transposed_input"); }
 
+TEST_CASE("inc_subtensor_rejects_y_static_shape_that_cannot_broadcast") { run_fixture("inc_subtensor_rejects_y_static_shape_that_cannot_broadcast"); }
+
 TEST_CASE("inc_subtensor_rejects_y_that_would_upcast_x") { run_fixture("inc_subtensor_rejects_y_that_would_upcast_x"); }
 
 TEST_CASE("inc_subtensor_set_and_inc_broadcast_y") { run_fixture("inc_subtensor_set_and_inc_broadcast_y"); }
@@ -31,7 +33,11 @@ TEST_CASE("subtensor_negative_indices_and_chained_views") { run_fixture("subtens
 
 TEST_CASE("subtensor_rejects_array_entries") { run_fixture("subtensor_rejects_array_entries"); }
 
+TEST_CASE("subtensor_rejects_literal_index_outside_static_dim") { run_fixture("subtensor_rejects_literal_index_outside_static_dim"); }
+
 TEST_CASE("subtensor_rejects_missing_input_reference") { run_fixture("subtensor_rejects_missing_input_reference"); }
+
+TEST_CASE("subtensor_rejects_output_static_shape_that_disagrees") { run_fixture("subtensor_rejects_output_static_shape_that_disagrees"); }
 
 TEST_CASE("subtensor_rejects_too_many_indices_with_node_index") { run_fixture("subtensor_rejects_too_many_indices_with_node_index"); }
 
