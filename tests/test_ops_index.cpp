@@ -86,3 +86,9 @@ TEST_CASE("index_ops_agree_when_called_from_many_threads") {
     CHECK(bad == 0);
   }
 }
+
+TEST_CASE("subtensor_random_index_lists_match_numpy") { run_fixture("subtensor_random_index_lists_match_numpy"); }
+
+TEST_CASE("advanced_random_index_lists_match_numpy_and_add_at") {
+  run_fixture("advanced_random_index_lists_match_numpy_and_add_at");
+}
