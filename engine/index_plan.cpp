@@ -1,5 +1,6 @@
 #include "engine/index_plan.hpp"
 
+#include <new>
 #include <string>
 
 namespace ember {
@@ -205,7 +206,10 @@ void* resolve_index(Frame& f, const IndexSpec& s, const Tensor& t, Resolved& r,
   r.base_off = 0;
   r.nb_before = 0;
   r.nadv = 0;
-  Tensor advt[kMaxRank];
+  // Index arrays before broadcasting; raw storage so plain basic indexing
+  // does not pay for initializing 16 Tensors.
+  alignas(Tensor) unsigned char advt_mem[sizeof(Tensor) * kMaxRank];
+  Tensor* advt = reinterpret_cast<Tensor*>(advt_mem);
   int nscalar = 0, first_adv = -1, last_adv = -1, ax = 0;
   bool adjacent = true;
   auto push_basic = [&](int64_t dim, int64_t stride) {
@@ -221,7 +225,7 @@ void* resolve_index(Frame& f, const IndexSpec& s, const Tensor& t, Resolved& r,
     return read(x);
   };
   auto add_adv = [&](const Tensor& a, int axis) {
-    advt[r.nadv] = a;
+    new (&advt[r.nadv]) Tensor(a);
     r.adv_axis[r.nadv] = axis;
     r.adv_dim[r.nadv] = t.dim(axis);
     r.adv_tstride[r.nadv] = t.strides[axis];

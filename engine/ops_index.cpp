@@ -19,12 +19,42 @@ void check_x_out(const NodeContext& ctx, const IndexSpec& s) {
 class SubtensorK : public OpKernel {
  public:
   SubtensorK(IndexSpec s, const Shape& stat) : s_(std::move(s)), stat_(stat) {}
+  // Builds the view directly (no Resolved): this op is frequent and cheap.
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
-    Resolved r;
-    resolve_index(f, s_, x, r);
-    Tensor o = r.basic;
-    o.data = static_cast<char*>(x.data) + r.base_off * int64_t(dtype_size(x.dtype));
+    Tensor o;
+    o.dtype = x.dtype;
+    int64_t off = 0;
+    int ax = 0, od = 0;
+    auto read = [&](const ScalarRef& r) -> int64_t {
+      return r.kind == ScalarRef::Literal ? r.lit : scalar_int(f.in(r.input));
+    };
+    for (const IdxEntry& e : s_.entries) {
+      const int64_t dim = x.dim(ax), st = x.strides[ax];
+      if (e.kind == IdxEntry::Index) {
+        const int64_t v = read(e.value);
+        const int64_t n = normalize_index(v, dim);
+        if (n < 0) f.fail(index_error_msg(v, ax, dim));
+        off += n * st;
+      } else {
+        const int64_t step = e.step.kind == ScalarRef::None ? 1 : read(e.step);
+        if (step == 0) f.fail("slice step cannot be zero");
+        std::optional<int64_t> a, b;
+        if (e.start.kind != ScalarRef::None) a = read(e.start);
+        if (e.stop.kind != ScalarRef::None) b = read(e.stop);
+        const SliceRange sr = slice_range(a, b, step, dim);
+        off += sr.start * st;
+        o.shape.dims[od] = sr.len;
+        o.strides[od++] = st * step;
+      }
+      ++ax;
+    }
+    for (; ax < x.ndim(); ++ax, ++od) {
+      o.shape.dims[od] = x.dim(ax);
+      o.strides[od] = x.strides[ax];
+    }
+    o.shape.ndim = od;
+    o.data = static_cast<char*>(x.data) + off * int64_t(dtype_size(x.dtype));
     check_out_shape(f, 0, stat_, o.shape);
     f.set_out(0, o);
   }
