@@ -95,6 +95,13 @@ class GatherK : public OpKernel {
         default: return one(uint64_t{});
       }
     }
+    if (r.basic.ndim() == 1 && src.strides[0] == 1 && dst.strides[0] == 1) {  // whole rows
+      const size_t row = size_t(r.basic.dim(0)) * es;
+      for_each_adv(f, r, 1, bst, [&](int64_t xo, const int64_t* oo) {
+        std::memcpy(od + oo[0] * es, xd + xo * es, row);
+      });
+      return;
+    }
     for_each_adv(f, r, 1, bst, [&](int64_t xo, const int64_t* oo) {
       src.data = xd + xo * es;
       dst.data = od + oo[0] * es;
@@ -155,6 +162,18 @@ class IncK : public OpKernel {
         for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) { od[xo] = yd[oo[1]]; });
       else
         for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) { od[xo] += yd[oo[1]]; });
+      return;
+    }
+    if (r.basic.ndim() == 1) {  // rows: a plain strided loop
+      const int64_t n = r.basic.dim(0), ds = dst.strides[0], ss = src.strides[0];
+      for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) {
+        T* d = od + xo;
+        const T* s = yd + oo[1];
+        if (set)
+          for (int64_t k = 0; k < n; ++k) d[k * ds] = s[k * ss];
+        else
+          for (int64_t k = 0; k < n; ++k) d[k * ds] += s[k * ss];
+      });
       return;
     }
     for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) {
