@@ -41,7 +41,7 @@ IndexSpec IndexSpec::parse(const NodeContext& ctx, int first_input, bool advance
   const nlohmann::json& lst = ctx.attr("idx_list");
   if (!lst.is_array()) ctx.fail("idx_list", "must be a list");
   std::vector<bool> used(ctx.num_inputs(), false);
-  int consumed = 0, n_index = 0, n_basic = 0, adv_ndim = 0;
+  int consumed = 0, n_basic = 0, adv_ndim = 0;
   for (size_t p = 0; p < lst.size(); ++p) {
     const std::string field = field_of(p);
     const nlohmann::json& e = lst[p];
@@ -67,7 +67,6 @@ IndexSpec IndexSpec::parse(const NodeContext& ctx, int first_input, bool advance
       ent.value = parse_scalar(ctx, get("value"), first_input, used, field + ".value");
       if (ent.value.kind == ScalarRef::None) ctx.fail(field + ".value", "an index needs a value");
       ++consumed;
-      ++n_index;
     } else if (type == "array" || type == "newaxis") {
       if (!advanced)
         ctx.fail(field, "\"" + type + "\" entries are only allowed in the Advanced* ops");
@@ -143,7 +142,6 @@ IndexSpec IndexSpec::parse(const NodeContext& ctx, int first_input, bool advance
     }
     for (; ax < s.x_ndim; ++ax) s.static_out.dims[od++] = xs.dims[ax];
   }
-  (void)n_index;
   return s;
 }
 
@@ -324,7 +322,10 @@ void* resolve_index(Frame& f, const IndexSpec& s, const Tensor& t, Resolved& r,
     auto b = broadcast_shapes(r.B, advt[j].shape);
     if (!b) {
       std::string msg = "shape mismatch: indexing arrays could not be broadcast together with shapes";
-      for (int k = 0; k < r.nadv; ++k) msg += " " + advt[k].shape.str();
+      for (int k = 0; k < r.nadv; ++k) {
+        msg += ' ';
+        msg += advt[k].shape.str();
+      }
       f.fail(msg);
     }
     r.B = *b;
