@@ -21,6 +21,7 @@ class Gen:
         self.nodes = []  # (op, dtype, [inputs])
         self.kind = ["f"] * (n_inputs + len(consts))
         self.unused = []  # node values no one reads yet (kept few: no dead code)
+        self.next_input = 0
 
     def nv(self):
         return self.inputs + len(self.consts) + len(self.nodes)
@@ -37,6 +38,10 @@ class Gen:
     def leaf(self):
         r = self.rng.random()
         if r < 0.8:
+            # every input is read (as in PyTensor's Composites): unread ones first
+            if self.next_input < self.inputs:
+                self.next_input += 1
+                return self.next_input - 1
             return self.rng.randrange(self.inputs)
         return self.inputs + self.rng.randrange(len(self.consts))
 
@@ -54,7 +59,7 @@ def build(seed, n_ops, n_inputs, n_outputs, p_math, p_switch, p_sqr):
     """Values stay near 1: each op combines a recent value with a fresh
     input in [0.5, 2]; math ops take positive arguments."""
     g = Gen(seed, n_inputs, [0.5, 2.0, 1.5])
-    while len(g.nodes) < n_ops:
+    while len(g.nodes) + (g.inputs - g.next_input) < n_ops:
         r = g.rng.random()
         if r < p_math:
             op = g.rng.choice(list(MATH))
@@ -76,6 +81,8 @@ def build(seed, n_ops, n_inputs, n_outputs, p_math, p_switch, p_sqr):
             if g.rng.random() < 0.5 and op in ("Add", "Mul"):
                 a, b = b, a
             g.add(op, "float64", [a, b])
+    while g.next_input < g.inputs:  # read the inputs not read yet
+        g.add(g.rng.choice(ARITH), "float64", [g.recent_float(), g.leaf()])
     # Every value is read: fold what is left into the outputs.
     pend = [v for v in g.unused if g.kind[v] == "f"]
     while len(pend) > n_outputs:

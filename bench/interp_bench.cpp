@@ -133,10 +133,10 @@ int main(int argc, char** argv) {
     auto k = Interpreted::compile(cs.c);
     const size_t ninstr = k->bytecode().code.size();
     std::vector<int64_t> sizes = {1};
-    if (cs.big) sizes.push_back(1000000);
+    if (cs.big) sizes.push_back(argc > 3 ? std::atoll(argv[3]) : 1000000);
     for (int64_t n : sizes) {
       Data dv(cs.c, n), df(cs.c, n), db(cs.c, n);
-      const int64_t calls = n == 1 ? 20000 : 1;
+      const int64_t calls = n == 1 ? 20000 : std::max<int64_t>(1, 1000000 / n);
       auto med = median_ns(
           reps, calls, [&] { k->run(n, dv.sin.data(), dv.sout.data()); },
           [&] { cs.fused(n, df.inp.data(), df.outp.data()); },

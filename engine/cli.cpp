@@ -14,6 +14,7 @@
 #include "engine/graph.hpp"
 #include "engine/npy.hpp"
 #include "engine/program_impl.hpp"
+#include "engine/tier_manager.hpp"
 
 using namespace ember;
 
@@ -85,9 +86,48 @@ double sum_of(const Tensor& t) {
   return s;
 }
 
+struct JitFlags {
+  std::string mode;  // "" keeps EMBER_JIT's choice
+  std::string memory;
+  bool no_cache = false;
+  std::string stats_path;
+  bool timeline = false;
+};
+
+// Configures the compile service before the graph is loaded (eager mode
+// compiles while loading).
+void configure_jit(const JitFlags& j) {
+  TierManager& tm = TierManager::instance();
+  JitConfig c = tm.config();
+  if (j.mode == "off") c.mode = JitMode::Off;
+  else if (j.mode == "auto") c.mode = JitMode::Auto;
+  else if (j.mode == "eager") c.mode = JitMode::Eager;
+  if (!j.memory.empty()) {
+    const size_t bytes = parse_size(j.memory.c_str(), SIZE_MAX);
+    if (bytes == SIZE_MAX) throw CallError("--jit-memory: '" + j.memory + "' is not a size such as 256M");
+    c.memory_budget = bytes;
+  }
+  if (j.no_cache) c.cache = false;
+  tm.configure(c);
+}
+
+// Prints each Composite whose tier changed since the last look.
+void print_tier_changes(std::vector<int>& last, double t_ms) {
+  const JitStats s = TierManager::instance().stats();
+  last.resize(s.composites.size(), 0);
+  for (size_t k = 0; k < s.composites.size(); ++k) {
+    const CompositeStats& c = s.composites[k];
+    if (c.tier == last[k]) continue;
+    std::printf("[%9.1f ms] %s (%d ops): tier %d -> %d, compile %.1f ms%s\n", t_ms, c.name.c_str(), c.ops, last[k],
+                c.tier, c.compile_seconds * 1e3, c.cache_hit ? " (disk cache)" : "");
+    last[k] = c.tier;
+  }
+}
+
 int cmd_run(const std::string& path, const std::vector<std::string>& input_specs, std::optional<uint64_t> seed,
-            int repeat, const std::string& out_dir, int64_t unknown_dim) {
+            int repeat, const std::string& out_dir, int64_t unknown_dim, const JitFlags& jit) {
   using clock = std::chrono::steady_clock;
+  configure_jit(jit);
   const auto t0 = clock::now();
   auto prog = Program::load(path);
   const double load_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
@@ -121,11 +161,18 @@ int cmd_run(const std::string& path, const std::vector<std::string>& input_specs
   auto ws = prog->make_workspace();
   std::vector<double> times;
   const std::vector<Tensor>* out = nullptr;
+  std::vector<int> tiers;
+  auto last_look = clock::now();
   for (int r = 0; r < std::max(repeat, 1); ++r) {
     const auto c0 = clock::now();
     out = &prog->run(*ws, views);
     times.push_back(std::chrono::duration<double, std::micro>(clock::now() - c0).count());
+    if (jit.timeline && clock::now() - last_look > std::chrono::milliseconds(20)) {
+      last_look = clock::now();
+      print_tier_changes(tiers, std::chrono::duration<double, std::milli>(last_look - t0).count());
+    }
   }
+  if (jit.timeline) print_tier_changes(tiers, std::chrono::duration<double, std::milli>(clock::now() - t0).count());
   for (size_t k = 0; k < out->size(); ++k) {
     const Tensor& t = (*out)[k];
     Array c = Array::copy_of(t);
@@ -143,6 +190,13 @@ int cmd_run(const std::string& path, const std::vector<std::string>& input_specs
   std::printf("load %.3f ms, first call %.1f us", load_ms, times[0]);
   if (!rest.empty()) std::printf(", median of %zu more calls %.2f us", rest.size(), rest[rest.size() / 2]);
   std::printf("\n");
+  if (!jit.stats_path.empty()) {
+    std::FILE* f = std::fopen(jit.stats_path.c_str(), "w");
+    if (!f) throw CallError("--stats: cannot write " + jit.stats_path);
+    const std::string js = TierManager::instance().stats().to_json();
+    std::fwrite(js.data(), 1, js.size(), f);
+    std::fclose(f);
+  }
   return 0;
 }
 
@@ -168,11 +222,18 @@ int main(int argc, char** argv) {
   int64_t unknown_dim = 3;
   run->add_option("--dim", unknown_dim, "size of dims unknown until the call, for random inputs")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
+  JitFlags jit;
+  run->add_option("--jit", jit.mode, "off | auto (background tiering, default) | eager (compile all first)")
+      ->check(CLI::IsMember({"off", "auto", "eager"}));
+  run->add_option("--jit-memory", jit.memory, "JIT memory budget, e.g. 256M (default: EMBER_JIT_MEMORY or 256M)");
+  run->add_flag("--no-cache", jit.no_cache, "do not read or write the JIT's disk cache");
+  run->add_option("--stats", jit.stats_path, "write JIT statistics as JSON");
+  run->add_flag("--timeline", jit.timeline, "print when each Composite changes tier");
   add_fuzz_command(app);
   CLI11_PARSE(app, argc, argv);
   try {
     if (info->parsed()) return cmd_info(graph_path);
-    if (run->parsed()) return cmd_run(graph_path, inputs, seed, repeat, out_dir, unknown_dim);
+    if (run->parsed()) return cmd_run(graph_path, inputs, seed, repeat, out_dir, unknown_dim, jit);
     return cmd_ops();
   } catch (const LoadError& e) {
     std::fprintf(stderr, "ember: load error: %s\n", e.what());

@@ -9,18 +9,26 @@
 
 namespace ember {
 
+struct TierEntry;  // engine/tier_manager.hpp
+
 class ElemwiseKernel : public OpKernel {
  public:
   ElemwiseKernel(interp::Composite c, std::shared_ptr<const interp::Interpreted> vm, int ndim,
                  int64_t parallel_threshold);
+  ~ElemwiseKernel() override;
   void run(Frame& f) const override;
+  // Registers with the tier manager (JIT builds; no-op when the JIT is off).
+  void attach_tier();
 
   const interp::Composite& composite() const { return composite_; }
   const interp::Interpreted& interpreter() const { return *vm_; }
   // The kernel calls start with. The swapper keeps the old one alive until
-  // no call can still be inside it.
-  const interp::ElemKernel* active() const { return active_.load(std::memory_order_acquire); }
-  void set_active(const interp::ElemKernel* k) const { active_.store(k, std::memory_order_release); }
+  // no call can still be inside it: a call counts itself in (TierManager::
+  // enter) before loading `active_`, and both sides are seq_cst, so once the
+  // swapper has stored a new kernel and then seen the count at zero, no call
+  // can still hold the old one.
+  const interp::ElemKernel* active() const { return active_.load(std::memory_order_seq_cst); }
+  void set_active(const interp::ElemKernel* k) const { active_.store(k, std::memory_order_seq_cst); }
 
  private:
   interp::Composite composite_;
@@ -28,6 +36,7 @@ class ElemwiseKernel : public OpKernel {
   int ndim_;
   int64_t parallel_threshold_;
   mutable std::atomic<const interp::ElemKernel*> active_;
+  std::shared_ptr<TierEntry> tier_;  // null when the JIT is off
 };
 
 // Parses attrs.scalar_op into a validated Composite whose inputs and outputs

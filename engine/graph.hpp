@@ -25,6 +25,7 @@ struct InputSpec {
 
 struct ConstSpec {
   int var = -1;
+  Shape shape;                 // the value's shape (static dims of var, or "shape")
   const void* data = nullptr;  // C-contiguous, points into Graph storage
 };
 

@@ -175,9 +175,19 @@ Graph Graph::parse(std::string_view text, std::shared_ptr<const uint8_t[]> paylo
     ConstSpec cs;
     cs.var = r.var_ref(r.member(c, "var", p), p + ".var", nv);
     const VarSpec& var = g.vars[cs.var];
-    for (int d = 0; d < var.static_shape.ndim; ++d)
-      if (var.static_shape.dims[d] < 0) r.fail(p, "constant's variable has an unknown dim");
-    const int64_t count = var.static_shape.size();
+    // A value for a variable with unknown dims (a shared input's current
+    // value) gives its own "shape", consistent with the static one.
+    cs.shape = var.static_shape;
+    if (auto it = c.find("shape"); it != c.end()) {
+      cs.shape = read_shape(r, *it, p + ".shape");
+      if (cs.shape.ndim != var.static_shape.ndim) r.fail(p + ".shape", "rank differs from the variable's");
+      for (int d = 0; d < cs.shape.ndim; ++d)
+        if (var.static_shape.dims[d] >= 0 && cs.shape.dims[d] != var.static_shape.dims[d])
+          r.fail(p + ".shape", "dim " + std::to_string(d) + " differs from the variable's static shape");
+    }
+    for (int d = 0; d < cs.shape.ndim; ++d)
+      if (cs.shape.dims[d] < 0) r.fail(p, "value has an unknown dim (give \"shape\")");
+    const int64_t count = cs.shape.size();
     const size_t esize = dtype_size(var.dtype);
     if (auto it = c.find("data"); it != c.end()) {
       if (!it->is_array()) r.fail(p + ".data", "must be a flat list");
@@ -288,12 +298,14 @@ json Graph::to_json(std::vector<uint8_t>* payload) const {
   json cs = json::array();
   for (const ConstSpec& c : constants) {
     const VarSpec& v = vars[c.var];
-    const size_t nb = static_cast<size_t>(v.static_shape.size()) * dtype_size(v.dtype);
+    const size_t nb = static_cast<size_t>(c.shape.size()) * dtype_size(v.dtype);
     size_t off = payload->size();
     off = (off + 63) / 64 * 64;
     payload->resize(off + nb);
     if (nb) std::memcpy(payload->data() + off, c.data, nb);
-    cs.push_back(json{{"var", c.var}, {"offset", off}, {"nbytes", nb}});
+    json shape = json::array();
+    for (int d = 0; d < c.shape.ndim; ++d) shape.push_back(c.shape.dims[d]);
+    cs.push_back(json{{"var", c.var}, {"shape", shape}, {"offset", off}, {"nbytes", nb}});
   }
   doc["constants"] = cs;
   json ns = json::array();

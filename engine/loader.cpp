@@ -27,7 +27,7 @@ std::optional<Tensor> NodeContext::constant_input(int i) const {
     for (const InputSpec& in : g_.inputs) shared |= in.var == var && in.shared;
     if (shared) return std::nullopt;  // may be re-bound: not constant
     const VarSpec& v = g_.vars[var];
-    return Tensor::contiguous(v.dtype, v.static_shape, const_cast<void*>(c.data));
+    return Tensor::contiguous(v.dtype, c.shape, const_cast<void*>(c.data));
   }
   return std::nullopt;
 }
@@ -234,7 +234,7 @@ std::unique_ptr<ProgramImpl> ProgramImpl::build(Graph g, const Options& o) {
   }
   for (const ConstSpec& c : gr.constants) {
     const VarSpec& v = gr.vars[c.var];
-    Tensor t = Tensor::contiguous(v.dtype, v.static_shape, const_cast<void*>(c.data));
+    Tensor t = Tensor::contiguous(v.dtype, c.shape, const_cast<void*>(c.data));
     bool is_shared = false;
     p->shared_values.resize(p->shared.size());
     for (size_t s = 0; s < p->shared.size(); ++s)

@@ -3,11 +3,13 @@
 // `active`, which each call reads once at its start.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 
 #include <tbb/parallel_for.h>
 
 #include "engine/elemwise.hpp"
+#include "engine/tier_manager.hpp"
 #include "interp/vm.hpp"
 
 namespace ember {
@@ -133,6 +135,10 @@ ElemwiseKernel::ElemwiseKernel(interp::Composite c, std::shared_ptr<const interp
   active_.store(vm_.get());
 }
 
+ElemwiseKernel::~ElemwiseKernel() { TierManager::instance().detach(tier_); }
+
+void ElemwiseKernel::attach_tier() { tier_ = TierManager::instance().attach(*this, vm_); }
+
 namespace {
 
 // A broadcast loop nest after merging: `m` dims, operand strides in elements.
@@ -166,9 +172,31 @@ void run_rows(const interp::ElemKernel* k, const LoopNest& L, int64_t r0, int64_
 
 }  // namespace
 
+namespace {
+// Counts a call in for the tier manager (hotness, per-tier speed, and when
+// replaced code may be freed).
+struct Hot {
+  TierEntry* e;
+  int64_t elements = 0;
+  std::chrono::steady_clock::time_point t0;
+  explicit Hot(TierEntry* te) : e(te) {
+    if (e) {
+      TierManager::enter(e);
+      t0 = std::chrono::steady_clock::now();
+    }
+  }
+  ~Hot() {
+    if (e)
+      TierManager::leave(e, elements,
+                         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  }
+};
+}  // namespace
+
 void ElemwiseKernel::run(Frame& f) const {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
-  const interp::ElemKernel* k = active_.load(std::memory_order_acquire);
+  Hot hot(tier_.get());
+  const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
   if (ndim_ == 0) {  // 0-d: most Composites of small models; no loop nest
     constexpr int kSmall = 64;
     interp::StridedPtr small[kSmall];
@@ -180,6 +208,7 @@ void ElemwiseKernel::run(Frame& f) const {
     }
     for (int i = 0; i < nin; ++i) ops[i] = {f.in(i).data, 0};
     for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, Shape{}).data, 0};
+    hot.elements = 1;
     k->run(1, ops, ops + nin);
     return;
   }
@@ -213,6 +242,7 @@ void ElemwiseKernel::run(Frame& f) const {
     esize[nin + o] = static_cast<int64_t>(dtype_size(t.dtype));
   }
   const int64_t total = out.size();
+  hot.elements = total;
   if (total == 0) return;
 
   // Drop size-1 dims (broadcast inputs get stride 0), then merge dims that
@@ -302,7 +332,9 @@ std::unique_ptr<OpKernel> make_elemwise(NodeContext& ctx) {
   } catch (const std::exception& e) {
     ctx.fail("attrs.scalar_op", e.what());
   }
-  return std::make_unique<ElemwiseKernel>(std::move(c), std::move(vm), nd, ctx.options().parallel_threshold);
+  auto k = std::make_unique<ElemwiseKernel>(std::move(c), std::move(vm), nd, ctx.options().parallel_threshold);
+  k->attach_tier();
+  return k;
 }
 
 }  // namespace ember

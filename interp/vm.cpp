@@ -14,7 +14,7 @@
 #include "interp/scalar_impl.hpp"
 
 #ifndef EMBER_VM_BLOCK
-#define EMBER_VM_BLOCK 1024
+#define EMBER_VM_BLOCK 256
 #endif
 
 namespace ember::interp {
@@ -196,77 +196,193 @@ template <Cls C> inline ct<C>& cell(Cell& c) {
   else return c.i64;
 }
 
-template <ScalarOp OP, Cls C>
-inline void sk(Cell* c, const Instr& in) {
+// A pre-decoded instruction for the scalar path: handler address (direct
+// threading) and slots. The previous instruction's result also stays in a
+// machine register (acc for float64, iacc for the int64 class), and the
+// handler's MODE says which operand to take from it instead of the cell it
+// was just stored to (no store-to-load round trip on dependent chains):
+//   1: operand a from acc, 2: operand b from acc, 3: operand a from iacc.
+struct SInstr {
+  const void* h;
+  int32_t d, a, b, c;
+};
+
+struct Acc {
+  double f = 0;
+  int64_t i = 0;
+};
+
+// Operand K of class C.
+template <Cls C, int MODE, int K, class I>
+inline ct<C> rd(const Cell* c, const I& in, const Acc& acc) {
+  if constexpr (C == Cls::F64 && ((MODE == 1 && K == 0) || (MODE == 2 && K == 1))) return acc.f;
+  else if constexpr (C == Cls::I64 && MODE == 3 && K == 0) return acc.i;
+  else return cell<C>(const_cast<Cell&>(c[K == 0 ? in.a : K == 1 ? in.b : in.c]));
+}
+
+template <Cls C> inline void wr(Cell* c, int32_t d, ct<C> v, Acc& acc) {
+  cell<C>(c[d]) = v;
+  if constexpr (C == Cls::F64) acc.f = v;
+  if constexpr (C == Cls::I64) acc.i = v;
+}
+
+template <ScalarOp OP, Cls C, int M, class I>
+inline void sk(Cell* c, const I& in, Acc& acc) {
   constexpr Shape sh = shape_of<OP, C>();
   if constexpr (sh == Shape::Math) {
     constexpr int ar = math_arity(OP);
-    double x[3] = {}, y;
-    const int32_t src[3] = {in.a, in.b, in.c};
-    for (int k = 0; k < ar; ++k) x[k] = cell<C>(c[src[k]]);
+    double x[3] = {static_cast<double>(rd<C, M, 0>(c, in, acc)), 0, 0}, y;
+    if constexpr (ar >= 2) x[1] = rd<C, M, 1>(c, in, acc);
+    if constexpr (ar >= 3) x[2] = rd<C, M, 2>(c, in, acc);
     const double* a[3] = {&x[0], &x[1], &x[2]};
     MathFn<OP>::call(1, a, &y);
-    cell<C>(c[in.d]) = static_cast<ct<C>>(y);
+    wr<C>(c, in.d, static_cast<ct<C>>(y), acc);
   } else if constexpr (sh == Shape::Same) {
     constexpr int ar = same_arity<OP>();
-    if constexpr (ar == 1) cell<C>(c[in.d]) = impl::Impl<OP>::f(cell<C>(c[in.a]));
-    else if constexpr (ar == 2) cell<C>(c[in.d]) = impl::Impl<OP>::f(cell<C>(c[in.a]), cell<C>(c[in.b]));
-    else cell<C>(c[in.d]) = impl::Impl<OP>::f(cell<C>(c[in.a]), cell<C>(c[in.b]), cell<C>(c[in.c]));
+    if constexpr (ar == 1) wr<C>(c, in.d, impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc)), acc);
+    else if constexpr (ar == 2)
+      wr<C>(c, in.d, impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc), rd<C, M, 1>(c, in, acc)), acc);
+    else
+      wr<C>(c, in.d, impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc), rd<C, M, 1>(c, in, acc), rd<C, M, 2>(c, in, acc)), acc);
   } else if constexpr (sh == Shape::Compare) {
-    c[in.d].i64 = impl::Impl<OP>::f(cell<C>(c[in.a]), cell<C>(c[in.b]));
+    wr<Cls::I64>(c, in.d, impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc), rd<C, M, 1>(c, in, acc)), acc);
   } else if constexpr (sh == Shape::Predicate) {
-    c[in.d].i64 = impl::Impl<OP>::f(cell<C>(c[in.a]));
+    wr<Cls::I64>(c, in.d, impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc)), acc);
   } else if constexpr (sh == Shape::Switch) {
-    cell<C>(c[in.d]) = c[in.a].i64 != 0 ? cell<C>(c[in.b]) : cell<C>(c[in.c]);
+    const int64_t cond = M == 3 ? acc.i : c[in.a].i64;
+    wr<C>(c, in.d, cond != 0 ? rd<C, M, 1>(c, in, acc) : rd<C, M, 2>(c, in, acc), acc);
   }
 }
 
-template <Cls S, DType D> inline void scvt(Cell* c, const Instr& in) {
-  cell<cls_of(D)>(c[in.d]) = impl::convert_value<dt_type<D>>(cell<S>(c[in.a]), D);
+template <Cls S, DType D, int M, class I> inline void scvt(Cell* c, const I& in, Acc& acc) {
+  wr<cls_of(D)>(c, in.d, impl::convert_value<dt_type<D>>(rd<S, M, 0>(c, in, acc), D), acc);
 }
 
-// Direct-threaded dispatch (GCC's labels as values): each handler ends in
-// its own indirect jump, which predicts better than one shared switch.
-void scalar_exec(const Instr* ip, size_t n, Cell* c) {
-  if (n == 0) return;
-  const Instr* const end = ip + n;
-  static const void* const labels[kNumOpcodes] = {
-#define X(E, name, arity, kind) &&L_##E##_F64, &&L_##E##_F32, &&L_##E##_I64,
+// Runs pre-decoded code; with ip == nullptr returns the handler table,
+// indexed by mode * kNumOpcodes + opcode.
+const void* const* scalar_exec(const SInstr* ip, size_t n, Cell* c) {
+  static const void* const labels[4 * kNumOpcodes] = {
+#define X(E, name, arity, kind) &&L0_##E##_F64, &&L0_##E##_F32, &&L0_##E##_I64,
 #include "interp/scalar_ops.def"
 #undef X
-#define X(E, name, T, is_float, is_int) &&C_F64_##E,
+#define X(E, name, T, is_float, is_int) &&C0_F64_##E,
 #include "interp/dtype.def"
 #undef X
-#define X(E, name, T, is_float, is_int) &&C_F32_##E,
+#define X(E, name, T, is_float, is_int) &&C0_F32_##E,
 #include "interp/dtype.def"
 #undef X
-#define X(E, name, T, is_float, is_int) &&C_I64_##E,
+#define X(E, name, T, is_float, is_int) &&C0_I64_##E,
+#include "interp/dtype.def"
+#undef X
+      // mode 1
+#define X(E, name, arity, kind) &&L1_##E##_F64, &&L0_##E##_F32, &&L0_##E##_I64,
+#include "interp/scalar_ops.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C1_F64_##E,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C0_F32_##E,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C0_I64_##E,
+#include "interp/dtype.def"
+#undef X
+      // mode 2
+#define X(E, name, arity, kind) &&L2_##E##_F64, &&L0_##E##_F32, &&L0_##E##_I64,
+#include "interp/scalar_ops.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C0_F64_##E,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C0_F32_##E,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C0_I64_##E,
+#include "interp/dtype.def"
+#undef X
+      // mode 3
+#define X(E, name, arity, kind) &&L3_##E##_F64, &&L3_##E##_F32, &&L3_##E##_I64,
+#include "interp/scalar_ops.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C0_F64_##E,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C0_F32_##E,
+#include "interp/dtype.def"
+#undef X
+#define X(E, name, T, is_float, is_int) &&C3_I64_##E,
 #include "interp/dtype.def"
 #undef X
   };
-#define NEXT                  \
-  if (++ip == end) return;    \
-  goto* labels[ip->op];
-  goto* labels[ip->op];
-#define X(E, name, arity, kind)                       \
-  L_##E##_F64 : sk<ScalarOp::E, Cls::F64>(c, *ip);    \
-  NEXT                                                \
-  L_##E##_F32 : sk<ScalarOp::E, Cls::F32>(c, *ip);    \
-  NEXT                                                \
-  L_##E##_I64 : sk<ScalarOp::E, Cls::I64>(c, *ip);    \
+  if (ip == nullptr) return labels;
+  if (n == 0) return nullptr;
+  const SInstr* const end = ip + n;
+  Acc acc;
+#define NEXT                       \
+  if (++ip == end) return nullptr; \
+  goto* ip->h;
+  goto* ip->h;
+#define H(L, E, C, M)                          \
+  L : sk<ScalarOp::E, Cls::C, M>(c, *ip, acc); \
   NEXT
+#define X(E, name, arity, kind)      \
+  H(L0_##E##_F64, E, F64, 0)         \
+  H(L1_##E##_F64, E, F64, 1)         \
+  H(L2_##E##_F64, E, F64, 2)         \
+  H(L3_##E##_F64, E, F64, 3)         \
+  H(L0_##E##_F32, E, F32, 0)         \
+  H(L3_##E##_F32, E, F32, 3)         \
+  H(L0_##E##_I64, E, I64, 0)         \
+  H(L3_##E##_I64, E, I64, 3)
 #include "interp/scalar_ops.def"
 #undef X
-#define X(E, name, T, is_float, is_int)               \
-  C_F64_##E : scvt<Cls::F64, DType::E>(c, *ip);       \
-  NEXT                                                \
-  C_F32_##E : scvt<Cls::F32, DType::E>(c, *ip);       \
-  NEXT                                                \
-  C_I64_##E : scvt<Cls::I64, DType::E>(c, *ip);       \
+#undef H
+#define H(L, S, E, M)                           \
+  L : scvt<Cls::S, DType::E, M>(c, *ip, acc);   \
   NEXT
+#define X(E, name, T, is_float, is_int) \
+  H(C0_F64_##E, F64, E, 0)              \
+  H(C1_F64_##E, F64, E, 1)              \
+  H(C0_F32_##E, F32, E, 0)              \
+  H(C0_I64_##E, I64, E, 0)              \
+  H(C3_I64_##E, I64, E, 3)
 #include "interp/dtype.def"
 #undef X
+#undef H
 #undef NEXT
+}
+
+}  // namespace
+
+// The scalar path's pre-decoded program, built from validated bytecode.
+struct Interpreted::Threaded {
+  std::vector<SInstr> code;
+};
+
+namespace {
+
+std::vector<SInstr> predecode(const Bytecode& bc) {
+  const void* const* labels = scalar_exec(nullptr, 0, nullptr);
+  std::vector<SInstr> out;
+  for (size_t i = 0; i < bc.code.size(); ++i) {
+    const Instr& in = bc.code[i];
+    const OpSig sig = op_sig(in.op);
+    int mode = 0;
+    const Cls prev_cls = i > 0 ? op_sig(bc.code[i - 1].op).dst : Cls::F32;
+    const int32_t prev = i > 0 ? bc.code[i - 1].d : -1;
+    if (prev_cls == Cls::F64) {
+      const int32_t ops[2] = {in.a, in.b};
+      for (int k = 0; k < 2 && k < sig.nargs; ++k)
+        if (sig.arg[k] == Cls::F64 && ops[k] == prev) {
+          mode = k + 1;
+          break;
+        }
+    } else if (prev_cls == Cls::I64 && sig.nargs >= 1 && sig.arg[0] == Cls::I64 && in.a == prev) {
+      mode = 3;
+    }
+    out.push_back({labels[mode * kNumOpcodes + in.op], in.d, in.a, in.b, in.c});
+  }
+  return out;
 }
 
 // ------------------------------------------------------------ loads, stores
@@ -358,14 +474,14 @@ struct Scratch {
 thread_local Scratch tls;
 
 
-void run_scalar(const Bytecode& bc, const StridedPtr* in, const StridedPtr* out) {
+void run_scalar(const Bytecode& bc, const std::vector<SInstr>& code, const StridedPtr* in, const StridedPtr* out) {
   const int32_t nslots = bc.num_slots();
   if (tls.cells.size() < static_cast<size_t>(nslots)) tls.cells.resize(nslots);
   Cell* c = tls.cells.data();
   std::memcpy(c, bc.constants.data(), bc.constants.size() * sizeof(Cell));
   const int32_t nc = bc.num_consts();
   for (size_t k = 0; k < bc.inputs.size(); ++k) load_cell(c[nc + k], bc.inputs[k], in[k].data);
-  scalar_exec(bc.code.data(), bc.code.size(), c);
+  scalar_exec(code.data(), code.size(), c);
   for (size_t k = 0; k < bc.outputs.size(); ++k)
     store_cell(c[bc.outputs[k].slot], bc.outputs[k].dtype, out[k].data);
 }
@@ -379,16 +495,19 @@ void run_vector(const Bytecode& bc, int64_t n, const StridedPtr* in, const Strid
   const int32_t ni = static_cast<int32_t>(bc.inputs.size());
   // Blocks: one per slot, then 4 float64 temporaries for float32 math.
   const int64_t B = g_block.load(std::memory_order_relaxed);
-  const size_t need = static_cast<size_t>(nslots) * B + 4 * kMaxBlock;
+  // Blocks are spaced B + 24 doubles apart: with a power-of-two spacing every
+  // block would map to the same L1 sets (and 4K-alias each other).
+  const int64_t SP = B + 24;
+  const size_t need = static_cast<size_t>(nslots) * SP + 4 * kMaxBlock;
   if (tls.blocks.size() < need) tls.blocks.resize(need);
   if (tls.slots.size() < static_cast<size_t>(nslots)) tls.slots.resize(nslots);
   if (tls.mode.size() < static_cast<size_t>(ni)) tls.mode.resize(ni);
   double* base = tls.blocks.data();
   void** s = tls.slots.data();
   uint8_t* mode = tls.mode.data();
-  double* tmp = base + static_cast<int64_t>(nslots) * B;
+  double* tmp = base + static_cast<int64_t>(nslots) * SP;
   const int64_t nb = std::min<int64_t>(n, B);
-  for (int32_t k = 0; k < nslots; ++k) s[k] = base + k * B;
+  for (int32_t k = 0; k < nslots; ++k) s[k] = base + k * SP;
   for (int32_t k = 0; k < nc; ++k) splat(bc.const_cls[k], bc.constants[k], nb, s[k]);
   for (int32_t k = 0; k < ni; ++k) {
     const DType dt = bc.inputs[k];
@@ -413,6 +532,9 @@ void run_vector(const Bytecode& bc, int64_t n, const StridedPtr* in, const Strid
     bool direct = o.slot >= bc.first_reg() && out[k].stride == 1 &&
                   (o.dtype == DType::Float64 || o.dtype == DType::Int64);
     for (size_t j = 0; j < k && direct; ++j) direct = bc.outputs[j].slot != o.slot;
+    // An output that is also an input (in place) must not be written before
+    // the block's last instruction.
+    for (int32_t j = 0; j < ni && direct; ++j) direct = in[j].data != out[k].data;
     omode[k] = direct;
   }
   const Instr* code = bc.code.data();
@@ -439,9 +561,10 @@ void run_vector(const Bytecode& bc, int64_t n, const StridedPtr* in, const Strid
 }
 
 void run_fn(const ElemKernel* self, int64_t n, const StridedPtr* in, const StridedPtr* out) {
-  const Bytecode& bc = static_cast<const Interpreted*>(self)->bytecode();
+  const auto* k = static_cast<const Interpreted*>(self);
+  const Bytecode& bc = k->bytecode();
   if (n <= 0) return;
-  if (n == 1) run_scalar(bc, in, out);
+  if (n == 1) run_scalar(bc, k->threaded().code, in, out);
   else run_vector(bc, n, in, out);
 }
 
@@ -461,6 +584,7 @@ std::shared_ptr<const Interpreted> Interpreted::compile(const Composite& c) {
   if (std::string err = validate(*bc); !err.empty())
     throw std::logic_error("bytecode compiler produced an invalid program: " + err);
   std::shared_ptr<Interpreted> k(new Interpreted());
+  k->thr_ = std::make_unique<Threaded>(Threaded{predecode(*bc)});
   k->bc_ = std::move(bc);
   return k;
 }

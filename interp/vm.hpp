@@ -26,10 +26,13 @@ class Interpreted : public ElemKernel {
   // Benchmarks only: changes the block size for every kernel (rounded to a
   // multiple of 16, at most 8192). Not to be called while kernels run.
   static void set_block_size_for_tuning(int64_t b);
+  struct Threaded;  // the scalar path's pre-decoded program (vm.cpp)
+  const Threaded& threaded() const { return *thr_; }
 
  private:
   Interpreted();
   std::unique_ptr<Bytecode> bc_;
+  std::unique_ptr<Threaded> thr_;
 };
 
 }  // namespace ember::interp

@@ -5,7 +5,9 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PKGS=(cmake ninja-build g++ pkg-config
       llvm-19-dev libxsimd-dev libtbb-dev catch2
-      nlohmann-json3-dev libcli11-dev libxxhash-dev libeigen3-dev)
+      nlohmann-json3-dev libcli11-dev libxxhash-dev libeigen3-dev
+      libzstd-dev zlib1g-dev libedit-dev libxml2-dev libffi-dev libcurl4-openssl-dev
+      python3-venv)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Every test: install, build with and without the JIT, run both suites.
+# Every test: install, build with and without the JIT, run both C++ suites,
+# then the Python suite in the project's virtual environment.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/install-deps.sh"
+bash "$root/scripts/setup-python.sh"
 status=0
 for variant in jit nojit; do
   echo "=== build: $variant"
@@ -10,4 +12,7 @@ for variant in jit nojit; do
   echo "=== test: $variant"
   ctest --test-dir "$root/build/$variant" --output-on-failure -j"$(nproc)" || status=1
 done
+echo "=== python"
+EMBER_NATIVE_DIR="$root/build/jit/python/ember" EMBER_REQUIRE_NATIVE=1 \
+  "$root/.venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/python" || status=1
 exit $status

@@ -106,7 +106,7 @@ def build():
                "outputs": [16]}
     # inputs: sum_r2, log_tau, sum_a2, mu, log_tau(again as 4), const -0.5, const -J
     k = -N * np.log(sigma) - 0.5 * N * np.log(2 * np.pi) - 0.5 * J * np.log(2 * np.pi) \
-        - np.log(10) - 0.5 * np.log(2 * np.pi)
+        - np.log(10) - 0.5 * np.log(2 * np.pi) - 0.5 * np.log(2 * np.pi)
     lp0 = b.node("Elemwise", [sum_r2, lt, sum_a2, mu, lt, c(-0.5), c(float(-J))], [(F, [])], scalar_op=lp_comp)
     lp = b.node("Elemwise", [lp0, c(k)], [(F, [])], **scal("Add"))
     # gradient pieces

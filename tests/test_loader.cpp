@@ -217,3 +217,24 @@ TEST_CASE("graph_with_million_element_constants_loads_in_under_100ms") {
   CHECK(best_ms < 100.0);
   std::remove(path.c_str());
 }
+
+TEST_CASE("shared_input_with_unknown_dims_takes_new_sizes") {
+  const char* g = R"({"format": "ember-graph", "version": 1,
+    "variables": [{"name": "data", "dtype": "float64", "shape": [null]},
+                  {"name": "total", "dtype": "float64", "shape": []}],
+    "inputs": [{"var": 0, "shared": true}], "outputs": [1],
+    "constants": [{"var": 0, "shape": [3], "data": [1, 2, 3]}],
+    "nodes": [{"op": "Sum", "inputs": [0], "outputs": [1], "attrs": {"axis": null}}]})";
+  auto p = Program::from_json(g);
+  CHECK(p->call(std::initializer_list<Tensor>{})[0].data<double>()[0] == 6);
+  Array bigger = Array::of<double>(Shape{1, {5}}, {1, 2, 3, 4, 5});
+  p->set_shared("data", bigger.t);
+  CHECK(p->call(std::initializer_list<Tensor>{})[0].data<double>()[0] == 15);
+}
+
+TEST_CASE("loader_rejects_constant_value_without_shape_for_unknown_dims") {
+  const char* g = R"({"format": "ember-graph", "version": 1,
+    "variables": [{"dtype": "float64", "shape": [null]}], "inputs": [], "outputs": [0],
+    "constants": [{"var": 0, "data": [1, 2]}], "nodes": []})";
+  CHECK_THAT(load_error(g), Contains("give \"shape\""));
+}

@@ -469,3 +469,89 @@ TEST_CASE("many_threads_running_one_kernel_get_identical_results", "[vm]") {
   for (auto& t : th) t.join();
   for (int t = 0; t < 4; ++t) CHECK(got[t] == ref);
 }
+
+TEST_CASE("compile_rejects_invalid_composite_naming_the_node", "[vm]") {
+  Composite c = one_node(ScalarOp::Log, DType::Int32, {DType::Float64});
+  CHECK_THROWS_AS(Interpreted::compile(c), std::invalid_argument);
+  CHECK_THROWS_WITH(Interpreted::compile(c), Catch::Matchers::Contains("scalar node 0 (Log)"));
+}
+
+TEST_CASE("zero_elements_touch_nothing", "[vm]") {
+  auto k = Interpreted::compile(one_node(ScalarOp::Exp, DType::Float64, {DType::Float64}));
+  StridedPtr in[1] = {{nullptr, 1}}, out[1] = {{nullptr, 1}};
+  k->run(0, in, out);
+  SUCCEED();
+}
+
+TEST_CASE("long_programs_reuse_registers_and_match_reference", "[vm]") {
+  // 3000 nodes over 3 inputs; a small program run before it on the same
+  // thread so its scratch has to grow.
+  std::mt19937_64 rng(99);
+  Mismatch mm;
+  Composite small = random_composite(rng, 3);
+  std::vector<std::vector<RV>> t1(5, std::vector<RV>());
+  for (auto& t : t1)
+    for (DType dt : small.inputs) t.push_back(specials(dt)[rng() % specials(dt).size()]);
+  check_composite(small, t1, mm, "small");
+  Composite big = random_composite(rng, 3000);
+  REQUIRE(big.validate() == "");
+  std::vector<std::vector<RV>> t2(600, std::vector<RV>());
+  for (auto& t : t2)
+    for (DType dt : big.inputs) t.push_back(specials(dt)[rng() % specials(dt).size()]);
+  check_composite(big, t2, mm, "big");
+  INFO(mm.first);
+  CHECK(mm.count == 0);
+}
+
+TEST_CASE("every_dtype_pair_through_negative_and_wide_strides", "[vm]") {
+  // Cast from each dtype to each dtype, reading with stride -2 and writing
+  // with stride 3 (and a stride-0 broadcast input added in).
+  const int64_t n = 37;
+  int bad = 0;
+  for (DType a : kAll)
+    for (DType d : kAll) {
+      Composite c;
+      c.inputs = {a, a};
+      c.nodes = {{ScalarOp::Maximum, a, {0, 1}}, {ScalarOp::Cast, d, {2}}};
+      c.outputs = {3};
+      auto k = Interpreted::compile(c);
+      auto sp = specials(a);
+      std::vector<char> inb(2 * n * 8), outb(3 * n * 8, 0), bc(8);
+      for (int64_t i = 0; i < 2 * n; ++i) test::write_elem(sp[i % sp.size()], inb.data(), i);
+      test::write_elem(sp[3], bc.data(), 0);
+      const int64_t ea = static_cast<int64_t>(dtype_size(a));
+      StridedPtr in[2] = {{inb.data() + (2 * n - 1) * ea, -2}, {bc.data(), 0}};
+      StridedPtr out[1] = {{outb.data(), 3}};
+      k->run(n, in, out);
+      for (int64_t i = 0; i < n; ++i) {
+        RV x = test::read_elem(a, inb.data(), 2 * n - 1 - 2 * i);
+        RV want = test::ref_eval(c, {x, sp[3]})[0];
+        bad += !test::same_value(want, test::read_elem(d, outb.data(), 3 * i));
+        if (i + 1 < n) bad += test::read_elem(d, outb.data(), 3 * i + 1).i != 0 && !dtype_is_float(d);
+      }
+    }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("output_may_be_the_same_memory_as_an_input", "[vm]") {
+  // y = exp(x) * x - x / 3, written over x in place.
+  Composite c;
+  c.inputs = {DType::Float64};
+  c.constants = {{DType::Float64, 3, 0}};
+  c.nodes = {{ScalarOp::Exp, DType::Float64, {0}},
+             {ScalarOp::Mul, DType::Float64, {2, 0}},
+             {ScalarOp::TrueDiv, DType::Float64, {0, 1}},
+             {ScalarOp::Sub, DType::Float64, {3, 4}}};
+  c.outputs = {5};
+  auto k = Interpreted::compile(c);
+  for (int64_t n : {1, 5, 1000, 3001}) {
+    std::vector<double> x(n), want(n);
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] = 0.001 * static_cast<double>(i) - 1;
+      want[i] = test::ref_eval(c, {test::make_float(DType::Float64, x[i])})[0].f;
+    }
+    StridedPtr io[1] = {{x.data(), 1}};
+    k->run(n, io, io);
+    CHECK(x == want);
+  }
+}

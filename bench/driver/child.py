@@ -1,0 +1,274 @@
+"""One benchmark run, in a fresh process: python child.py SPEC_JSON EVENTS_FILE
+
+Builds the model, then (clock starts) compiles it with one backend, takes the
+first gradient, and keeps evaluating it to record the warm-up curve and the
+steady-state rate; optionally samples with nutpie. Every milestone is appended
+to EVENTS_FILE as one JSON line at once, so a run killed by the parent's caps
+still leaves what it reached.
+"""
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+
+class Events:
+    def __init__(self, path):
+        self.f = open(path, "a", buffering=1)
+
+    def __call__(self, event, **data):
+        data["event"] = event
+        self.f.write(json.dumps(data) + "\n")
+        self.f.flush()
+
+
+def vm_kb(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+LOGP_SIG = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                            ctypes.c_void_p)
+
+
+def c_logp_caller(address, user_data_ptr, n_dim):
+    """A Python callable around a nutpie-ABI logp function pointer."""
+    fn = LOGP_SIG(address)
+    grad = np.empty(n_dim)
+    logp = np.empty(1)
+    gp, lp = grad.ctypes.data, logp.ctypes.data
+
+    def call(x):
+        rc = fn(n_dim, x.ctypes.data, gp, lp, user_data_ptr)
+        if rc != 0:
+            raise RuntimeError(f"logp returned {rc}")
+        return logp[0], grad
+
+    return call
+
+
+def nutpie_flat_point(model, seed=1):
+    from pymc.initial_point import make_initial_point_fn
+
+    return make_initial_point_fn(model=model, default_strategy="support_point", jitter_rvs=set(model.free_RVs),
+                                 return_transformed=True)
+
+
+# -- backends: each returns (call(x) -> (logp, grad), x0, extra dict, compiled-or-None) ---------------
+
+
+def make_functions(model, mode):
+    from nutpie.compile_pymc import _make_functions
+
+    n_dim, _, logp_fn, _, init_fn, _ = _make_functions(
+        model, mode=mode, compute_grad=True, join_expanded=True, pymc_initial_point_fn=nutpie_flat_point(model))
+    return n_dim, logp_fn, init_fn
+
+
+def backend_nutpie_numba(model, spec, ev):
+    import nutpie
+
+    compiled = nutpie.compile_pymc_model(model, backend="numba")
+    ev("compiled", t=time.perf_counter() - T0)
+    call = c_logp_caller(compiled.compiled_logp_func.address, compiled.user_data.ctypes.data, compiled.n_dim)
+    x0 = np.asarray(compiled.initial_point_func(1), dtype="float64")
+    return call, x0, {}, compiled
+
+
+def backend_nutpie_jax(model, spec, ev):
+    import nutpie
+
+    compiled = nutpie.compile_pymc_model(model, backend="jax", gradient_backend="jax")
+    ev("compiled", t=time.perf_counter() - T0)
+    return None, None, {"note": "jax: sampling wall only"}, compiled
+
+
+def _pytensor_backend(mode):
+    def backend(model, spec, ev):
+        n_dim, fn, init_fn = make_functions(model, mode)
+        fn.trust_input = True
+        ev("compiled", t=time.perf_counter() - T0)
+        x0 = np.asarray(init_fn(1), dtype="float64")
+        return (lambda x: fn(x)), x0, {}, None
+
+    return backend
+
+
+def graph_only_mode():
+    """NUMBA mode's rewrites (the graph nutpie runs) without numba compilation: the Python linker."""
+    from pytensor.compile.mode import Mode, get_mode
+
+    return Mode(linker="py", optimizer=get_mode("NUMBA").provided_optimizer)
+
+
+def backend_ember_cli(model, spec, ev):
+    """Until ember's Python module lands: export nutpie's graph, run it with the C++ CLI."""
+    import ember
+
+    n_dim, fn, init_fn = make_functions(model, graph_only_mode())
+    ev("graph_ready", t=time.perf_counter() - T0)
+    tmp = tempfile.mkdtemp(prefix="ember-bench-")
+    gpath = os.path.join(tmp, "model.embg")
+    ember.export(fn, gpath)
+    ev("exported", t=time.perf_counter() - T0, graph_bytes=os.path.getsize(gpath))
+    x0 = np.asarray(init_fn(1), dtype="float64")
+    xpath = os.path.join(tmp, "x.npy")
+    np.save(xpath, x0)
+    cli = spec["ember_cli"]
+    info = subprocess.run([cli, "info", gpath], capture_output=True, text=True)
+    in_name = _first_input_name(info.stdout)
+    base = [cli, "run", gpath, "--input", f"{in_name}={xpath}"]
+    r = subprocess.run(base + ["--repeat", "1"], capture_output=True, text=True)
+    t_first = time.perf_counter() - T0
+    if r.returncode != 0:
+        raise RuntimeError(f"ember run failed: {r.stderr.strip()[-500:]}")
+    ev("first_gradient", t=t_first, cli_line=r.stdout.strip().splitlines()[-1])
+    # Steady state from the CLI's own timing loop (median call time, no Python in the loop).
+    n_rep = spec.get("cli_repeat", 2000)
+    t = time.perf_counter()
+    r = subprocess.run(["/usr/bin/time", "-f", "maxrss_kb=%M"] + base + ["--repeat", str(n_rep)], capture_output=True,
+                       text=True)
+    last = r.stdout.strip().splitlines()[-1]
+    med_us = float(last.split("median of")[1].split("calls")[1].split("us")[0])
+    rss = [ln for ln in r.stderr.splitlines() if ln.startswith("maxrss_kb=")]
+    ev("steady", evals_per_s=1e6 / med_us, median_us=med_us, source="ember CLI --repeat loop",
+       wall_s=time.perf_counter() - t, cli_line=last, cli_maxrss_kb=int(rss[0].split("=")[1]) if rss else None)
+    logp = float([ln for ln in r.stdout.splitlines() if ln.split() and ln.split()[0] != "load"][0]
+                 .split("sum=")[1].split()[0])
+    ev("logp_check", ember_logp=logp)
+    return None, x0, {"graph": gpath}, None
+
+
+def _first_input_name(info_text):
+    # `ember info` lists inputs; take the first named one (nutpie's flat point).
+    for line in info_text.splitlines():
+        s = line.strip()
+        if "_unconstrained_point" in s:
+            return "_unconstrained_point"
+    return "_unconstrained_point"
+
+
+def backend_ember(model, spec, ev):
+    """ember's Python API (ember.nutpie.compile_pymc_model), when present."""
+    import ember.nutpie as en
+
+    compiled = en.compile_pymc_model(model)  # JIT mode comes from EMBER_JIT (set by the runner)
+    ev("compiled", t=time.perf_counter() - T0, timings=getattr(compiled, "timings", None))
+    from ember import native
+
+    call = c_logp_caller(native.logp_address, compiled.logp_program.nutpie_handle(), compiled.n_dim)
+    x0 = np.asarray(compiled.initial_point_func(1), dtype="float64")
+    return call, x0, {}, compiled
+
+
+BACKENDS = {
+    "nutpie-numba": backend_nutpie_numba,
+    "nutpie-jax": backend_nutpie_jax,
+    "pytensor-numba": _pytensor_backend("NUMBA"),
+    "pytensor-c": _pytensor_backend("FAST_RUN"),
+    "ember-cli": backend_ember_cli,
+    "ember": backend_ember,
+}
+
+
+def warmup_curve(call, x0, ev, spec, t_first):
+    """Evaluate repeatedly; one point per `bin_s` of wall time since T0 (evaluations/s in that bin)."""
+    bin_s = spec.get("bin_s", 0.25)
+    until = max(spec.get("curve_s", 20.0), t_first + spec.get("steady_s", 3.0))
+    if not spec.get("tiered", False):  # a blocking backend's rate is flat after the first gradient
+        until = t_first + spec.get("steady_s", 3.0)
+    curve, n, bin_end = [], 0, time.perf_counter() - T0 + bin_s
+    x = x0.copy()
+    while True:
+        call(x)
+        n += 1
+        now = time.perf_counter() - T0
+        if now >= bin_end:
+            curve.append([round(now, 4), n / (bin_s + (now - bin_end))])
+            n, bin_end = 0, now + bin_s
+            if now >= until:
+                break
+    tail = [r for t, r in curve if t >= until - spec.get("steady_window_s", 2.0)]
+    ev("curve", curve=curve)
+    ev("steady", evals_per_s=float(np.median(tail)), source="python loop (median of last 2 s bins)")
+
+
+def null_call_us(n_dim, secs=1.0):
+    """Per-call cost of the Python+ctypes loop itself, on a no-op function of nutpie's logp signature."""
+    import numba
+
+    @numba.cfunc(numba.types.int64(numba.types.uint64, numba.types.voidptr, numba.types.voidptr,
+                                   numba.types.voidptr, numba.types.voidptr))
+    def noop(dim, x, g, lp, ud):
+        return 0
+
+    call = c_logp_caller(noop.address, 0, n_dim)
+    x = np.zeros(n_dim)
+    n, t = 0, time.perf_counter()
+    while time.perf_counter() - t < secs:
+        call(x)
+        n += 1
+    return 1e6 * (time.perf_counter() - t) / n
+
+
+def main():
+    global T0
+    spec = json.loads(sys.argv[1])
+    ev = Events(sys.argv[2])
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    t_imp = time.perf_counter()
+    import pymc  # noqa: F401  (import cost is not part of the compile)
+    import pytensor  # noqa: F401
+
+    if spec["backend"].startswith("nutpie") or spec["backend"].startswith("pytensor"):
+        import nutpie  # noqa: F401
+    import workloads
+
+    model = workloads.build(spec["workload"], spec["params"])
+    ev("model_built", import_and_build_s=time.perf_counter() - t_imp, rss_kb=vm_kb("VmRSS"),
+       n_free_rvs=len(model.free_RVs))
+    T0 = time.perf_counter()
+    call, x0, extra, compiled = BACKENDS[spec["backend"]](model, spec, ev)
+    if call is not None:
+        logp, grad = call(x0)
+        t_first = time.perf_counter() - T0
+        ev("first_gradient", t=t_first, logp=float(logp), n_dim=int(len(grad)))
+        warmup_curve(call, x0, ev, spec, t_first)
+        if spec["backend"] in ("nutpie-numba", "ember"):
+            ev("null_call", us=null_call_us(len(x0)))
+    prog = getattr(compiled, "logp_program", None)
+    for name in ("jit_stats", "stats"):
+        if prog is not None and hasattr(prog, name):
+            try:
+                ev("jit_stats", **dict(getattr(prog, name)()))
+            except Exception as e:  # the stats API is still moving: record, do not fail the run
+                ev("jit_stats_error", error=repr(e))
+            break
+    ev("rss", vm_hwm_kb=vm_kb("VmHWM"), vm_peak_kb=vm_kb("VmPeak"))
+    if spec.get("sample") and compiled is not None:
+        import nutpie
+
+        t = time.perf_counter()
+        nutpie.sample(compiled, chains=4, tune=1000, draws=1000, cores=2, progress_bar=False, seed=1)
+        ev("sampled", sample_s=time.perf_counter() - t, wall_incl_compile_s=time.perf_counter() - T0)
+        ev("rss", vm_hwm_kb=vm_kb("VmHWM"), vm_peak_kb=vm_kb("VmPeak"))
+    ev("done", t=time.perf_counter() - T0)
+
+
+T0 = 0.0
+if __name__ == "__main__":
+    main()

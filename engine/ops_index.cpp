@@ -1,0 +1,238 @@
+// The Subtensor family: basic indexing (a view), integer-array gathers, and
+// their set/increment counterparts (a copy of x with x[idx] updated).
+#include <cstring>
+#include <memory>
+
+#include "engine/index_plan.hpp"
+#include "engine/ops_common.hpp"
+
+namespace ember {
+
+namespace {
+
+void check_x_out(const NodeContext& ctx, const IndexSpec& s) {
+  expect_out(ctx, 0, ctx.in(0).dtype, s.out_ndim);
+}
+
+// Basic indexing: a strided view of x.
+class SubtensorK : public OpKernel {
+ public:
+  SubtensorK(IndexSpec s, const Shape& stat) : s_(std::move(s)), stat_(stat) {}
+  void run(Frame& f) const override {
+    const Tensor& x = f.in(0);
+    Resolved r;
+    resolve_index(f, s_, x, r);
+    Tensor o = r.basic;
+    o.data = static_cast<char*>(x.data) + r.base_off * int64_t(dtype_size(x.dtype));
+    check_out_shape(f, 0, stat_, o.shape);
+    f.set_out(0, o);
+  }
+  int may_view(int) const override { return 0; }
+
+ private:
+  IndexSpec s_;
+  Shape stat_;
+};
+
+// x[idx] with integer arrays: copies each indexed block.
+class GatherK : public OpKernel {
+ public:
+  GatherK(IndexSpec s, const Shape& stat) : s_(std::move(s)), stat_(stat) {}
+  void run(Frame& f) const override {
+    const Tensor& x = f.in(0);
+    Resolved r;
+    resolve_index(f, s_, x, r);
+    check_out_shape(f, 0, stat_, r.result);
+    Tensor& o = f.alloc_out(0, x.dtype, r.result);
+    const int64_t es = int64_t(dtype_size(x.dtype));
+    int64_t bst[1][kMaxRank];
+    Tensor dst = r.basic, src = r.basic;
+    r.split_strides(o.strides, dst.strides, bst[0]);
+    char* xd = static_cast<char*>(x.data);
+    char* od = static_cast<char*>(o.data);
+    if (r.basic.ndim() == 0) {  // one element per index position
+      auto one = [&](auto tag) {
+        using U = decltype(tag);
+        U* o = reinterpret_cast<U*>(od);
+        const U* xs = reinterpret_cast<const U*>(xd);
+        for_each_adv(f, r, 1, bst, [&](int64_t xo, const int64_t* oo) { o[oo[0]] = xs[xo]; });
+      };
+      switch (es) {
+        case 1: return one(uint8_t{});
+        case 2: return one(uint16_t{});
+        case 4: return one(uint32_t{});
+        default: return one(uint64_t{});
+      }
+    }
+    for_each_adv(f, r, 1, bst, [&](int64_t xo, const int64_t* oo) {
+      src.data = xd + xo * es;
+      dst.data = od + oo[0] * es;
+      copy_convert(dst, src);
+    });
+  }
+
+ private:
+  IndexSpec s_;
+  Shape stat_;
+};
+
+// out = x; out[idx] = y, or += y (sequentially, so duplicates accumulate like
+// np.add.at), or with ignore_duplicates out[idx] = x[idx] + y (last wins).
+class IncK : public OpKernel {
+ public:
+  enum Mode { Inc, Set, IncNoDup };
+  IncK(IndexSpec s, Mode m) : s_(std::move(s)), mode_(m) {}
+
+  void run(Frame& f) const override {
+    const Tensor& x = f.in(0);
+    const Tensor& y = f.in(1);
+    Tensor& o = f.alloc_out(0, x.dtype, x.shape);
+    copy_convert(o, x);
+    Resolved r;
+    // y converted to x's dtype when they differ.
+    const bool conv = y.dtype != x.dtype;
+    void* ybuf = resolve_index(f, s_, o, r, conv ? y.size() * dtype_size(x.dtype) : 0);
+    auto yb = broadcast_view(y, r.result);
+    if (!yb)
+      f.fail("shape mismatch: value array of shape " + y.shape.str() +
+             " could not be broadcast to indexing result of shape " + r.result.str());
+    Tensor yv = *yb;
+    if (conv) {
+      Tensor yc = Tensor::contiguous(x.dtype, y.shape, ybuf);
+      copy_convert(yc, y);
+      yv = *broadcast_view(yc, r.result);
+    }
+    if (mode_ == IncNoDup) return run_nodup(f, x, o, r, yv);
+    dtype_dispatch(x.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      apply<T>(f, o, r, yv, mode_ == Set);
+    });
+  }
+
+ private:
+  template <class T>
+  static void apply(Frame& f, Tensor& o, const Resolved& r, const Tensor& yv, bool set) {
+    int64_t bst[2][kMaxRank];
+    Tensor dst = r.basic, src = r.basic;
+    src.dtype = yv.dtype;
+    r.split_strides(yv.strides, src.strides, bst[1]);
+    for (int d = 0; d < r.B.ndim; ++d) bst[0][d] = 0;  // unused: o offsets come from idx
+    T* od = o.ptr<T>();
+    const T* yd = yv.ptr<const T>();
+    if (r.basic.ndim() == 0) {
+      if (set)
+        for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) { od[xo] = yd[oo[1]]; });
+      else
+        for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) { od[xo] += yd[oo[1]]; });
+      return;
+    }
+    for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) {
+      T* d = od + xo;
+      const T* s = yd + oo[1];
+      if (set)
+        zip_each(dst.shape, d, dst.strides, s, src.strides, [](T& a, const T& b) { a = b; });
+      else
+        zip_each(dst.shape, d, dst.strides, s, src.strides, [](T& a, const T& b) { a += b; });
+    });
+  }
+
+  // NumPy's buffered `out[idx] += y`: tmp = x[idx]; tmp += y; out[idx] = tmp.
+  void run_nodup(Frame& f, const Tensor& x, Tensor& o, const Resolved& r,
+                 const Tensor& yv) const {
+    dtype_dispatch(x.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      std::unique_ptr<T[]> tmp(new T[static_cast<size_t>(r.result.size())]);
+      Tensor tv = Tensor::contiguous(x.dtype, r.result, tmp.get());
+      // Gather from o (still equal to x) into tmp, add y, then set.
+      int64_t bst[2][kMaxRank];
+      Tensor tb = r.basic;
+      r.split_strides(tv.strides, tb.strides, bst[0]);
+      Tensor ys = r.basic;
+      r.split_strides(yv.strides, ys.strides, bst[1]);
+      T* od = o.ptr<T>();
+      const T* yd = yv.ptr<const T>();
+      for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) {
+        zip_each(tb.shape, tmp.get() + oo[0], tb.strides, od + xo, r.basic.strides,
+                 [](T& a, const T& b) { a = b; });
+        zip_each(tb.shape, tmp.get() + oo[0], tb.strides, yd + oo[1], ys.strides,
+                 [](T& a, const T& b) { a += b; });
+      });
+      for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) {
+        zip_each(tb.shape, od + xo, r.basic.strides, tmp.get() + oo[0], tb.strides,
+                 [](T& a, const T& b) { a = b; });
+      });
+    });
+  }
+
+  IndexSpec s_;
+  Mode mode_;
+};
+
+void check_inc_y(const NodeContext& ctx, const IndexSpec& s, bool set) {
+  const VarSpec& x = ctx.in(0);
+  const VarSpec& y = ctx.in(1);
+  if (y.static_shape.ndim > s.out_ndim)
+    ctx.fail("inputs", "y has rank " + std::to_string(y.static_shape.ndim) +
+                           " but x[idx] has rank " + std::to_string(s.out_ndim));
+  if (!set && dtype_upcast(x.dtype, y.dtype) != x.dtype)
+    ctx.fail("inputs", "incrementing " + std::string(dtype_name(x.dtype)) + " x by " +
+                           std::string(dtype_name(y.dtype)) + " y would need a wider result");
+  expect_out(ctx, 0, x.dtype, x.static_shape.ndim);
+  expect_out_shape(ctx, 0, x.static_shape);
+}
+
+}  // namespace
+
+std::unique_ptr<OpKernel> make_subtensor(NodeContext& ctx) {
+  ctx.expect_inputs(1, -1);
+  ctx.expect_outputs(1);
+  IndexSpec s = IndexSpec::parse(ctx, 1, false);
+  check_x_out(ctx, s);
+  return std::make_unique<SubtensorK>(std::move(s), ctx.out(0).static_shape);
+}
+
+std::unique_ptr<OpKernel> make_advanced_subtensor(NodeContext& ctx) {
+  ctx.expect_inputs(1, -1);
+  ctx.expect_outputs(1);
+  IndexSpec s = IndexSpec::parse(ctx, 1, true);
+  check_x_out(ctx, s);
+  return std::make_unique<GatherK>(std::move(s), ctx.out(0).static_shape);
+}
+
+std::unique_ptr<OpKernel> make_advanced_subtensor1(NodeContext& ctx) {
+  ctx.expect_inputs(2);
+  ctx.expect_outputs(1);
+  IndexSpec s = IndexSpec::gather0(ctx, 1);
+  check_x_out(ctx, s);
+  return std::make_unique<GatherK>(std::move(s), ctx.out(0).static_shape);
+}
+
+std::unique_ptr<OpKernel> make_inc_subtensor(NodeContext& ctx) {
+  ctx.expect_inputs(2, -1);
+  ctx.expect_outputs(1);
+  IndexSpec s = IndexSpec::parse(ctx, 2, false);
+  const bool set = ctx.attr_bool("set_instead_of_inc", false);
+  check_inc_y(ctx, s, set);
+  return std::make_unique<IncK>(std::move(s), set ? IncK::Set : IncK::Inc);
+}
+
+std::unique_ptr<OpKernel> make_advanced_inc_subtensor(NodeContext& ctx) {
+  ctx.expect_inputs(2, -1);
+  ctx.expect_outputs(1);
+  IndexSpec s = IndexSpec::parse(ctx, 2, true);
+  const bool set = ctx.attr_bool("set_instead_of_inc", false);
+  const bool nodup = ctx.attr_bool("ignore_duplicates", false);
+  check_inc_y(ctx, s, set);
+  return std::make_unique<IncK>(std::move(s), set ? IncK::Set : nodup ? IncK::IncNoDup : IncK::Inc);
+}
+
+std::unique_ptr<OpKernel> make_advanced_inc_subtensor1(NodeContext& ctx) {
+  ctx.expect_inputs(3);
+  ctx.expect_outputs(1);
+  IndexSpec s = IndexSpec::gather0(ctx, 2);
+  const bool set = ctx.attr_bool("set_instead_of_inc", false);
+  check_inc_y(ctx, s, set);
+  return std::make_unique<IncK>(std::move(s), set ? IncK::Set : IncK::Inc);
+}
+
+}  // namespace ember

@@ -1,0 +1,79 @@
+// Array drivers for the batch functions: full batches, then one padded batch
+// for the tail. Every lane is computed independently, so the tail and the
+// scalar path give the same bits as the body. y may alias an input exactly.
+#pragma once
+#include <cstdint>
+
+#include "interp/math/simd.hpp"
+
+namespace ember::math::detail {
+
+using simd::D;
+constexpr int64_t W = D::size;
+
+// Loads the last n < W elements into a full batch, padding with 1.0.
+inline D load_tail(const double* p, int64_t n) {
+  alignas(64) double buf[W];
+  for (int64_t k = 0; k < W; ++k) buf[k] = k < n ? p[k] : 1.0;
+  return D::load_aligned(buf);
+}
+inline void store_tail(D v, double* p, int64_t n) {
+  alignas(64) double buf[W];
+  v.store_aligned(buf);
+  for (int64_t k = 0; k < n; ++k) p[k] = buf[k];
+}
+
+template <class F>
+void apply1(int64_t n, const double* x, double* y, F f) {
+  int64_t i = 0;
+  for (; i + W <= n; i += W) f(D::load_unaligned(x + i)).store_unaligned(y + i);
+  if (i < n) store_tail(f(load_tail(x + i, n - i)), y + i, n - i);
+}
+
+template <class F>
+void apply2(int64_t n, const double* a, const double* b, double* y, F f) {
+  int64_t i = 0;
+  for (; i + W <= n; i += W)
+    f(D::load_unaligned(a + i), D::load_unaligned(b + i)).store_unaligned(y + i);
+  if (i < n) store_tail(f(load_tail(a + i, n - i), load_tail(b + i, n - i)), y + i, n - i);
+}
+
+template <class F>
+void apply3(int64_t n, const double* a, const double* b, const double* c, double* y, F f) {
+  int64_t i = 0;
+  for (; i + W <= n; i += W)
+    f(D::load_unaligned(a + i), D::load_unaligned(b + i), D::load_unaligned(c + i))
+        .store_unaligned(y + i);
+  if (i < n)
+    store_tail(f(load_tail(a + i, n - i), load_tail(b + i, n - i), load_tail(c + i, n - i)),
+               y + i, n - i);
+}
+
+}  // namespace ember::math::detail
+
+// Defines ember::math::f over arrays and its extern "C" twin for JIT code.
+#define EMBER_MATH_ARRAY1(f)                                                        \
+  void ember::math::f(int64_t n, const double* x, double* y) {                      \
+    detail::apply1(n, x, y, [](simd::D v) { return simd::f(v); });                  \
+  }                                                                                 \
+  extern "C" void ember_math_##f(int64_t n, const double* x, double* y) {           \
+    ember::math::f(n, x, y);                                                        \
+  }
+#define EMBER_MATH_ARRAY2(f)                                                        \
+  void ember::math::f(int64_t n, const double* a, const double* b, double* y) {     \
+    detail::apply2(n, a, b, y, [](simd::D u, simd::D v) { return simd::f(u, v); }); \
+  }                                                                                 \
+  extern "C" void ember_math_##f(int64_t n, const double* a, const double* b,       \
+                                 double* y) {                                       \
+    ember::math::f(n, a, b, y);                                                     \
+  }
+#define EMBER_MATH_ARRAY3(f)                                                        \
+  void ember::math::f(int64_t n, const double* a, const double* b, const double* c, \
+                      double* y) {                                                  \
+    detail::apply3(n, a, b, c, y,                                                   \
+                   [](simd::D u, simd::D v, simd::D w) { return simd::f(u, v, w); }); \
+  }                                                                                 \
+  extern "C" void ember_math_##f(int64_t n, const double* a, const double* b,       \
+                                 const double* c, double* y) {                      \
+    ember::math::f(n, a, b, c, y);                                                  \
+  }

@@ -1,0 +1,212 @@
+// exp, exp2, expm1, log, log2, log10, log1p. Algorithms follow fdlibm/FreeBSD
+// msun (Sun's error analysis, < 1 ulp), rewritten branch-free: every lane
+// computes the general path and special cases are selected at the end.
+#include "interp/math/apply.hpp"
+#include "interp/math/kernels.hpp"
+#include "interp/math/math.hpp"
+
+namespace ember::math::simd {
+namespace {
+
+constexpr double kLn2Hi = 6.93147180369123816490e-01;  // 32 significant bits
+constexpr double kLn2Lo = 1.90821492927058770002e-10;
+constexpr double kInvLn2 = 1.44269504088896338700e+00;
+constexpr double kExpOverflow = 7.09782712893383973096e+02;
+constexpr double kExpUnderflow = -7.45133219101941108420e+02;
+
+// log(1+f) - f + f*f/2 for f in [sqrt(2)/2 - 1, sqrt(2) - 1] (msun k_log1p).
+D log1p_kernel(D f) {
+  D s = f / (D(2.0) + f);
+  D z = s * s;
+  D w = z * z;
+  D t1 = w * horner(w, 3.999999999940941908e-01, 2.222219843214978396e-01,
+                    1.531383769920937332e-01);
+  D t2 = z * horner(w, 6.666666666666735130e-01, 2.857142874366239149e-01,
+                    1.818357216161805012e-01, 1.479819860511658591e-01);
+  D hfsq = D(0.5) * f * f;
+  return s * (hfsq + (t2 + t1));
+}
+
+// Splits positive finite x into 2^k * (1 + f) with 1 + f in [sqrt(2)/2, sqrt(2)).
+void log_reduce(D x, D& k, D& f) {
+  B sub = x < D(2.2250738585072014e-308);
+  D xs = select(sub, x * D(18014398509481984.0), x);  // * 2^54
+  k = exponent(xs) - select(sub, D(54.0), D(0.0));
+  D m = mantissa(xs);
+  B big = m > D(1.4142135623730951);
+  m = select(big, m * D(0.5), m);
+  k = k + select(big, D(1.0), D(0.0));
+  f = m - D(1.0);
+}
+
+// Special values shared by the logarithms: NaN for x < 0 or NaN, -inf at 0, +inf at +inf.
+D log_specials(D x, D r) {
+  r = select(x == inf(), x, r);
+  r = select(x == D(0.0), neg(inf()), r);
+  r = select(x < D(0.0), nan(), r);
+  return select(is_nan(x), x, r);
+}
+
+}  // namespace
+
+D exp_core(D hi, D lo, D k) {
+  D r = hi - lo;
+  D t = r * r;
+  D c = r - t * horner(t, 1.66666666666666019037e-01, -2.77777777770155933842e-03,
+                       6.61375632143793436117e-05, -1.65339022054652515390e-06,
+                       4.13813679705723846039e-08);
+  D y = D(1.0) - ((lo - (r * c) / (D(2.0) - c)) - hi);
+  return ldexp(y, k);
+}
+
+D exp_scaled(D x, D s) {
+  D k = rint(x * D(kInvLn2));
+  D hi = x - k * D(kLn2Hi);  // exact: k*kLn2Hi has <= 43 bits
+  D lo = k * D(kLn2Lo);
+  return exp_core(hi, lo, k + s);
+}
+
+D exp(D x) {
+  D y = exp_scaled(x, D(0.0));
+  y = select(x > D(kExpOverflow), inf(), y);
+  y = select(x < D(kExpUnderflow), D(0.0), y);
+  return select(is_nan(x), x, y);
+}
+
+D exp2(D x) {
+  D k = rint(x);
+  D f = x - k;  // exact, |f| <= 0.5
+  // r = f*ln2 as hi + rest: f split at 21 bits so fh*ln2h is exact.
+  constexpr double kLn2H = 0.6931467056274414;      // ln2 to 21 bits
+  constexpr double kLn2L = 4.7493250390316726e-07;  // ln2 - kLn2H
+  D fh = trunc32(f);
+  D fl = f - fh;
+  D hi = fh * D(kLn2H);
+  D rest = fl * D(0.6931471805599453) + fh * D(kLn2L);
+  D y = exp_core(hi, neg(rest), k);
+  y = select(x >= D(1024.0), inf(), y);
+  y = select(x <= D(-1075.0), D(0.0), y);
+  return select(is_nan(x), x, y);
+}
+
+D expm1(D x) {
+  D k = rint(x * D(kInvLn2));
+  D hi = x - k * D(kLn2Hi);
+  D lo = k * D(kLn2Lo);
+  D r = hi - lo;
+  D c = (hi - r) - lo;  // 0 when k == 0
+  D hfx = D(0.5) * r;
+  D hxs = r * hfx;
+  D r1 = D(1.0) + hxs * horner(hxs, -3.33333333333331316428e-02, 1.58730158725481460165e-03,
+                               -7.93650757867487942473e-05, 4.00821782732936239552e-06,
+                               -2.01099218183624371326e-07);
+  D t = D(3.0) - r1 * hfx;
+  D e = hxs * ((r1 - t) / (D(6.0) - r * t));
+  D y0 = r - (r * e - hxs);                    // k == 0
+  D e2 = (r * (e - c) - c) - hxs;              // k != 0
+  D ym1 = D(0.5) * (r - e2) - D(0.5);          // k == -1
+  D yp1 = select(r < D(-0.25), D(-2.0) * (e2 - (r + D(0.5))), D(1.0) + D(2.0) * (r - e2));
+  D yfar = ldexp(D(1.0) - (e2 - r), k) - D(1.0);  // k <= -2 or k > 56
+  D ymid = ldexp((D(1.0) - pow2i(neg(k))) - (e2 - r), k);           // 2 <= k < 20
+  D yhigh = ldexp(((r - (e2 + pow2i(neg(k)))) + D(1.0)), k);        // 20 <= k <= 56
+  D y = select(k > D(56.0) || k < D(-1.0), yfar, select(k >= D(20.0), yhigh, ymid));
+  y = select(k == D(1.0), yp1, y);
+  y = select(k == D(-1.0), ym1, y);
+  y = select(k == D(0.0), y0, y);
+  y = select(x > D(kExpOverflow), inf(), y);
+  y = select(x < D(-38.816242111356935), D(-1.0), y);  // |exp(x)| < ulp(1)/2
+  y = select(x == D(0.0), x, y);                       // keeps -0
+  return select(is_nan(x), x, y);
+}
+
+D log(D x) {
+  D k, f;
+  log_reduce(x, k, f);
+  D hfsq = D(0.5) * f * f;
+  D s = f / (D(2.0) + f);
+  D z = s * s;
+  D w = z * z;
+  D t1 = w * horner(w, 3.999999999940941908e-01, 2.222219843214978396e-01,
+                    1.531383769920937332e-01);
+  D t2 = z * horner(w, 6.666666666666735130e-01, 2.857142874366239149e-01,
+                    1.818357216161805012e-01, 1.479819860511658591e-01);
+  D R = t2 + t1;
+  D r = k * D(kLn2Hi) - ((hfsq - (s * (hfsq + R) + k * D(kLn2Lo))) - f);
+  return log_specials(x, r);
+}
+
+// log2 and log10: f - f*f/2 split exactly into hi + lo, then scaled in
+// extra precision (msun e_log2.c / e_log10.c).
+D log2(D x) {
+  D k, f;
+  log_reduce(x, k, f);
+  D hfsq = D(0.5) * f * f;
+  D r = log1p_kernel(f);
+  D hi = trunc32(f - hfsq);
+  D lo = ((f - hi) - hfsq) + r;
+  constexpr double kIvLn2Hi = 1.44269504072144627571e+00;
+  constexpr double kIvLn2Lo = 1.67517131648865118353e-10;
+  D vhi = hi * D(kIvLn2Hi);
+  D vlo = (lo + hi) * D(kIvLn2Lo) + lo * D(kIvLn2Hi);
+  D w = k + vhi;
+  vlo = vlo + ((k - w) + vhi);
+  return log_specials(x, vlo + w);
+}
+
+D log10(D x) {
+  D k, f;
+  log_reduce(x, k, f);
+  D hfsq = D(0.5) * f * f;
+  D r = log1p_kernel(f);
+  D hi = trunc32(f - hfsq);
+  D lo = ((f - hi) - hfsq) + r;
+  constexpr double kIvLn10Hi = 4.34294481878168880939e-01;
+  constexpr double kIvLn10Lo = 2.50829467116452752298e-11;
+  constexpr double kLog10_2Hi = 3.01029995663611771306e-01;
+  constexpr double kLog10_2Lo = 3.69423907715893078616e-13;
+  D vhi = hi * D(kIvLn10Hi);
+  D ykhi = k * D(kLog10_2Hi);
+  D vlo = k * D(kLog10_2Lo) + (lo + hi) * D(kIvLn10Lo) + lo * D(kIvLn10Hi);
+  D w = ykhi + vhi;
+  vlo = vlo + ((ykhi - w) + vhi);
+  return log_specials(x, vlo + w);
+}
+
+D log1p(D x) {
+  D u = D(1.0) + x;
+  D k, f;
+  log_reduce(u, k, f);
+  // u = 1 + x rounded; c/u corrects log(u) to log(1 + x).
+  D ke = exponent(u);
+  D c = select(ke > D(0.0), D(1.0) - (u - x), x - (u - D(1.0))) / u;
+  B near = x > D(-0.2928932188134524) && x < D(0.41421356237309503);
+  f = select(near, x, f);
+  k = select(near, D(0.0), k);
+  c = select(near, D(0.0), c);
+  D hfsq = D(0.5) * f * f;
+  D s = f / (D(2.0) + f);
+  D z = s * s;
+  D R = z * horner(z, 6.666666666666735130e-01, 3.999999999940941908e-01,
+                   2.857142874366239149e-01, 2.222219843214978396e-01,
+                   1.818357216161805012e-01, 1.531383769920937332e-01,
+                   1.479819860511658591e-01);
+  D r = k * D(kLn2Hi) - ((hfsq - (s * (hfsq + R) + (k * D(kLn2Lo) + c))) - f);
+  r = select(x == inf(), x, r);
+  r = select(x == D(-1.0), neg(inf()), r);
+  r = select(x < D(-1.0), nan(), r);
+  r = select(x == D(0.0), x, r);  // keeps -0
+  return select(is_nan(x), x, r);
+}
+
+}  // namespace ember::math::simd
+
+namespace ember::math {
+using simd::D;
+}
+EMBER_MATH_ARRAY1(exp)
+EMBER_MATH_ARRAY1(exp2)
+EMBER_MATH_ARRAY1(expm1)
+EMBER_MATH_ARRAY1(log)
+EMBER_MATH_ARRAY1(log2)
+EMBER_MATH_ARRAY1(log10)
+EMBER_MATH_ARRAY1(log1p)

@@ -1,0 +1,245 @@
+// tgamma, lgamma, digamma, trigamma (and shared helpers: sinpi, cospi,
+// log1pmx, Stirling's correction). lgamma uses the Taylor series of
+// lgamma(2+e) (coefficients (zeta(k)-1)/k, exact recurrences keep the
+// argument reduction exact near the zeros at 1 and 2); tgamma reduces to
+// [2,3) by exact recurrences and the Cephes rational; digamma uses the
+// Boost/SciPy rational on [1,2] written around its positive root.
+#include "interp/math/math.hpp"
+#include "interp/math/special.hpp"
+
+namespace ember::math::simd {
+namespace special {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kLogSqrt2Pi = 0.91893853320467274178;
+constexpr double kLogPi = 1.14472988584940017414;
+constexpr double kEuler = 0.57721566490153286061;
+
+// lgamma(2 + e) = e * L(e), |e| <= 0.5: (1 - euler) + sum_k (-1)^k (zeta(k) - 1)/k e^(k-1).
+constexpr double kL2[] = {
+    -1.50213840807541417e-11, 3.10442477473222756e-11, -6.42296456383809960e-11, 1.33047643742444888e-10,
+    -2.75952288512423336e-10, 5.73136724167886225e-10, -1.19214014058609115e-09, 2.48367454380247848e-09,
+    -5.18347504197004664e-09, 1.08386592148969546e-08, -2.27110946089431635e-08, 4.76981016936398040e-08,
+    -1.00432248239680991e-07, 2.12071848055546646e-07, -4.49246919876456619e-07, 9.55141213040741935e-07,
+    -2.03921575380136619e-06, 4.37486678990748817e-06, -9.43948827526839672e-06, 2.05072127756706911e-05,
+    -4.49262367381331420e-05, 9.94575127818085310e-05, -2.23154758453579386e-04, 5.09669524743042450e-04,
+    -1.19275391170326102e-03, 2.89051033074152336e-03, -7.38555102867398568e-03, 2.05808084277845464e-02,
+    -6.73523010531981020e-02, 3.22467033424113203e-01, 4.22784335098467134e-01};
+
+}  // namespace
+
+D lgamma2p(D e) { return e * polevl(e, kL2); }
+
+D sinpi(D x) {
+  D n = rint(x);
+  D r = x - n;  // exact, |r| <= 0.5
+  D half = n * D(0.5);
+  B odd = rint(half) != half;
+  D s = sin(D(kPi) * r);
+  s = select(odd, neg(s), s);
+  return select(abs(x) < D(4503599627370496.0), s, D(0.0) * x);
+}
+
+D cospi(D x) {
+  D n = rint(x);
+  D r = x - n;
+  D half = n * D(0.5);
+  B odd = rint(half) != half;
+  D c = cos(D(kPi) * r);
+  c = select(odd, neg(c), c);
+  B big = abs(x) >= D(4503599627370496.0);
+  // Beyond 2^52 every double is an integer; beyond 2^53 every one is even.
+  B big_odd = big && abs(x) < D(9007199254740992.0) && rint(half) != half;
+  return select(big, select(big_odd, D(-1.0), D(1.0)), c);
+}
+
+D log1pmx(D t) {
+  // Series -t^2/2 + t^3/3 - ... for |t| < 0.25, else log1p(t) - t.
+  D s(0.0);
+  for (int k = 30; k >= 2; --k) s = s * t + D((k % 2 ? 1.0 : -1.0) / k);
+  s = s * t * t;
+  return select(abs(t) < D(0.25), s, log1p(t) - t);
+}
+
+D log1pmx(D t, D ratio) { return select(t < D(-0.5), log(ratio) - t, log1pmx(t)); }
+
+D stirling_corr(D x) {
+  // sum B_2k / (2k(2k-1) x^(2k-1)), k = 1..8; enough for x >= 10.
+  D z = D(1.0) / (x * x);
+  D p = horner(z, 1.0 / 12, -1.0 / 360, 1.0 / 1260, -1.0 / 1680, 1.0 / 1188, -691.0 / 360360, 1.0 / 156,
+               -3617.0 / 122400);
+  return p / x;
+}
+
+D lgamma_pos(D x) {
+  // x in [0.5, 1.5): lgamma(x) = lgamma(x + 1) - log x with x + 1 - 2 = x - 1 exact.
+  // x in (0, 0.5): one more step, lgamma(x) = lgamma(x + 1) - log x (x + 1 rounded; well conditioned).
+  B tiny = x < D(0.5);
+  D xs = select(tiny, x + D(1.0), x);
+  B low = xs < D(1.5);
+  D r_low = lgamma2p(xs - D(1.0)) - log(xs);
+  // x in [1.5, 10): subtract 1 until in [1.5, 2.5), multiplying the factors.
+  D u = select(low || xs >= D(10.0), D(2.0), xs);
+  D z(1.0);
+  for (int i = 0; i < 8; ++i) {
+    B m = u >= D(2.5);
+    if (!xsimd::any(m)) break;
+    u = select(m, u - D(1.0), u);
+    z = select(m, z * u, z);
+  }
+  D r_mid = log(z) + lgamma2p(u - D(2.0));
+  D xl = select(xs >= D(10.0), xs, D(10.0));
+  D r_big = (xl - D(0.5)) * log(xl) - xl + D(kLogSqrt2Pi) + stirling_corr(xl);
+  D r = select(low, r_low, select(xs < D(10.0), r_mid, r_big));
+  r = select(tiny, r - log(x), r);
+  return select(x == inf(), x, r);
+}
+
+}  // namespace special
+
+using namespace special;
+
+D lgamma(D x) {
+  D q = abs(x);
+  D lp = lgamma_pos(select(x == D(0.0), D(1.0), q));
+  // (-0.5, 0): lgamma(x) = lgamma(1 + x) - log(-x).
+  D near0 = lgamma_pos(select(x < D(0.0) && x > D(-0.5), x + D(1.0), D(1.0))) - log(q);
+  // x <= -0.5: |Gamma(x)| = pi / (q |sin(pi q)| Gamma(q)).
+  D s = abs(sinpi(q));
+  D refl = D(kLogPi) - log(q * s) - lp;
+  D r = select(x > D(0.0), lp, select(x > D(-0.5), near0, refl));
+  B pole = (x <= D(0.0) && is_int(x)) || s == D(0.0);
+  r = select(pole && x <= D(0.0), inf(), r);
+  r = select(x == -inf(), -inf(), r);  // SciPy's gammaln(-inf)
+  return select(is_nan(x), x, r);
+}
+
+namespace {
+constexpr double kGP[] = {1.60119522476751861407E-4, 1.19135147006586384913E-3, 1.04213797561761569935E-2,
+                          4.76367800457137231464E-2, 2.07448227648435975150E-1, 4.94214826801497100753E-1,
+                          9.99999999999999996796E-1};
+constexpr double kGQ[] = {-2.31581873324120129819E-5, 5.39605580493303397842E-4, -4.45641913851797240494E-3,
+                          1.18139785222060435552E-2,  3.58236398605498653373E-2, -2.34591795718243348568E-1,
+                          7.14304917030273074085E-2,  1.00000000000000000320E0};
+}  // namespace
+
+D tgamma(D x) {
+  B finite = abs(x) < inf();
+  B pole = x < D(0.0) && is_int(x);
+  B over = x >= D(172.0);
+  B under = x < D(-185.0);
+  B run = finite && !pole && !over && !under && x != D(0.0);
+  D u = select(run, x, D(2.5));
+  D z(1.0);
+  // Down to [2, 3): Gamma(u) = (u - 1) Gamma(u - 1).
+  for (;;) {
+    B m = u >= D(3.0);
+    if (!xsimd::any(m)) break;
+    u = select(m, u - D(1.0), u);
+    z = select(m, z * u, z);
+  }
+  // Up to [2, 3): Gamma(u) = Gamma(u + 1) / u; near 0 use Gamma(u) ~ 1/(u (1 + euler u)).
+  B small(false);
+  for (;;) {
+    B m = u < D(2.0) && !small;
+    small = small || (m && abs(u) < D(1e-9));
+    m = m && !small;
+    if (!xsimd::any(m)) break;
+    z = select(m, z / u, z);
+    u = select(m, u + D(1.0), u);
+  }
+  D e = u - D(2.0);
+  D r = z * polevl(e, kGP) / polevl(e, kGQ);
+  r = select(small, z / ((D(1.0) + D(kEuler) * u) * u), r);
+  // Sign below -185 where |Gamma| underflows: negative when floor(x) is odd.
+  D fl = xsimd::floor(x) * D(0.5);
+  D tiny = select(xsimd::floor(fl) != fl, D(-0.0), D(0.0));
+  r = select(under, tiny, r);
+  r = select(over, inf(), r);
+  r = select(x == D(0.0), copysign(inf(), x), r);
+  r = select(pole || x == -inf(), nan(), r);
+  return select(is_nan(x), x, r);
+}
+
+namespace {
+constexpr double kPsiA[] = {8.33333333333333333333E-2,  -2.10927960927960927961E-2, 7.57575757575757575758E-3,
+                            -4.16666666666666666667E-3, 3.96825396825396825397E-3,  -8.33333333333333333333E-3,
+                            8.33333333333333333333E-2};
+constexpr double kPsiP[] = {-0.0020713321167745952, -0.045251321448739056, -0.28919126444774784,
+                            -0.65031853770896507,   -0.32555031186804491,  0.25479851061131551};
+constexpr double kPsiQ[] = {-0.55789841321675513e-6, 0.0021284987017821144, 0.054151797245674225,
+                            0.43593529692665969,     1.4606242909763515,    2.0767117023730469,
+                            1.0};
+// Positive root of digamma as a sum of three doubles.
+constexpr double kRoot1 = 1569415565.0 / 1073741824.0;
+constexpr double kRoot2 = (381566830.0 / 1073741824.0) / 1073741824.0;
+constexpr double kRoot3 = 0.9016312093258695918615325266959189453125e-19;
+constexpr double kPsiY = 0.99558162689208984;  // float constant of the Boost fit
+}  // namespace
+
+D digamma(D x) {
+  // Negative x: psi(x) = psi(1 - x) - pi / tan(pi x), with pi x reduced exactly.
+  B neg = x < D(0.0);
+  D r0 = x - rint(x);
+  D refl = select(neg, D(-kPi) / tan(D(kPi) * r0), D(0.0));
+  D v = select(neg, D(1.0) - x, x);
+  v = select(v == inf() || is_nan(v) || v == D(0.0), D(1.0), v);
+  // (0, 1): psi(v) = psi(v + 1) - 1/v.
+  D y = select(v < D(1.0), D(-1.0) / v, D(0.0));
+  v = select(v < D(1.0), v + D(1.0), v);
+  // (2, 10): step down into [1, 2].
+  for (int i = 0; i < 9; ++i) {
+    B m = v > D(2.0) && v < D(10.0);
+    if (!xsimd::any(m)) break;
+    v = select(m, v - D(1.0), v);
+    y = select(m, y + D(1.0) / v, y);
+  }
+  D w = select(v <= D(2.0), v, D(1.5));
+  D g = ((w - D(kRoot1)) - D(kRoot2)) - D(kRoot3);
+  D rat = polevl(w - D(1.0), kPsiP) / polevl(w - D(1.0), kPsiQ);
+  D small = g * D(kPsiY) + g * rat;
+  D vl = select(v <= D(2.0), D(10.0), v);
+  D z = D(1.0) / (vl * vl);
+  D corr = select(vl < D(1e17), z * polevl(z, kPsiA), D(0.0));
+  D large = log(vl) - D(0.5) / vl - corr;
+  D r = y + select(v <= D(2.0), small, large) + refl;
+  r = select(x == D(0.0), D(-1.0) / x, r);
+  r = select((neg && is_int(x)) || x == -inf(), nan(), r);
+  r = select(x == inf(), x, r);
+  return select(is_nan(x), x, r);
+}
+
+D trigamma(D x) {
+  B neg = x <= D(0.0);
+  D s = sinpi(x);
+  D refl = select(neg, D(kPi * kPi) / (s * s), D(0.0));
+  D v = select(neg, D(1.0) - x, x);
+  v = select(v == inf() || is_nan(v), D(1.0), v);
+  // Up to v >= 10: psi1(v) = psi1(v + 1) + 1/v^2.
+  D y(0.0);
+  for (int i = 0; i < 10; ++i) {
+    B m = v < D(10.0);
+    if (!xsimd::any(m)) break;
+    y = select(m, y + D(1.0) / (v * v), y);
+    v = select(m, v + D(1.0), v);
+  }
+  D t = D(1.0) / v;
+  D t2 = t * t;
+  // 1/v + 1/(2v^2) + sum B_2k / v^(2k+1), k = 1..9.
+  D series = horner(t2, 1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730, 7.0 / 6,
+                    -3617.0 / 510, 43867.0 / 798);
+  D asym = t + D(0.5) * t2 + t2 * t * series;
+  D r = y + asym;
+  r = select(neg, refl - r, r);
+  r = select((neg && (is_int(x) || s == D(0.0))) || x == -inf(), inf(), r);
+  r = select(x == inf(), D(0.0), r);
+  return select(is_nan(x), x, r);
+}
+
+}  // namespace ember::math::simd
+
+EMBER_MATH_ARRAY1(tgamma)
+EMBER_MATH_ARRAY1(lgamma)
+EMBER_MATH_ARRAY1(digamma)
+EMBER_MATH_ARRAY1(trigamma)

@@ -1,0 +1,40 @@
+// sigmoid, softplus, log1mexp (PyTensor's definitions), xlogx, xlogy0.
+#include "interp/math/apply.hpp"
+#include "interp/math/kernels.hpp"
+#include "interp/math/math.hpp"
+
+namespace ember::math::simd {
+
+D sigmoid(D x) {
+  // exp(-|x|) never overflows; e/(1+e) keeps precision for x < 0.
+  D e = exp(neg(abs(x)));
+  D s, se;
+  two_sum(D(1.0), e, s, se);  // 1 + e kept exact
+  D y = div_dd(select(x < D(0.0), e, D(1.0)), s, se);
+  return select(is_nan(x), x, y);
+}
+
+D softplus(D x) {
+  D ex = exp(x);
+  D y = select(x < D(-37.0), ex,
+               select(x < D(18.0), log1p(ex),
+                      select(x < D(33.3), x + exp(neg(x)), x)));
+  return select(is_nan(x), x, y);
+}
+
+D log1mexp(D x) {
+  D y = select(x < D(-0.6931471805599453), log1p(neg(exp(x))), log(neg(expm1(x))));
+  return select(is_nan(x), x, y);
+}
+
+D xlogx(D x) { return select(x == D(0.0), D(0.0), x * log(x)); }
+
+D xlogy0(D x, D y) { return select(x == D(0.0), D(0.0), x * log(y)); }
+
+}  // namespace ember::math::simd
+
+EMBER_MATH_ARRAY1(sigmoid)
+EMBER_MATH_ARRAY1(softplus)
+EMBER_MATH_ARRAY1(log1mexp)
+EMBER_MATH_ARRAY1(xlogx)
+EMBER_MATH_ARRAY2(xlogy0)

@@ -1,0 +1,207 @@
+// jit.hpp over LLVM: one process-wide OrcJit, used under a mutex (compiles
+// run on the tier manager's one worker, or on a loading thread in eager mode).
+#include "jit/jit.hpp"
+
+#include <malloc.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+
+#include <llvm/Config/llvm-config.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "jit/codegen.hpp"
+#include "jit/orc.hpp"
+
+namespace ember::jit {
+
+namespace {
+
+std::mutex& mu() {
+  static std::mutex m;
+  return m;
+}
+
+// Leaked on purpose: code may be freed by Programs destroyed at exit.
+OrcJit* orc_locked() {
+  static OrcJit* j = [] {
+    auto r = OrcJit::Create();
+    if (!r) {
+      llvm::consumeError(r.takeError());
+      return static_cast<OrcJit*>(nullptr);
+    }
+    return r->release();
+  }();
+  return j;
+}
+
+std::string message(llvm::Error e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << e;
+  return s;
+}
+
+// Resident set high-water mark above the current RSS (bytes), after a reset
+// of the mark: catches the transient peaks inside LLVM's passes that
+// mallinfo samples at stage boundaries miss.
+size_t rss_kb(const char* field) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  size_t v = 0;
+  const size_t n = std::strlen(field);
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, field, n) == 0) v = std::strtoull(line + n, nullptr, 10);
+  std::fclose(f);
+  return v;
+}
+void reset_hwm() {
+  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+    std::fputs("5", f);
+    std::fclose(f);
+  }
+}
+
+size_t heap_in_use() {
+  struct mallinfo2 mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd;
+}
+
+class OrcCode : public Code {
+ public:
+  OrcCode(OrcJit& j, llvm::orc::JITDylib& jd) : j_(j), jd_(jd) {}
+  ~OrcCode() override {
+    std::lock_guard<std::mutex> g(mu());
+    llvm::consumeError(j_.remove(jd_));
+  }
+
+ private:
+  OrcJit& j_;
+  llvm::orc::JITDylib& jd_;
+};
+
+// Links obj and resolves its one chunk function. Caller holds mu().
+Piece link(OrcJit& j, std::unique_ptr<llvm::MemoryBuffer> obj, const std::string& name, size_t* bytes) {
+  auto jd = j.addObject(std::move(obj));
+  if (!jd) throw std::runtime_error("JIT link failed: " + message(jd.takeError()));
+  auto addr = j.lookup(**jd, name);
+  if (!addr) {
+    llvm::consumeError(j.remove(**jd));
+    throw std::runtime_error("JIT lookup of " + name + " failed: " + message(addr.takeError()));
+  }
+  auto code = std::make_shared<OrcCode>(j, **jd);
+  code->bytes = j.lastLinkedBytes();
+  if (bytes) *bytes = code->bytes;
+  return Piece{addr->toPtr<ChunkFn>(), std::move(code)};
+}
+
+// Objects carry their chunk's symbol name in a small trailer so that a
+// cached object can be linked without rebuilding anything.
+constexpr char kTrailer[] = "EMBERSYM";
+
+}  // namespace
+
+bool available() {
+  std::lock_guard<std::mutex> g(mu());
+  return orc_locked() != nullptr;
+}
+
+std::string cpu_id() {
+  std::lock_guard<std::mutex> g(mu());
+  OrcJit* j = orc_locked();
+  return j ? j->triple() + ";" + j->cpuId() : "none";
+}
+
+std::string llvm_version() { return LLVM_VERSION_STRING; }
+
+Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, CompileStats* st, bool keep_object) {
+  if (faults().fail_compiles.load() > 0 && faults().fail_compiles.fetch_sub(1) > 0)
+    throw std::runtime_error("injected compile failure");
+  if (faults().fail_allocs.load() > 0 && faults().fail_allocs.fetch_sub(1) > 0) throw std::bad_alloc();
+  const std::string name = "ember_chunk";
+  const auto t0 = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> g(mu());
+  OrcJit* j = orc_locked();
+  if (!j) throw std::runtime_error("JIT unavailable on this machine");
+  const size_t h0 = heap_in_use();
+  reset_hwm();
+  const size_t rss0 = rss_kb("VmRSS:");
+  size_t peak = 0;
+  auto sample = [&] { peak = std::max(peak, heap_in_use() > h0 ? heap_in_use() - h0 : size_t(0)); };
+  std::unique_ptr<llvm::MemoryBuffer> obj;
+  size_t nir = 0;
+  {
+    auto ctx = std::make_unique<llvm::LLVMContext>();
+    auto m = emit_chunk(*ctx, bc, lo, hi, name, tier >= 2 ? 128 : 48);
+    for (const auto& f : *m)
+      for (const auto& b : f) nir += b.size();
+    std::string err;
+    llvm::raw_string_ostream es(err);
+    if (llvm::verifyModule(*m, &es)) throw std::runtime_error("JIT emitted invalid IR: " + err);
+    sample();
+    auto o = j->compile(*m, tier);
+    if (!o) throw std::runtime_error("JIT compile failed: " + message(o.takeError()));
+    obj = std::move(*o);
+    sample();
+  }
+  std::string object;
+  if (keep_object) {
+    object.assign(obj->getBufferStart(), obj->getBufferSize());
+    object += name;
+    const uint32_t len = static_cast<uint32_t>(name.size());
+    object.append(reinterpret_cast<const char*>(&len), 4);
+    object += kTrailer;
+  }
+  size_t bytes = 0;
+  Piece p = link(*j, std::move(obj), name, &bytes);
+  sample();
+  const size_t hwm = rss_kb("VmHWM:");
+  if (hwm > rss0) peak = std::max(peak, (hwm - rss0) * 1024);
+  if (st) {
+    st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    st->ir_instructions = nir;
+    st->code_bytes = bytes;
+    st->peak_bytes = peak;
+    st->object = std::move(object);
+  }
+  return p;
+}
+
+void dump_ir(const interp::Bytecode& bc, int lo, int hi) {
+  llvm::LLVMContext ctx;
+  auto m = emit_chunk(ctx, bc, lo, hi, "ember_chunk");
+  m->print(llvm::errs(), nullptr);
+}
+
+Piece load_object(const std::string& object, CompileStats* st) {
+  const size_t tl = sizeof(kTrailer) - 1;
+  if (object.size() < tl + 4 || object.compare(object.size() - tl, tl, kTrailer) != 0)
+    throw std::runtime_error("cached object has no symbol trailer");
+  uint32_t len;
+  std::memcpy(&len, object.data() + object.size() - tl - 4, 4);
+  if (len == 0 || len > 200 || object.size() < tl + 4 + len) throw std::runtime_error("cached object: bad trailer");
+  const size_t obj_size = object.size() - tl - 4 - len;
+  const std::string name = object.substr(obj_size, len);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> g(mu());
+  OrcJit* j = orc_locked();
+  if (!j) throw std::runtime_error("JIT unavailable on this machine");
+  auto buf = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), obj_size), name);
+  size_t bytes = 0;
+  Piece p = link(*j, std::move(buf), name, &bytes);
+  if (st) {
+    st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    st->code_bytes = bytes;
+  }
+  return p;
+}
+
+}  // namespace ember::jit

@@ -1,0 +1,174 @@
+#include "jit/orc.hpp"
+
+#include <cmath>
+#include <mutex>
+
+#include <llvm/ExecutionEngine/JITLink/JITLink.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/SmallVectorMemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/TargetParser/Host.h>
+
+#include "interp/math/math.hpp"
+#include "jit/runtime.hpp"
+
+namespace ember::jit {
+
+using namespace llvm;
+using namespace llvm::orc;
+
+namespace {
+
+// Counts the bytes JITLink allocates for each linked object (code + data).
+class CodeSizePlugin : public ObjectLinkingLayer::Plugin {
+ public:
+  explicit CodeSizePlugin(std::atomic<size_t>& out) : out_(out) {}
+  void modifyPassConfig(MaterializationResponsibility&, jitlink::LinkGraph&,
+                        jitlink::PassConfiguration& config) override {
+    config.PostAllocationPasses.push_back([this](jitlink::LinkGraph& g) {
+      size_t n = 0;
+      for (auto* b : g.blocks()) n += b->getSize();
+      out_.store(n);
+      return Error::success();
+    });
+  }
+  Error notifyFailed(MaterializationResponsibility&) override { return Error::success(); }
+  Error notifyRemovingResources(JITDylib&, ResourceKey) override { return Error::success(); }
+  void notifyTransferringResources(JITDylib&, ResourceKey, ResourceKey) override {}
+
+ private:
+  std::atomic<size_t>& out_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    InitializeNativeTarget();
+    InitializeNativeTargetAsmPrinter();
+  });
+  std::unique_ptr<OrcJit> self(new OrcJit());
+  auto jtmb = JITTargetMachineBuilder::detectHost();
+  if (!jtmb) return jtmb.takeError();
+  // Tiers agree to the bit only without contraction (docs/fp-policy.md).
+  jtmb->getOptions().AllowFPOpFusion = FPOpFusion::Strict;
+  jtmb->getOptions().UnsafeFPMath = false;
+  jtmb->getOptions().NoInfsFPMath = false;
+  jtmb->getOptions().NoNaNsFPMath = false;
+  // Tier 1: no IR passes, but register allocation worth having (O0's
+  // fast allocator spills every value).
+  jtmb->setCodeGenOptLevel(CodeGenOptLevel::Less);
+  auto t1 = jtmb->createTargetMachine();
+  if (!t1) return t1.takeError();
+  self->tm_[1] = std::move(*t1);
+  jtmb->setCodeGenOptLevel(CodeGenOptLevel::Default);
+  auto t2 = jtmb->createTargetMachine();
+  if (!t2) return t2.takeError();
+  self->tm_[2] = std::move(*t2);
+  self->dl_ = self->tm_[2]->createDataLayout();
+  self->triple_ = jtmb->getTargetTriple().str();
+  self->cpu_id_ = jtmb->getCPU();
+  for (const auto& f : jtmb->getFeatures().getFeatures()) self->cpu_id_ += "," + f;
+
+  std::atomic<size_t>* linked = &self->last_linked_;
+  auto j = LLJITBuilder()
+               .setJITTargetMachineBuilder(std::move(*jtmb))
+               .setObjectLinkingLayerCreator([linked](ExecutionSession& es, const Triple&) {
+                 auto l = std::make_unique<ObjectLinkingLayer>(es);
+                 l->addPlugin(std::make_unique<CodeSizePlugin>(*linked));
+                 return l;
+               })
+               .create();
+  if (!j) return j.takeError();
+  self->jit_ = std::move(*j);
+
+  // The math library and runtime helpers, by absolute address: JIT code
+  // runs the very functions the interpreter runs.
+  auto& jd = self->jit_->getMainJITDylib();
+  SymbolMap syms;
+  auto add = [&](const char* name, auto* fn) {
+    syms[self->jit_->mangleAndIntern(name)] = {ExecutorAddr::fromPtr(reinterpret_cast<void*>(fn)),
+                                               JITSymbolFlags::Exported | JITSymbolFlags::Callable};
+  };
+#define M1(E, f) add("ember_math_" #f, &ember_math_##f);
+#define M2(E, f) add("ember_math_" #f, &ember_math_##f);
+#define M3(E, f) add("ember_math_" #f, &ember_math_##f);
+#include "interp/math/math.def"
+#undef M1
+#undef M2
+#undef M3
+  add("ember_jit_ipow", &ember_jit_ipow);
+  add("fmod", static_cast<double (*)(double, double)>(&::fmod));
+  add("fmodf", static_cast<float (*)(float, float)>(&::fmodf));
+  if (auto err = jd.define(absoluteSymbols(std::move(syms)))) return std::move(err);
+  // memset/memcpy and other libcalls the backend may emit.
+  auto gen = DynamicLibrarySearchGenerator::GetForCurrentProcess(self->dl_.getGlobalPrefix());
+  if (!gen) return gen.takeError();
+  jd.addGenerator(std::move(*gen));
+  return self;
+}
+
+Expected<std::unique_ptr<MemoryBuffer>> OrcJit::compile(Module& m, int tier) {
+  TargetMachine& tm = *tm_[tier >= 2 ? 2 : 1];
+  m.setDataLayout(dl_);
+  m.setTargetTriple(triple_);
+  if (tier >= 2) {
+    // O2 with the loop vectorizer; SLP off (its search is the known blow-up).
+    PipelineTuningOptions pto;
+    pto.LoopVectorization = true;
+    pto.SLPVectorization = false;
+    pto.LoopUnrolling = true;
+    LoopAnalysisManager lam;
+    FunctionAnalysisManager fam;
+    CGSCCAnalysisManager cgam;
+    ModuleAnalysisManager mam;
+    PassBuilder pb(&tm, pto);
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(OptimizationLevel::O2);
+    mpm.run(m, mam);
+  }
+  SmallVector<char, 0> buf;
+  {
+    raw_svector_ostream os(buf);
+    legacy::PassManager pm;
+    if (tm.addPassesToEmitFile(pm, os, nullptr, CodeGenFileType::ObjectFile))
+      return make_error<StringError>("target cannot emit object files", inconvertibleErrorCode());
+    pm.run(m);
+  }
+  return std::make_unique<SmallVectorMemoryBuffer>(std::move(buf), m.getName(), false);
+}
+
+Expected<JITDylib*> OrcJit::addObject(std::unique_ptr<MemoryBuffer> obj) {
+  auto jd = jit_->createJITDylib("ember" + std::to_string(next_dylib_++));
+  if (!jd) return jd.takeError();
+  jd->addToLinkOrder(jit_->getMainJITDylib());
+  if (auto err = jit_->addObjectFile(*jd, std::move(obj))) {
+    consumeError(remove(*jd));
+    return std::move(err);
+  }
+  return &*jd;
+}
+
+Error OrcJit::remove(JITDylib& jd) { return jit_->getExecutionSession().removeJITDylib(jd); }
+
+Expected<JITDylib*> OrcJit::addModule(std::unique_ptr<Module> m, std::unique_ptr<LLVMContext> ctx,
+                                              int tier) {
+  auto obj = compile(*m, tier);
+  if (!obj) return obj.takeError();
+  m.reset();
+  ctx.reset();
+  return addObject(std::move(*obj));
+}
+
+Expected<ExecutorAddr> OrcJit::lookup(JITDylib& jd, StringRef name) { return jit_->lookup(jd, name); }
+
+}  // namespace ember::jit

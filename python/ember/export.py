@@ -1,0 +1,668 @@
+"""Export a rewritten PyTensor FunctionGraph as an Ember graph (docs/graph-format.md).
+
+    doc, payload = export_graph(fgraph_or_function)
+    export(fgraph_or_function, "model.embg")
+
+Works on PyTensor 2.x and 3.x: ops are recognised by class name (walking the
+MRO, so PyMC's CheckParameterValue is a CheckAndRaise), and the places where
+the two lines differ (Subtensor idx_list form, Composite inner graph type,
+Join/Split axis) are handled by looking at the objects, not the version.
+"""
+
+import json
+import struct
+
+import numpy as np
+
+from .scalar_ops import REDUCE_OPS, ember_name
+
+FORMAT_VERSION = 1
+MAGIC = b"EMBRGRPH"
+DTYPES = frozenset({"float64", "float32", "int64", "int32", "int16", "int8", "uint8", "bool"})
+INT_DTYPES = frozenset({"int64", "int32", "int16", "int8", "uint8"})
+INLINE_LIMIT = 64  # constants with more elements go to the binary payload
+PAYLOAD_ALIGN = 64
+
+
+class UnsupportedGraphError(ValueError):
+    """The graph holds ops or types Ember cannot represent.
+
+    `.problems` maps each distinct problem (e.g. "op Argmax") to the places it occurs.
+    """
+
+    def __init__(self, problems):
+        self.problems = {}
+        for what, where in problems:
+            self.problems.setdefault(what, []).append(where)
+        lines = []
+        for what, wheres in self.problems.items():
+            shown = ", ".join(wheres[:5]) + (", ..." if len(wheres) > 5 else "")
+            lines.append(f"  - {what}: {len(wheres)} place(s) ({shown})")
+        super().__init__(f"cannot export graph: {len(self.problems)} unsupported construct(s):\n"
+                         + "\n".join(lines))
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _is_constant(v):
+    from pytensor.graph.basic import Constant
+
+    return isinstance(v, Constant)
+
+
+def _type_kind(t):
+    return type(t).__name__
+
+
+def _var_type(v):
+    """(dtype, static shape) of a tensor or scalar variable."""
+    from pytensor.scalar.basic import ScalarType
+    from pytensor.tensor.type import TensorType
+
+    t = v.type
+    if isinstance(t, TensorType):
+        dtype, shape = t.dtype, [None if d is None else int(d) for d in t.shape]
+    elif isinstance(t, ScalarType):
+        dtype, shape = t.dtype, []
+    else:
+        raise _Unsupported(f"variable of type {_type_kind(t)} ({t})")
+    if dtype not in DTYPES:
+        raise _Unsupported(f"dtype {dtype}")
+    if len(shape) > 16:
+        raise _Unsupported(f"{len(shape)} dims (at most 16)")
+    return dtype, shape
+
+
+def _scalar_value(x, dtype):
+    """One number as the format writes it."""
+    if dtype == "bool":
+        return bool(x)
+    if dtype in INT_DTYPES:
+        return int(x)
+    x = float(x)
+    if np.isnan(x):
+        return "nan"
+    if np.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def _inline_data(arr):
+    dtype = arr.dtype.name
+    flat = arr.ravel(order="C")
+    if dtype == "bool":
+        return [bool(x) for x in flat]
+    if dtype in INT_DTYPES:
+        return [int(x) for x in flat]
+    if np.all(np.isfinite(flat)):
+        return [float(x) for x in flat]
+    return [_scalar_value(x, dtype) for x in flat]
+
+
+def _int_literal(v):
+    """The Python int of a 0-d integer constant, else None."""
+    # PyTensor 3.x wraps literal slice bounds as TensorFromScalar(constant).
+    while (not _is_constant(v) and v.owner is not None and len(v.owner.inputs) == 1
+           and type(v.owner.op).__name__ in ("TensorFromScalar", "ScalarFromTensor")):
+        v = v.owner.inputs[0]
+    if not _is_constant(v):
+        return None
+    data = np.asarray(v.data)
+    if data.ndim != 0 or data.dtype.kind not in "iu":
+        return None
+    return int(data)
+
+
+class _Graph:
+    def __init__(self, inline_limit):
+        self.inline_limit = inline_limit
+        self.variables = []
+        self.ids = {}
+        self.constants = []
+        self.payload = bytearray()
+        self.nodes = []
+        self.problems = []
+
+    # -- variables and constants ------------------------------------------------
+
+    def var(self, v, value=None):
+        """Id of variable v, registering it (and its data if it is a constant)."""
+        if v in self.ids:
+            return self.ids[v]
+        dtype, shape = _var_type(v)
+        if _is_constant(v):
+            value = v.data
+        if value is not None:
+            arr = np.asarray(value, dtype=dtype)
+            if len(arr.shape) != len(shape):
+                raise _Unsupported(f"value of {v} has {arr.ndim} dims, type has {len(shape)}")
+            shape = [int(d) for d in arr.shape]  # a shared value fixes the shape
+        k = len(self.variables)
+        self.ids[v] = k
+        self.variables.append({"dtype": dtype, "shape": shape})
+        if value is not None:
+            self._add_constant(k, arr)
+        return k
+
+    def _add_constant(self, k, arr):
+        arr = np.ascontiguousarray(arr)
+        if arr.size <= self.inline_limit:
+            self.constants.append({"var": k, "data": _inline_data(arr)})
+            return
+        pad = -len(self.payload) % PAYLOAD_ALIGN
+        self.payload.extend(b"\0" * pad)
+        raw = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes(order="C")
+        self.constants.append({"var": k, "offset": len(self.payload), "nbytes": len(raw)})
+        self.payload.extend(raw)
+
+
+# -- op handlers --------------------------------------------------------------
+# Each takes (graph, node) and returns (ember op name, input variables, attrs).
+
+
+def _simple(name, attrs_fn=None):
+    def handler(g, node):
+        return name, list(node.inputs), (attrs_fn(node.op) if attrs_fn else {})
+
+    return handler
+
+
+def _composite(op):
+    """The format's Composite dict for a PyTensor Composite (nested ones are inlined)."""
+    fg = op.fgraph  # FunctionGraph in 2.x, FrozenFunctionGraph in 3.x
+    in_dtypes = []
+    for v in fg.inputs:
+        dtype, _ = _var_type(v)
+        in_dtypes.append(dtype)
+    consts, const_index, nodes = [], {}, []
+
+    def ref_of(v, refs):
+        if v in refs:
+            return refs[v]
+        if _is_constant(v):
+            dtype, _ = _var_type(v)
+            value = _scalar_value(np.asarray(v.data, dtype=dtype).item(), dtype)
+            key = (dtype, repr(value))
+            if key not in const_index:
+                const_index[key] = len(consts)
+                consts.append({"dtype": dtype, "value": value})
+            return ("c", const_index[key])
+        raise _Unsupported(f"Composite value {v} has no definition")
+
+    def emit(inner_fg, refs):
+        from pytensor.scalar.basic import Composite
+
+        for node in inner_fg.toposort():
+            if isinstance(node.op, Composite):
+                sub = node.op.fgraph
+                sub_refs = {si: ref_of(o, refs) for si, o in zip(sub.inputs, node.inputs)}
+                emit(sub, sub_refs)
+                for out, inner_out in zip(node.outputs, sub.outputs):
+                    refs[out] = ref_of(inner_out, sub_refs)
+                continue
+            name = ember_name(node.op)
+            if name is None:
+                raise _Unsupported(f"scalar op {type(node.op).__name__}")
+            if len(node.outputs) != 1:
+                raise _Unsupported(f"scalar op {name} with {len(node.outputs)} outputs")
+            dtype, _ = _var_type(node.outputs[0])
+            nodes.append({"op": name, "inputs": [ref_of(i, refs) for i in node.inputs], "dtype": dtype})
+            refs[node.outputs[0]] = ("n", len(nodes) - 1)
+
+    refs = {v: ("i", k) for k, v in enumerate(fg.inputs)}
+    emit(fg, refs)
+    outputs = [ref_of(o, refs) for o in fg.outputs]
+
+    base = {"i": 0, "c": len(in_dtypes), "n": len(in_dtypes) + len(consts)}
+
+    def number(r):
+        return base[r[0]] + r[1]
+
+    for n in nodes:
+        n["inputs"] = [number(r) for r in n["inputs"]]
+    return {"op": "Composite", "inputs": in_dtypes, "constants": consts, "nodes": nodes,
+            "outputs": [number(r) for r in outputs]}
+
+
+def _elemwise(g, node):
+    from pytensor.scalar.basic import Composite
+
+    sop = node.op.scalar_op
+    if isinstance(sop, Composite):
+        scalar = _composite(sop)
+    else:
+        name = ember_name(sop)
+        if name is None:
+            raise _Unsupported(f"Elemwise scalar op {type(sop).__name__}")
+        scalar = {"op": name}
+    return "Elemwise", list(node.inputs), {"scalar_op": scalar}
+
+
+def _careduce(g, node):
+    op = node.op
+    attrs = {"axis": None if op.axis is None else [int(a) for a in op.axis]}
+    if getattr(op, "acc_dtype", None) is not None:
+        attrs["acc_dtype"] = str(op.acc_dtype)
+    name = next(c.__name__ for c in type(op).__mro__
+                if c.__name__ in ("Sum", "Prod", "Max", "Min", "All", "Any", "CAReduce"))
+    if name == "CAReduce":
+        sname = ember_name(op.scalar_op)
+        if sname not in REDUCE_OPS:
+            raise _Unsupported(f"CAReduce with scalar op {type(op.scalar_op).__name__}")
+        attrs["scalar_op"] = sname
+    return name, list(node.inputs), attrs
+
+
+def _dimshuffle(g, node):
+    order = ["x" if a == "x" else int(a) for a in node.op.new_order]
+    return "DimShuffle", list(node.inputs), {"new_order": order}
+
+
+class _IndexInputs:
+    """Builds a node's input list while converting index entries."""
+
+    def __init__(self, leading):
+        self.inputs = list(leading)
+
+    def add(self, v):
+        self.inputs.append(v)
+        return len(self.inputs) - 1
+
+    def scalar(self, v):
+        """A slice bound / basic index: literal int, null, or {"input": k}."""
+        if v is None:
+            return None
+        if isinstance(v, (int, np.integer)):
+            return int(v)
+        if _type_kind(v.type) == "NoneTypeT":
+            return None
+        lit = _int_literal(v)
+        if lit is not None:
+            return lit
+        dtype, shape = _var_type(v)
+        if shape != [] or dtype not in INT_DTYPES:
+            raise _Unsupported(f"index {v} is not a 0-d integer")
+        return {"input": self.add(v)}
+
+
+def _basic_idx_list(op, index_vars, b, advanced):
+    """Convert a Subtensor-family idx_list (2.x Type placeholders or 3.x positions)."""
+    from pytensor.graph.type import Type
+
+    it = iter(index_vars)
+
+    def take(entry):
+        if entry is None:
+            return None
+        if isinstance(entry, Type):  # 2.x: consume the next index input
+            return next(it)
+        if isinstance(entry, (int, np.integer)) and not isinstance(entry, bool):
+            return index_vars[int(entry)]  # 3.x: a position among the index inputs
+        raise _Unsupported(f"idx_list entry {entry!r}")
+
+    out = []
+    for entry in op.idx_list:
+        if isinstance(entry, slice):
+            out.append({"type": "slice", "start": b.scalar(take(entry.start)),
+                        "stop": b.scalar(take(entry.stop)), "step": b.scalar(take(entry.step))})
+            continue
+        v = take(entry)
+        if advanced:
+            # NumPy treats every integer tensor (even 0-d) in an advanced index as an array index.
+            out.append({"type": "array", "input": b.add(v)})
+        else:
+            out.append({"type": "index", "value": b.scalar(v)})
+    return out
+
+
+def _advanced_idx_list_2x(index_vars, b):
+    """2.x AdvancedSubtensor inputs: tensors, slices (constant or MakeSlice), NoneConst."""
+    out = []
+    for v in index_vars:
+        kind = _type_kind(v.type)
+        if kind == "NoneTypeT":
+            out.append({"type": "newaxis"})
+        elif kind == "SliceType":
+            if _is_constant(v):
+                s = v.data
+                parts = [s.start, s.stop, s.step]
+            elif v.owner is not None and type(v.owner.op).__name__ == "MakeSlice":
+                parts = list(v.owner.inputs)
+            else:
+                raise _Unsupported(f"slice index {v} not from a constant or MakeSlice")
+            start, stop, step = (b.scalar(p) for p in parts)
+            out.append({"type": "slice", "start": start, "stop": stop, "step": step})
+        else:
+            _var_type(v)
+            out.append({"type": "array", "input": b.add(v)})
+    return out
+
+
+def _subtensor_family(name, n_lead, advanced):
+    def handler(g, node):
+        op = node.op
+        b = _IndexInputs(node.inputs[:n_lead])
+        index_vars = list(node.inputs[n_lead:])
+        if getattr(op, "idx_list", None) is not None:
+            idx = _basic_idx_list(op, index_vars, b, advanced)
+        else:
+            idx = _advanced_idx_list_2x(index_vars, b)
+        attrs = {"idx_list": idx}
+        if n_lead == 2:
+            attrs["set_instead_of_inc"] = bool(op.set_instead_of_inc)
+        if name == "AdvancedIncSubtensor":
+            attrs["ignore_duplicates"] = bool(getattr(op, "ignore_duplicates", False))
+        return name, b.inputs, attrs
+
+    return handler
+
+
+def _axis_from_input_or_prop(node, rest_from):
+    """(axis attr or None, inputs) for Join/Split: axis is a property in newer PyTensor."""
+    op = node.op
+    if getattr(op, "axis", None) is not None:
+        return {"axis": int(op.axis)}, list(node.inputs)
+    axis_var = node.inputs[rest_from]
+    lit = _int_literal(axis_var)
+    if lit is not None:
+        return {"axis": lit}, [*node.inputs[:rest_from], *node.inputs[rest_from + 1:]]
+    return {}, list(node.inputs)
+
+
+def _join(g, node):
+    attrs, inputs = _axis_from_input_or_prop(node, 0)
+    return "Join", inputs, attrs
+
+
+def _split(g, node):
+    attrs, inputs = _axis_from_input_or_prop(node, 1)
+    attrs["len_splits"] = int(node.op.len_splits)
+    return "Split", inputs, attrs
+
+
+def _specify_shape(g, node):
+    b = _IndexInputs(node.inputs[:1])
+    shape = []
+    for v in node.inputs[1:]:
+        if _type_kind(v.type) == "NoneTypeT":
+            shape.append(None)
+        else:
+            shape.append({"input": b.add(v)})
+    return "SpecifyShape", b.inputs, {"shape": shape}
+
+
+def _check_and_raise(g, node):
+    name = "Assert" if any(c.__name__ == "Assert" for c in type(node.op).__mro__) else "CheckAndRaise"
+    return name, list(node.inputs), {"msg": str(getattr(node.op, "msg", ""))}
+
+
+def _bool(op, attr, default):
+    return bool(getattr(op, attr, default))
+
+
+def _cholesky_attrs(op):
+    return {"lower": _bool(op, "lower", True), "on_error": str(getattr(op, "on_error", "nan"))}
+
+
+def _solve_triangular_attrs(op):
+    trans = getattr(op, "trans", 0)
+    return {"lower": _bool(op, "lower", False), "trans": trans if isinstance(trans, str) else int(trans),
+            "unit_diagonal": _bool(op, "unit_diagonal", False), "b_ndim": int(op.b_ndim)}
+
+
+def _solve_attrs(op):
+    return {"assume_a": str(op.assume_a), "lower": _bool(op, "lower", False), "b_ndim": int(op.b_ndim)}
+
+
+def _extract_diag_attrs(op):
+    return {"offset": int(op.offset), "axis1": int(op.axis1), "axis2": int(op.axis2)}
+
+
+def _cumop_attrs(op):
+    return {"axis": None if op.axis is None else int(op.axis), "mode": str(op.mode)}
+
+
+# Core ops a Blockwise may wrap: their attrs come from the op alone.
+_CORE_ATTRS = {
+    "Cholesky": _cholesky_attrs,
+    "SolveTriangular": _solve_triangular_attrs,
+    "Solve": _solve_attrs,
+    "MatrixInverse": None,
+    "Det": None,
+    "SLogDet": None,
+    "Dot": None,
+    "ExtractDiag": _extract_diag_attrs,
+    "CumOp": _cumop_attrs,
+}
+
+
+def _blockwise(g, node):
+    core = node.op.core_op
+    name = type(core).__name__
+    if name not in _CORE_ATTRS:
+        raise _Unsupported(f"Blockwise of {name}")
+    fn = _CORE_ATTRS[name]
+    return "Blockwise", list(node.inputs), {
+        "core_op": {"op": name, "attrs": fn(core) if fn else {}},
+        "signature": str(node.op.signature),
+    }
+
+
+HANDLERS = {
+    "Elemwise": _elemwise,
+    "DimShuffle": _dimshuffle,
+    "Reshape": _simple("Reshape", lambda op: {"ndim": int(op.ndim)}),
+    "Shape": _simple("Shape"),
+    "Shape_i": _simple("Shape_i", lambda op: {"i": int(op.i)}),
+    "SpecifyShape": _specify_shape,
+    "ScalarFromTensor": _simple("ScalarFromTensor"),
+    "TensorFromScalar": _simple("TensorFromScalar"),
+    "DeepCopyOp": _simple("DeepCopyOp"),
+    "ViewOp": _simple("ViewOp"),
+    "OutputGuard": _simple("OutputGuard"),
+    "Unbroadcast": _simple("Unbroadcast"),
+    "CheckAndRaise": _check_and_raise,
+    "Alloc": _simple("Alloc"),
+    "AllocEmpty": _simple("AllocEmpty", lambda op: {"dtype": str(op.dtype)}),
+    "Join": _join,
+    "Split": _split,
+    "MakeVector": _simple("MakeVector"),
+    "ARange": _simple("ARange"),
+    "ExtractDiag": _simple("ExtractDiag", _extract_diag_attrs),
+    "Subtensor": _subtensor_family("Subtensor", 1, False),
+    "IncSubtensor": _subtensor_family("IncSubtensor", 2, False),
+    "AdvancedSubtensor": _subtensor_family("AdvancedSubtensor", 1, True),
+    "AdvancedIncSubtensor": _subtensor_family("AdvancedIncSubtensor", 2, True),
+    "AdvancedSubtensor1": _simple("AdvancedSubtensor1"),
+    "AdvancedIncSubtensor1": _simple(
+        "AdvancedIncSubtensor1", lambda op: {"set_instead_of_inc": bool(op.set_instead_of_inc)}),
+    "CAReduce": _careduce,
+    "CumOp": _simple("CumOp", _cumop_attrs),
+    "Dot": _simple("Dot"),
+    "Cholesky": _simple("Cholesky", _cholesky_attrs),
+    "SolveTriangular": _simple("SolveTriangular", _solve_triangular_attrs),
+    "Solve": _simple("Solve", _solve_attrs),
+    "MatrixInverse": _simple("MatrixInverse"),
+    "Det": _simple("Det"),
+    "SLogDet": _simple("SLogDet"),
+    "Blockwise": _blockwise,
+}
+
+
+def _handler_for(op):
+    for cls in type(op).__mro__:
+        h = HANDLERS.get(cls.__name__)
+        if h is not None:
+            return h
+    return None
+
+
+def supported_ops():
+    """Names of PyTensor op classes (and their subclasses) the exporter handles."""
+    return sorted(HANDLERS)
+
+
+# -- driver ---------------------------------------------------------------------
+
+
+def _is_op_from_graph(op):
+    return any(c.__name__ == "OpFromGraph" for c in type(op).__mro__)
+
+
+def _inline_op_from_graph(g, node, where):
+    """Emit an OpFromGraph's inner graph (e.g. AllocDiag) in place of the node."""
+    from pytensor.graph.basic import clone
+
+    try:
+        from pytensor.graph.traversal import io_toposort
+    except ImportError:  # older PyTensor
+        from pytensor.graph.basic import io_toposort
+
+    op = node.op
+    # A private copy per application: one op instance (and inner graph) may be applied twice.
+    ins, outs = clone(list(op.inner_inputs), list(op.inner_outputs))
+    for inner, outer in zip(ins, node.inputs):
+        g.ids[inner] = g.var(outer)
+    _emit_nodes(g, io_toposort(ins, outs), f"{where} ({type(op).__name__}) inner node ")
+    for out, inner in zip(node.outputs, outs):
+        g.ids[out] = g.var(inner)
+
+
+def _emit_nodes(g, nodes, where_prefix):
+    for k, node in enumerate(nodes):
+        op = node.op
+        where = f"{where_prefix}{k}"
+        if type(op).__name__ == "MakeSlice":
+            continue  # folded into the AdvancedSubtensor that uses it
+        handler = _handler_for(op)
+        if handler is None and _is_op_from_graph(op):
+            try:
+                _inline_op_from_graph(g, node, where)
+            except _Unsupported as e:
+                g.problems.append((f"{type(op).__name__}: {e}", where))
+            continue
+        if handler is None:
+            g.problems.append((f"op {type(op).__name__}", f"{where} {op}"))
+            continue
+        try:
+            ename, node_inputs, attrs = handler(g, node)
+            entry = {"op": ename, "inputs": [g.var(i) for i in node_inputs],
+                     "outputs": [g.var(o) for o in node.outputs]}
+        except _Unsupported as e:
+            g.problems.append((f"{type(op).__name__}: {e}", where))
+            continue
+        if attrs:
+            entry["attrs"] = attrs
+        g.nodes.append(entry)
+
+
+def _unpack(obj):
+    """(fgraph, inputs, outputs, shared flags, shared values, problems) of a Function or FunctionGraph."""
+    from pytensor.compile.sharedvalue import SharedVariable
+
+    maker = getattr(obj, "maker", None)
+    if maker is not None:  # a compiled pytensor Function
+        fg = maker.fgraph
+        problems = [("updates (not supported)", f"input {i.variable}")
+                    for i in maker.inputs if getattr(i, "update", None) is not None]
+        n_out = len(maker.outputs)
+        shared = [bool(getattr(i, "shared", False)) for i in maker.inputs]
+        values = [s.data if sh else None for s, sh in zip(obj.input_storage, shared)]
+        return fg, list(fg.inputs), list(fg.outputs[:n_out]), shared, values, problems
+    if hasattr(obj, "toposort") and hasattr(obj, "inputs") and hasattr(obj, "outputs"):
+        shared = [isinstance(v, SharedVariable) for v in obj.inputs]
+        values = [v.get_value(borrow=True) if sh else None for v, sh in zip(obj.inputs, shared)]
+        return obj, list(obj.inputs), list(obj.outputs), shared, values, []
+    raise TypeError(f"expected a pytensor Function or FunctionGraph, got {type(obj).__name__}")
+
+
+def _unique_names(names, prefix):
+    seen, out = set(), []
+    for k, n in enumerate(names):
+        n = n or f"{prefix}{k}"
+        base, j = n, 1
+        while n in seen:
+            n, j = f"{base}_{j}", j + 1
+        seen.add(n)
+        out.append(n)
+    return out
+
+
+def export_graph(obj, *, name=None, input_names=None, output_names=None, inline_limit=INLINE_LIMIT):
+    """Convert a compiled pytensor Function or a (rewritten) FunctionGraph.
+
+    Returns (document dict, payload bytes). Raises UnsupportedGraphError listing
+    every op or type that cannot be exported.
+    """
+    fg, inputs, outputs, shared, values, problems = _unpack(obj)
+    g = _Graph(inline_limit)
+    g.problems.extend(problems)
+
+    in_names = _unique_names(input_names or [v.name for v in inputs], "input")
+    doc_inputs = []
+    for k, v in enumerate(inputs):
+        try:
+            vid = g.var(v, value=values[k] if shared[k] else None)
+        except _Unsupported as e:
+            g.problems.append((str(e), f"input {k} ({v.name})"))
+            continue
+        g.variables[vid]["name"] = in_names[k]
+        entry = {"var": vid}
+        if shared[k]:
+            entry["shared"] = True
+        doc_inputs.append(entry)
+
+    _emit_nodes(g, fg.toposort(), "node ")
+
+    out_names = _unique_names(output_names or [None] * len(outputs), "output")
+    out_ids = []
+    for k, v in enumerate(outputs):
+        try:
+            vid = g.var(v)
+        except _Unsupported as e:
+            g.problems.append((str(e), f"output {k}"))
+            continue
+        out_ids.append(vid)
+        if output_names and "name" not in g.variables[vid]:
+            g.variables[vid]["name"] = out_names[k]
+
+    if g.problems:
+        raise UnsupportedGraphError(g.problems)
+    doc = {"format": "ember-graph", "version": FORMAT_VERSION}
+    if name:
+        doc["name"] = name
+    doc.update(variables=g.variables, inputs=doc_inputs, outputs=out_ids,
+               constants=g.constants, nodes=g.nodes)
+    return doc, bytes(g.payload)
+
+
+def dumps(doc, payload=b"", binary=None):
+    """The file bytes: plain JSON when there is no payload (unless binary=True)."""
+    text = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
+    if binary is None:
+        binary = len(payload) > 0
+    if not binary:
+        return text
+    head = MAGIC + struct.pack("<Q", len(text)) + text
+    head += b"\0" * (-len(head) % PAYLOAD_ALIGN)
+    return head + payload
+
+
+def loads(data):
+    """(doc, payload) from file bytes, either form."""
+    if data[:8] == MAGIC:
+        (n,) = struct.unpack("<Q", data[8:16])
+        doc = json.loads(data[16:16 + n])
+        start = 16 + n + (-(16 + n) % PAYLOAD_ALIGN)
+        return doc, bytes(data[start:])
+    return json.loads(data), b""
+
+
+def export(obj, path, *, binary=None, **kwargs):
+    """Write obj (a pytensor Function or FunctionGraph) to path; returns the document."""
+    doc, payload = export_graph(obj, **kwargs)
+    with open(path, "wb") as f:
+        f.write(dumps(doc, payload, binary))
+    return doc

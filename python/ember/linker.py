@@ -1,0 +1,165 @@
+"""PyTensor backend: `pytensor.function(..., mode="EMBER")` runs on Ember.
+
+EmberLinker is a JITLinker: the rewritten FunctionGraph is exported
+(ember.export_graph) and loaded into an ember Program once, when the function
+is compiled; each call passes the input storage (shared variables included,
+as ordinary arguments) to the Program.
+
+Unsupported ops are not run through a Python fallback: compiling fails with
+one ember.UnsupportedGraphError naming every unsupported op and where it
+occurs (see docs/python.md).
+"""
+
+from copy import copy
+
+import numpy as np
+from pytensor.compile.mode import Mode as _PtMode
+from pytensor.compile.mode import register_linker, register_mode
+from pytensor.graph.rewriting.db import RewriteDatabaseQuery
+from pytensor.link.basic import JITLinker
+
+from .export import export_graph
+from .options import resolve_options
+
+# Same exclusions as PyTensor's NUMBA mode, without its numba-only rewrites:
+# C-only ops, BLAS ops (Gemv/Gemm/Ger), CAReduce-with-Composite fusion.
+INCOMPATIBLE_REWRITES = ("cxx_only", "BlasOpt", "local_careduce_fusion", "scan_save_mem_prealloc")
+
+
+def _unshare(doc, fgraph):
+    """Make shared inputs ordinary arguments: PyTensor passes their current
+    value with every call, so the export's default values are dropped."""
+    shared_vars = set()
+    for k, entry in enumerate(doc["inputs"]):
+        if entry.pop("shared", False):
+            shared_vars.add(entry["var"])
+            t = fgraph.inputs[k].type
+            doc["variables"][entry["var"]]["shape"] = [None if d is None else int(d)
+                                                       for d in getattr(t, "shape", ())]
+    if shared_vars:
+        doc["constants"] = [c for c in doc["constants"] if c["var"] not in shared_vars]
+    return doc
+
+
+def _lift_scalar_graph(fgraph):
+    """A FunctionGraph whose bare scalar ops (graphs built with
+    pytensor.scalar) become Elemwise ops on 0-d tensors, which the exporter
+    understands. Returns fgraph itself when it has none."""
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.scalar.basic import ScalarOp, ScalarType
+    from pytensor.tensor.elemwise import Elemwise
+    from pytensor.tensor.type import TensorType
+
+    if not any(isinstance(n.op, ScalarOp) for n in fgraph.apply_nodes):
+        return fgraph
+    mapping = {}
+
+    def lift(v):
+        if v in mapping:
+            return mapping[v]
+        if isinstance(v.type, ScalarType):
+            from pytensor.graph.basic import Constant
+            from pytensor.tensor.basic import constant
+
+            if isinstance(v, Constant):
+                return constant(np.asarray(v.data, dtype=v.type.dtype))
+            mapping[v] = TensorType(v.type.dtype, shape=())(name=v.name)
+            return mapping[v]
+        return v
+
+    inputs = [lift(v) for v in fgraph.inputs]
+    for node in fgraph.toposort():
+        if isinstance(node.op, ScalarOp):
+            outs = Elemwise(node.op).make_node(*[lift(i) for i in node.inputs]).outputs
+        else:  # e.g. TensorFromScalar: give it scalars back
+            from pytensor.scalar.basic import ScalarType as _ST
+            from pytensor.tensor.basic import scalar_from_tensor, tensor_from_scalar
+
+            ins = [scalar_from_tensor(mapping[i]) if isinstance(i.type, _ST) and i in mapping else mapping.get(i, i)
+                   for i in node.inputs]
+            outs = [tensor_from_scalar(o) if isinstance(o.type, _ST) else o
+                    for o in node.op.make_node(*ins).outputs]
+        for old, new in zip(node.outputs, outs):
+            mapping[old] = new
+    outputs = [lift(v) for v in fgraph.outputs]
+    return FunctionGraph(inputs, outputs, clone=False)
+
+
+class EmberLinker(JITLinker):
+    """Runs a whole FunctionGraph as one ember Program."""
+
+    required_rewrites = ("minimum_compile",)
+    incompatible_rewrites = INCOMPATIBLE_REWRITES
+
+    def __init__(self, options=None, *, load=True, allow_gc=None, schedule=None):
+        super().__init__(allow_gc=allow_gc, schedule=schedule)
+        self.options = dict(options or {})
+        self.load = load  # False: export only (ember.nutpie loads the graph itself)
+
+    def accept(self, fgraph, no_recycling=None, profile=None):
+        if self.fgraph is not None and self.fgraph is not fgraph:
+            new = copy(self)
+            new.fgraph = None
+            return new.accept(fgraph, no_recycling, profile)
+        return super().accept(fgraph, no_recycling, profile)
+
+    def fgraph_convert(self, fgraph, order, input_storage, output_storage, storage_map, **kwargs):
+        doc, payload = export_graph(_lift_scalar_graph(fgraph))
+        doc = _unshare(doc, fgraph)
+        if not self.load:
+            return None, fgraph
+        from .native import Program
+
+        return Program.from_document(doc, payload, **self.options), fgraph
+
+    def jit_compile(self, converted):
+        from pytensor.scalar.basic import ScalarType
+
+        program, fgraph = converted
+        if program is None:
+            def not_loaded(*inputs):
+                raise RuntimeError("this function was compiled for export only (EmberLinker(load=False))")
+            return not_loaded
+        from .native import CallError, translate_call_error
+
+        core = program._p
+        dtypes = [np.dtype(a["dtype"]) for a in core.args]
+        scalar_out = [isinstance(v.type, ScalarType) for v in fgraph.outputs]
+
+        def run(*inputs):
+            try:
+                outs = core(*[np.asarray(x, dtype=dt) for x, dt in zip(inputs, dtypes)])
+            except CallError as e:
+                raise translate_call_error(e) from None
+            if any(scalar_out):
+                outs = [o[()] if s else o for o, s in zip(outs, scalar_out)]
+            return outs
+
+        run.program = program
+        return run
+
+    def create_thunk_inputs(self, storage_map):
+        return [storage_map[n] for n in self.fgraph.inputs]
+
+
+def Mode(jit=None, jit_memory=None, parallel_threshold=None, *, optimizer=None):
+    """A PyTensor Mode running on Ember with the given engine options
+    (unset ones from EMBER_JIT / EMBER_JIT_MEMORY)."""
+    opts = resolve_options(jit=jit, jit_memory=jit_memory, parallel_threshold=parallel_threshold)
+    query = optimizer if optimizer is not None else RewriteDatabaseQuery(include=["fast_run"])
+    return _PtMode(EmberLinker(opts), query)
+
+
+EMBER = Mode()
+
+
+def _register():
+    from pytensor.compile import mode as _mode
+
+    if "ember" not in _mode.predefined_linkers:
+        register_linker("ember", EmberLinker())
+    if "EMBER" not in _mode.predefined_modes:
+        register_mode("EMBER", EMBER)
+
+
+_register()

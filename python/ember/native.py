@@ -1,0 +1,149 @@
+"""The native engine (ember._core) and the options it is loaded with.
+
+`ember._core` is built by `pip install .` at the repository root. For a
+development build (`cmake -DEMBER_BUILD_PYTHON=ON`), point EMBER_NATIVE_DIR at
+`<build>/python/ember` (the directory holding `_core*.so`).
+
+Engine options: see ember/options.py.
+"""
+
+import glob
+import importlib
+import json
+import os
+import sys
+
+import numpy as np
+
+from .options import parse_memory, resolve_options  # noqa: F401
+
+def _load_core():
+    pkg = sys.modules[__package__]
+    extra = os.environ.get("EMBER_NATIVE_DIR")
+    if extra and extra not in pkg.__path__:
+        pkg.__path__.append(extra)
+    try:
+        return importlib.import_module(f"{__package__}._core")
+    except ImportError:
+        pass
+    # The source tree may shadow an installed copy (tests put python/ first on
+    # sys.path): look for the installed package's _core too.
+    for entry in sys.path:
+        d = os.path.join(entry or ".", __package__)
+        if d not in pkg.__path__ and os.path.isdir(d) and glob.glob(os.path.join(d, "_core*")):
+            pkg.__path__.append(d)
+    try:
+        return importlib.import_module(f"{__package__}._core")
+    except ImportError as e:
+        raise ImportError(
+            "ember's native module is missing: run `pip install .` at the repository root, or set "
+            "EMBER_NATIVE_DIR to <build>/python/ember of a CMake build with -DEMBER_BUILD_PYTHON=ON"
+        ) from e
+
+
+_core = _load_core()
+CallError = _core.CallError
+LoadError = _core.LoadError
+
+
+# A failed call raises the Python exception PyTensor's own backends raise
+# for the same fault, still a CallError: assertions (SpecifyShape,
+# CheckAndRaise/Assert) -> AssertionError, out-of-bounds indices ->
+# IndexError, other shape/value faults -> ValueError.
+class CallAssertionError(CallError, AssertionError):
+    pass
+
+
+class CallIndexError(CallError, IndexError):
+    pass
+
+
+class CallValueError(CallError, ValueError):
+    pass
+
+
+_ASSERT_OPS = ("(SpecifyShape)", "(CheckAndRaise)", "(Assert)")
+
+
+def translate_call_error(e):
+    msg = str(e)
+    if any(op in msg for op in _ASSERT_OPS):
+        return CallAssertionError(msg)
+    if "out of bounds" in msg:
+        return CallIndexError(msg)
+    return CallValueError(msg)
+logp_address = _core.logp_address
+expand_address = _core.expand_address
+jit_available = _core.jit_available
+
+
+class Program:
+    """A loaded graph. Call it with arrays (converted to the declared dtypes;
+    inputs are not copied when they already have that dtype); it returns a
+    list of NumPy arrays, 0-d for scalars. Safe to call from many threads."""
+
+    def __init__(self, core_program):
+        self._p = core_program
+        self._arg_dtypes = [np.dtype(a["dtype"]) for a in core_program.args]
+
+    @classmethod
+    def load(cls, path, **options):
+        return cls(_core.Program.load(os.fspath(path), resolve_options(**options)))
+
+    @classmethod
+    def from_document(cls, doc, payload=b"", *, source="<memory>", **options):
+        text = doc if isinstance(doc, str) else json.dumps(doc, separators=(",", ":"), allow_nan=False)
+        return cls(_core.Program.from_json(text, bytes(payload), resolve_options(**options), source))
+
+    def __call__(self, *args):
+        if len(args) != len(self._arg_dtypes):
+            raise TypeError(f"{self._p.source}: expected {len(self._arg_dtypes)} arguments, got {len(args)}")
+        arrays = [np.asarray(a, dtype=dt) for a, dt in zip(args, self._arg_dtypes)]
+        try:
+            return self._p(*arrays)
+        except CallError as e:
+            raise translate_call_error(e) from None
+
+    def set_shared(self, name, value):
+        info = {s["name"]: s for s in self._p.shared}
+        if name not in info:
+            raise KeyError(f"{self._p.source}: no shared input named {name!r}")
+        self._p.set_shared(name, np.asarray(value, dtype=info[name]["dtype"]))
+
+    def clone(self):
+        """A new Program from the same parsed graph (own shared values, no re-export)."""
+        return Program(self._p.clone())
+
+    def nutpie_handle(self):
+        """user_data for logp_address / expand_address (valid while self lives)."""
+        return self._p.nutpie_handle()
+
+    def nutpie_calls(self):
+        """How many times the logp entry point ran on this Program's handle."""
+        return self._p.nutpie_calls()
+
+    args = property(lambda self: self._p.args)
+    shared = property(lambda self: self._p.shared)
+    outputs = property(lambda self: self._p.outputs)
+    options = property(lambda self: self._p.options)
+    num_nodes = property(lambda self: self._p.num_nodes)
+
+    def __repr__(self):
+        return f"<ember.Program {self._p.source}: {len(self.args)} args, {len(self.outputs)} outputs>"
+
+
+def load(path, **options):
+    return Program.load(path, **options)
+
+
+def compile_function(fn_or_fgraph, **options):
+    """Export a compiled pytensor Function (or FunctionGraph) and load it."""
+    from .export import export_graph
+
+    doc, payload = export_graph(fn_or_fgraph)
+    return Program.from_document(doc, payload, **options)
+
+
+def last_error():
+    """The last error of the calling thread's logp/expand call (C ABI)."""
+    return _core.last_error()

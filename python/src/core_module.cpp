@@ -1,0 +1,262 @@
+// ember._core: ember::Program for Python (nanobind). Inputs are zero-copy
+// views of NumPy arrays; calls release the GIL; outputs are owned NumPy
+// arrays (0-d for scalars). The nutpie entry points are exposed as raw
+// addresses for ctypes / nutpie's LogpFunc.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "engine/ember.hpp"
+#include "engine/graph.hpp"
+#include "python/src/nutpie_abi.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using InArray = nb::ndarray<nb::ro, nb::device::cpu>;
+
+// Options a caller may pass. jit / jit_memory are accepted now and forwarded
+// once the engine's Options carries them (the JIT is not built into this
+// module yet, so `jit_active` reports false).
+struct PyOptions {
+  ember::Options engine;
+  std::string jit = "off";
+  int64_t jit_memory = 0;  // bytes; 0 = engine default
+
+  static PyOptions from_dict(const nb::dict& d) {
+    PyOptions o;
+    for (auto [k, v] : d) {
+      const std::string key = nb::cast<std::string>(k);
+      if (key == "parallel_threshold") o.engine.parallel_threshold = nb::cast<int64_t>(v);
+      else if (key == "jit") o.jit = nb::cast<std::string>(v);
+      else if (key == "jit_memory") o.jit_memory = nb::cast<int64_t>(v);
+      else throw nb::value_error(("unknown ember option '" + key + "'").c_str());
+    }
+    if (o.jit != "off" && o.jit != "auto" && o.jit != "eager")
+      throw nb::value_error(("jit must be off, auto or eager, not '" + o.jit + "'").c_str());
+    if (o.jit_memory < 0) throw nb::value_error("jit_memory must be >= 0");
+    return o;
+  }
+  nb::dict to_dict() const {
+    nb::dict d;
+    d["parallel_threshold"] = engine.parallel_threshold;
+    d["jit"] = jit;
+    d["jit_memory"] = jit_memory;
+    d["jit_active"] = false;
+    return d;
+  }
+};
+
+bool dtype_from_dlpack(nb::dlpack::dtype t, ember::DType& out) {
+  using C = nb::dlpack::dtype_code;
+  if (t.lanes != 1) return false;
+  const auto code = static_cast<C>(t.code);
+  if (code == C::Float && t.bits == 64) out = ember::DType::Float64;
+  else if (code == C::Float && t.bits == 32) out = ember::DType::Float32;
+  else if (code == C::Int && t.bits == 64) out = ember::DType::Int64;
+  else if (code == C::Int && t.bits == 32) out = ember::DType::Int32;
+  else if (code == C::Int && t.bits == 16) out = ember::DType::Int16;
+  else if (code == C::Int && t.bits == 8) out = ember::DType::Int8;
+  else if (code == C::UInt && t.bits == 8) out = ember::DType::UInt8;
+  else if (code == C::Bool && t.bits == 8) out = ember::DType::Bool;
+  else return false;
+  return true;
+}
+
+nb::dlpack::dtype dlpack_of(ember::DType t) {
+  switch (t) {
+    case ember::DType::Float64: return nb::dtype<double>();
+    case ember::DType::Float32: return nb::dtype<float>();
+    case ember::DType::Int64: return nb::dtype<int64_t>();
+    case ember::DType::Int32: return nb::dtype<int32_t>();
+    case ember::DType::Int16: return nb::dtype<int16_t>();
+    case ember::DType::Int8: return nb::dtype<int8_t>();
+    case ember::DType::UInt8: return nb::dtype<uint8_t>();
+    case ember::DType::Bool: return nb::dtype<bool>();
+  }
+  return nb::dtype<double>();
+}
+
+// A view of a NumPy array (strides in elements, as DLPack gives them).
+ember::Tensor view_of(const InArray& a, const std::string& what) {
+  ember::Tensor t;
+  if (!dtype_from_dlpack(a.dtype(), t.dtype))
+    throw nb::type_error((what + ": dtype not supported by ember").c_str());
+  if (a.ndim() > static_cast<size_t>(ember::kMaxRank))
+    throw nb::value_error((what + ": more than 16 dims").c_str());
+  t.shape.ndim = static_cast<int>(a.ndim());
+  for (size_t d = 0; d < a.ndim(); ++d) {
+    t.shape.dims[d] = static_cast<int64_t>(a.shape(d));
+    t.strides[d] = a.stride(d);
+  }
+  t.data = const_cast<void*>(a.data());
+  return t;
+}
+
+nb::object to_numpy(ember::Array&& a) {
+  auto* owned = new ember::Array(std::move(a));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<ember::Array*>(p); });
+  size_t shape[ember::kMaxRank];
+  for (int d = 0; d < owned->t.ndim(); ++d) shape[d] = static_cast<size_t>(owned->t.dim(d));
+  static char dummy;  // NumPy wants a non-null pointer even for empty arrays
+  void* data = owned->t.data ? owned->t.data : &dummy;
+  nb::ndarray<nb::numpy> arr(data, static_cast<size_t>(owned->t.ndim()), shape, owner, nullptr,
+                             dlpack_of(owned->t.dtype));
+  return arr.cast();
+}
+
+nb::list io_list(const std::vector<ember::IOInfo>& v) {
+  nb::list out;
+  for (const auto& i : v) {
+    nb::list shape;
+    for (int d = 0; d < i.static_shape.ndim; ++d) {
+      if (i.static_shape.dims[d] < 0) shape.append(nb::none());
+      else shape.append(i.static_shape.dims[d]);
+    }
+    nb::dict d;
+    d["name"] = i.name;
+    d["dtype"] = std::string(ember::dtype_name(i.dtype));
+    d["shape"] = nb::tuple(shape);
+    d["shared"] = i.shared;
+    out.append(d);
+  }
+  return out;
+}
+
+struct AlignedDelete {
+  void operator()(const uint8_t* p) const { ::operator delete[](const_cast<uint8_t*>(p), std::align_val_t(64)); }
+};
+
+class PyProgram {
+ public:
+  PyProgram(std::shared_ptr<const ember::Program> p, PyOptions o) : prog_(std::move(p)), opts_(std::move(o)) {}
+
+  static PyProgram load(const std::string& path, const nb::dict& options) {
+    PyOptions o = PyOptions::from_dict(options);
+    std::shared_ptr<const ember::Program> p;
+    {
+      nb::gil_scoped_release release;
+      p = ember::Program::load(path, o.engine);
+    }
+    return PyProgram(std::move(p), std::move(o));
+  }
+
+  static PyProgram from_json(const std::string& json, nb::bytes payload, const nb::dict& options,
+                             const std::string& source) {
+    PyOptions o = PyOptions::from_dict(options);
+    const size_t n = payload.size();
+    std::shared_ptr<const uint8_t[]> buf(new (std::align_val_t(64)) uint8_t[n ? n : 1], AlignedDelete{});
+    if (n) std::memcpy(const_cast<uint8_t*>(buf.get()), payload.c_str(), n);
+    std::shared_ptr<const ember::Program> p;
+    {
+      nb::gil_scoped_release release;
+      p = ember::Program::from_graph(ember::Graph::parse(json, buf, n, source), o.engine);
+    }
+    return PyProgram(std::move(p), std::move(o));
+  }
+
+  // A fresh Program from the same parsed graph: its own shared values.
+  PyProgram clone() const {
+    std::shared_ptr<const ember::Program> p;
+    {
+      nb::gil_scoped_release release;
+      p = ember::Program::from_graph(prog_->graph(), opts_.engine);
+    }
+    return PyProgram(std::move(p), opts_);
+  }
+
+  nb::list call(nb::args args) const {
+    std::vector<InArray> keep;
+    keep.reserve(args.size());
+    std::vector<ember::Tensor> views;
+    views.reserve(args.size());
+    for (size_t k = 0; k < args.size(); ++k) {
+      InArray a;
+      if (!nb::try_cast(args[k], a))
+        throw nb::type_error(("argument " + std::to_string(k) + ": expected a NumPy array").c_str());
+      views.push_back(view_of(a, "argument " + std::to_string(k)));
+      keep.push_back(std::move(a));
+    }
+    std::vector<ember::Array> out;
+    {
+      nb::gil_scoped_release release;
+      out = prog_->call(std::span<const ember::Tensor>(views.data(), views.size()));
+    }
+    nb::list res;
+    for (auto& a : out) res.append(to_numpy(std::move(a)));
+    return res;
+  }
+
+  void set_shared(const std::string& name, const InArray& value) const {
+    ember::Tensor t = view_of(value, "shared '" + name + "'");
+    prog_->set_shared(name, t);
+  }
+
+  // The handle for ember_py_logp / ember_py_expand (user_data), as an address.
+  uintptr_t nutpie_handle() {
+    std::lock_guard<std::mutex> lock(*handle_mu_);
+    if (!handle_) handle_ = std::make_shared<ember_py::NutpieHandle>(prog_);
+    return reinterpret_cast<uintptr_t>(handle_.get());
+  }
+
+  // Number of logp calls through the nutpie handle so far.
+  uint64_t nutpie_calls() {
+    std::lock_guard<std::mutex> lock(*handle_mu_);
+    return handle_ ? handle_->logp_calls.load(std::memory_order_relaxed) : 0;
+  }
+
+  nb::list args() const { return io_list(prog_->args()); }
+  nb::list shared() const { return io_list(prog_->shared()); }
+  nb::list outputs() const { return io_list(prog_->outputs()); }
+  nb::dict options() const { return opts_.to_dict(); }
+  std::string source() const { return prog_->graph().source; }
+  size_t num_nodes() const { return prog_->graph().nodes.size(); }
+
+ private:
+  std::shared_ptr<const ember::Program> prog_;
+  PyOptions opts_;
+  std::unique_ptr<std::mutex> handle_mu_ = std::make_unique<std::mutex>();  // keeps PyProgram movable
+  std::shared_ptr<ember_py::NutpieHandle> handle_;
+};
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "Ember's native engine (ember::Program) for Python";
+  nb::exception<ember::CallError>(m, "CallError", PyExc_RuntimeError);
+  nb::exception<ember::LoadError>(m, "LoadError", PyExc_ValueError);
+
+  nb::class_<PyProgram>(m, "Program")
+      .def_static("load", &PyProgram::load, "path"_a, "options"_a = nb::dict())
+      .def_static("from_json", &PyProgram::from_json, "json"_a, "payload"_a, "options"_a = nb::dict(),
+                  "source"_a = "<memory>")
+      .def("clone", &PyProgram::clone)
+      .def("__call__", &PyProgram::call)
+      .def("set_shared", &PyProgram::set_shared, "name"_a, "value"_a)
+      .def("nutpie_handle", &PyProgram::nutpie_handle)
+      .def("nutpie_calls", &PyProgram::nutpie_calls)
+      .def_prop_ro("args", &PyProgram::args)
+      .def_prop_ro("shared", &PyProgram::shared)
+      .def_prop_ro("outputs", &PyProgram::outputs)
+      .def_prop_ro("options", &PyProgram::options)
+      .def_prop_ro("source", &PyProgram::source)
+      .def_prop_ro("num_nodes", &PyProgram::num_nodes);
+
+  m.attr("logp_address") = reinterpret_cast<uintptr_t>(&ember_py::ember_py_logp);
+  m.attr("expand_address") = reinterpret_cast<uintptr_t>(&ember_py::ember_py_expand);
+  m.def("last_error", [] { return std::string(ember_py::ember_py_last_error()); });
+  m.def("supported_tensor_ops", &ember::supported_tensor_ops);
+  m.def("supported_scalar_ops", &ember::supported_scalar_ops);
+  m.attr("version") = EMBER_VERSION;
+  m.attr("jit_available") = false;
+}

@@ -1,0 +1,61 @@
+"""Shared helpers for the tests of ember's native module (skips when it is not built)."""
+
+import ctypes
+import os
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODELS_DIR = os.path.join(ROOT, "tests", "data", "models")
+
+
+def require_native():
+    try:
+        from ember import native
+    except ImportError as e:
+        if os.environ.get("EMBER_REQUIRE_NATIVE"):  # the project's test command builds it
+            raise
+        pytest.skip(f"ember._core not built: {e}")
+    return native
+
+
+LOGP_SIG = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_uint64, ctypes.POINTER(ctypes.c_double),
+                            ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double), ctypes.c_void_p)
+EXPAND_SIG = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_uint64, ctypes.c_uint64, ctypes.POINTER(ctypes.c_double),
+                              ctypes.POINTER(ctypes.c_double), ctypes.c_void_p)
+_DP = ctypes.POINTER(ctypes.c_double)
+
+
+def call_logp(address, user_data, x, dim=None):
+    """(return code, logp, grad) through a nutpie-style logp pointer."""
+    x = np.ascontiguousarray(x, dtype="float64")
+    grad = np.full(x.size, np.nan)
+    logp = ctypes.c_double(np.nan)
+    rc = LOGP_SIG(address)(x.size if dim is None else dim, x.ctypes.data_as(_DP), grad.ctypes.data_as(_DP),
+                           ctypes.byref(logp), user_data)
+    return rc, logp.value, grad
+
+
+def call_expand(address, user_data, x, n_expanded):
+    x = np.ascontiguousarray(x, dtype="float64")
+    out = np.full(n_expanded, np.nan)
+    rc = EXPAND_SIG(address)(x.size, n_expanded, x.ctypes.data_as(_DP), out.ctypes.data_as(_DP), user_data)
+    return rc, out
+
+
+def num(v):
+    """A values.json number ("nan"/"inf"/"-inf" strings included)."""
+    return np.asarray(v if not isinstance(v, str) else float(v), dtype="float64") if not isinstance(v, list) \
+        else np.array([float(e) if isinstance(e, str) else e for e in v], dtype="float64")
+
+
+def assert_close_rel(actual, expected, rtol=1e-10, what=""):
+    """Each element to rtol relative, with an absolute floor of rtol x the vector's scale."""
+    actual, expected = np.asarray(actual, dtype="float64"), np.asarray(expected, dtype="float64")
+    assert actual.shape == expected.shape, what
+    same_nonfinite = ~np.isfinite(expected) & (actual == expected)
+    scale = max(1.0, float(np.max(np.abs(expected[np.isfinite(expected)]), initial=0.0)))
+    err = np.abs(actual - expected)
+    ok = same_nonfinite | (err <= rtol * np.maximum(np.abs(expected), 1e-3 * scale))
+    assert ok.all(), f"{what}: max error {np.max(np.where(ok, 0, err))} at {np.argwhere(~ok)[:5].ravel()}"

@@ -1,0 +1,129 @@
+"""pytensor.function(..., mode="EMBER") against PyTensor's default mode."""
+
+import numpy as np
+import pytest
+
+from native_helpers import require_native
+
+pytensor = pytest.importorskip("pytensor")
+import pytensor.tensor as pt  # noqa: E402
+
+import ember  # noqa: E402  (registers the mode)
+
+require_native()
+
+
+def both(inputs, outputs, args, **kw):
+    f_ref = pytensor.function(inputs, outputs, mode="FAST_RUN", **kw)
+    f_em = pytensor.function(inputs, outputs, mode="EMBER", **kw)
+    return f_em(*args), f_ref(*args), f_em
+
+
+def check(inputs, outputs, args, rtol=1e-13, **kw):
+    got, want, f = both(inputs, outputs, args, **kw)
+    if not isinstance(got, list):
+        got, want = [got], [want]
+    for g, w in zip(got, want):
+        assert type(g) is type(w), (type(g), type(w))
+        assert np.asarray(g).dtype == np.asarray(w).dtype and np.shape(g) == np.shape(w)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=0)
+    return f
+
+
+def test_mode_is_registered_by_import():
+    from pytensor.compile.mode import get_mode
+
+    assert get_mode("EMBER") is ember.EMBER
+    assert get_mode("ember") is ember.EMBER
+    assert isinstance(ember.EMBER.linker, ember.EmberLinker)
+
+
+def test_elemwise_broadcasting_and_fusion():
+    x, y = pt.dmatrix("x"), pt.dvector("y")
+    rng = np.random.default_rng(0)
+    out = pt.exp(x) * pt.log1p(y ** 2) - pt.switch(x > 0.5, x, -y) + pt.sigmoid(x * y)
+    check([x, y], out, [rng.random((3, 4)), rng.random(4)])
+
+
+def test_mixed_dtypes_and_integer_ops():
+    a, b = pt.lvector("a"), pt.ivector("b")
+    out = [a * b + 3, a // 2, (a % 3).astype("int8"), pt.eq(a, b), a.astype("float32") / 2]
+    check([a, b], out, [np.array([1, -5, 7, 10]), np.array([2, 3, -4, 5], dtype="int32")])
+
+
+def test_reductions():
+    x = pt.dtensor3("x")
+    rng = np.random.default_rng(1)
+    out = [x.sum(), x.sum(axis=1), x.max(axis=(0, 2)), x.prod(axis=0), x.mean(axis=-1),
+           pt.all(x > 0.1, axis=2), pt.logsumexp(x, axis=1)]
+    check([x], out, [rng.random((2, 3, 4))], rtol=1e-12)
+
+
+def test_indexing_basic_advanced_and_inc():
+    x, i = pt.dmatrix("x"), pt.lvector("i")
+    out = [x[1], x[:, ::-2], x[i], x[i, 1:], pt.inc_subtensor(x[i, 0], 1.0), pt.set_subtensor(x[1:, 2], 0.0),
+           x[x > 0.5], x[-1, -1]]
+    rng = np.random.default_rng(2)
+    check([x, i], out, [rng.random((4, 5)), np.array([0, 3, 3, 1])])
+
+
+def test_shape_ops_and_join():
+    x = pt.dmatrix("x")
+    out = [x.T, x.reshape((-1,)), pt.concatenate([x, 2 * x], axis=1), x.shape[0] * x, pt.stack([x[0], x[1]]),
+           x.dimshuffle(1, "x", 0)]
+    check([x], out, [np.arange(6.0).reshape(2, 3)])
+
+
+def test_shared_variables_follow_set_value():
+    w = pytensor.shared(np.array([1.0, 2.0, 3.0]), name="w")
+    x = pt.dvector("x")
+    f = pytensor.function([x], (x * w).sum(), mode="EMBER")
+    assert f(np.ones(3)) == 6.0
+    w.set_value(np.array([10.0, 20.0, 30.0, 40.0]))  # new value, new length
+    assert f(np.ones(4)) == 100.0
+
+
+def test_scalar_outputs_are_0d_arrays_and_gradients():
+    x = pt.dvector("x")
+    cost = (pt.exp(x) * x).sum()
+    f = check([x], [cost, pytensor.grad(cost, x)], [np.array([0.1, -0.4, 2.0])])
+    out = f(np.array([1.0]))
+    assert isinstance(out[0], np.ndarray) and out[0].ndim == 0
+
+
+def test_scalar_type_functions():
+    import pytensor.scalar as ps
+
+    a, b = ps.float64("a"), ps.float64("b")
+    check([a, b], [a * b + ps.exp(a)], [0.5, 2.0])
+
+
+def test_unsupported_ops_fail_with_one_error_naming_each():
+    x = pt.dvector("x")
+    with pytest.raises(ember.UnsupportedGraphError) as e:
+        pytensor.function([x], [pt.argmax(x), pt.sort(x)], mode="EMBER")
+    assert "Argmax" in str(e.value) and "Sort" in str(e.value)
+
+
+def test_runtime_errors_surface_as_python_exceptions():
+    x = pt.dvector("x")
+    f = pytensor.function([x], pt.specify_shape(x, (3,)) * 2, mode="EMBER")
+    with pytest.raises(AssertionError, match="SpecifyShape"):
+        f(np.ones(4))
+    g = pytensor.function([x], x.reshape((2, -1)), mode="EMBER")
+    with pytest.raises(ValueError, match="reshape"):
+        g(np.ones(5))
+    i = pt.lscalar("i")
+    h = pytensor.function([x, i], x[i], mode="EMBER")
+    with pytest.raises(IndexError):
+        h(np.ones(3), 7)
+    with pytest.raises(ember.CallError):  # all of them are CallErrors
+        h(np.ones(3), 7)
+
+
+def test_mode_options_are_forwarded():
+    mode = ember.Mode(jit="auto", jit_memory="256M")
+    x = pt.dvector("x")
+    f = pytensor.function([x], x + 1, mode=mode)
+    assert f.vm.jit_fn.program.options["jit_memory"] == 256 << 20
+    np.testing.assert_array_equal(f(np.zeros(2)), [1.0, 1.0])

@@ -1,0 +1,455 @@
+// JIT versus interpreter, bit for bit (NaN as a class), for every scalar op
+// and for random Composites over special values; chunked compiles; faults.
+#ifdef EMBER_WITH_JIT
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "interp/bytecode.hpp"
+#include "interp/vm.hpp"
+#include "jit/jit.hpp"
+#include "tests/jit_util.hpp"
+
+using namespace ember;
+using namespace ember::interp;
+using ember::test::Buf;
+
+namespace {
+
+const DType kAll[] = {DType::Float64, DType::Float32, DType::Int64, DType::Int32,
+                      DType::Int16,   DType::Int8,    DType::UInt8, DType::Bool};
+
+// Runs c on the interpreter and on `jit` over n elements with several
+// stride patterns; returns "" or a description of the first mismatch.
+std::string compare_kernels(const Composite& c, const ElemKernel& vm, const ElemKernel& jit, std::mt19937_64& rng) {
+  for (int64_t n : {1, 3, 513, 1300}) {
+    for (int pattern = 0; pattern < 3; ++pattern) {
+      std::vector<Buf> ins;
+      for (size_t k = 0; k < c.inputs.size(); ++k) {
+        int64_t s = pattern == 1 ? 2 : 1;
+        if (pattern == 2 && k == 0) s = 0;
+        ins.emplace_back(c.inputs[k], n, s);
+        ins.back().fill(rng);
+      }
+      std::vector<Buf> o1, o2;
+      for (int32_t o : c.outputs) {
+        o1.emplace_back(c.value_dtype(o), n, pattern == 1 ? 3 : 1);
+        o2.emplace_back(c.value_dtype(o), n, pattern == 1 ? 3 : 1);
+      }
+      std::vector<StridedPtr> pi, p1, p2;
+      for (auto& b : ins) pi.push_back(b.ptr());
+      for (auto& b : o1) p1.push_back(b.ptr());
+      for (auto& b : o2) p2.push_back(b.ptr());
+      vm.run(n, pi.data(), p1.data());
+      jit.run(n, pi.data(), p2.data());
+      for (size_t k = 0; k < o1.size(); ++k)
+        if (std::string e = test::compare(o1[k], o2[k]); !e.empty())
+          return "n=" + std::to_string(n) + " pattern " + std::to_string(pattern) + " output " + std::to_string(k) +
+                 ": " + e + " (interpreter vs JIT)\n" + compile_bytecode(c).disassemble();
+    }
+  }
+  return "";
+}
+
+// Compiles c at `tier` in `pieces` chunks and compares with the interpreter.
+std::string check(const Composite& c, int tier, std::mt19937_64& rng, int pieces = 1) {
+  auto vm = Interpreted::compile(c);
+  const Bytecode& bc = vm->bytecode();
+  std::vector<jit::Piece> ps;
+  const int n = static_cast<int>(bc.code.size());
+  for (int k = 0; k < pieces; ++k) ps.push_back(jit::compile_chunk(bc, n * k / pieces, n * (k + 1) / pieces, tier));
+  jit::JitKernel jk(bc, std::move(ps), tier);
+  std::string e = compare_kernels(c, *vm, jk, rng);
+  if (!e.empty() && std::getenv("EMBER_JIT_DUMP")) {
+    for (int k = 0; k < pieces; ++k) jit::dump_ir(bc, n * k / pieces, n * (k + 1) / pieces);
+  }
+  return e;
+}
+
+bool valid(const Composite& c) {
+  if (!c.validate().empty()) return false;
+  try {
+    Interpreted::compile(c);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
+// One-node Composites of op over input dtypes `ins`, result dtype `out`.
+Composite one_node(ScalarOp op, std::vector<DType> ins, DType out) {
+  Composite c;
+  c.inputs = ins;
+  std::vector<int32_t> args;
+  for (size_t k = 0; k < ins.size(); ++k) args.push_back(static_cast<int32_t>(k));
+  c.nodes.push_back({op, out, args});
+  c.outputs.push_back(static_cast<int32_t>(ins.size()));
+  return c;
+}
+
+// Random Composite of up to `max_nodes` nodes with mixed dtypes.
+Composite random_composite(std::mt19937_64& rng, int max_nodes) {
+  Composite c;
+  const int ni = 1 + static_cast<int>(rng() % 3);
+  for (int k = 0; k < ni; ++k) c.inputs.push_back(kAll[rng() % 8]);
+  const auto specials = test::special_doubles();
+  for (int k = 0; k < 2; ++k) {
+    ScalarConst sc;
+    sc.dtype = kAll[rng() % 8];
+    if (dtype_is_float(sc.dtype)) sc.f = specials[rng() % specials.size()];
+    else sc.i = sc.dtype == DType::Bool ? int64_t(rng() % 2) : int64_t(rng() % 9) - 4;
+    if (sc.dtype == DType::Float32) sc.f = static_cast<float>(sc.f);
+    c.constants.push_back(sc);
+  }
+  const int target = 1 + static_cast<int>(rng() % max_nodes);
+  for (int tries = 0; static_cast<int>(c.nodes.size()) < target && tries < target * 50; ++tries) {
+    const ScalarOpInfo& info = kScalarOps[rng() % kNumScalarOps];
+    const int arity = info.arity < 0 ? 2 + static_cast<int>(rng() % 3) : info.arity;
+    ScalarNode n{info.op, kAll[rng() % 8], {}};
+    // Prefer recent values so the graph is deep, not wide.
+    for (int k = 0; k < arity; ++k) {
+      const int32_t nv = c.num_values();
+      n.inputs.push_back(rng() % 3 ? nv - 1 - static_cast<int32_t>(rng() % std::min<int32_t>(nv, 4))
+                                   : static_cast<int32_t>(rng() % nv));
+    }
+    if (info.kind == OpKind::Float && !dtype_is_float(n.dtype)) n.dtype = rng() % 2 ? DType::Float64 : DType::Float32;
+    if (info.kind == OpKind::Compare || info.kind == OpKind::Predicate) n.dtype = DType::Bool;
+    // Validity is local to the node: check it alone (keeps big graphs cheap).
+    Composite alone;
+    ScalarNode local{n.op, n.dtype, {}};
+    for (int32_t v : n.inputs) {
+      local.inputs.push_back(static_cast<int32_t>(alone.inputs.size()));
+      alone.inputs.push_back(c.value_dtype(v));
+    }
+    alone.nodes.push_back(local);
+    alone.outputs.push_back(alone.num_values() - 1);
+    if (valid(alone)) c.nodes.push_back(n);
+  }
+  c.outputs.push_back(c.num_values() - 1);
+  if (c.nodes.size() > 2) c.outputs.push_back(c.first_node_value() + static_cast<int32_t>(rng() % c.nodes.size()));
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("jit_every_scalar_op_matches_interpreter_bitwise", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  std::mt19937_64 rng(42);
+  int covered = 0;
+  for (const ScalarOpInfo& info : kScalarOps) {
+    int combos = 0;
+    const int arity = info.arity < 0 ? 3 : info.arity;
+    for (DType out : kAll) {
+      for (DType in0 : kAll) {
+        // Inputs: all of in0, plus a mixed-dtype variant for binary+ ops.
+        for (int mix = 0; mix < (arity > 1 ? 2 : 1); ++mix) {
+          std::vector<DType> ins(arity, in0);
+          if (mix) ins[arity - 1] = out;
+          Composite c = one_node(info.op, ins, out);
+          if (!valid(c)) continue;
+          ++combos;
+          for (int tier : {1, 2}) {
+            INFO(info.name << " out " << dtype_name(out) << " in0 " << dtype_name(in0) << " mix " << mix << " tier " << tier);
+            std::string e = check(c, tier, rng);
+            REQUIRE(e == "");
+          }
+        }
+      }
+    }
+    INFO(info.name);
+    CHECK(combos > 0);
+    covered += combos > 0;
+  }
+  CHECK(covered == kNumScalarOps);
+}
+
+TEST_CASE("jit_random_composites_with_special_values_match_interpreter", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  std::mt19937_64 rng(7);
+  for (int t = 0; t < 150; ++t) {
+    Composite c = random_composite(rng, 30);
+    const int tier = 1 + t % 2;
+    const int pieces = 1 + t % 3;
+    INFO("case " << t << " tier " << tier << " pieces " << pieces);
+    std::string e = check(c, tier, rng, pieces);
+    REQUIRE(e == "");
+  }
+}
+
+TEST_CASE("jit_injected_failures_throw_without_leaking_state", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  std::mt19937_64 rng(3);
+  Composite c = one_node(ScalarOp::Add, {DType::Float64, DType::Float64}, DType::Float64);
+  auto vm = Interpreted::compile(c);
+  jit::faults().fail_compiles = 1;
+  CHECK_THROWS_AS(jit::compile_chunk(vm->bytecode(), 0, 1, 1), std::runtime_error);
+  jit::faults().fail_allocs = 1;
+  CHECK_THROWS_AS(jit::compile_chunk(vm->bytecode(), 0, 1, 1), std::bad_alloc);
+  CHECK(check(c, 1, rng) == "");
+}
+#endif
+
+// ---- through Programs and the tier manager ---------------------------------
+#ifdef EMBER_WITH_JIT
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/ember.hpp"
+#include "engine/tier_manager.hpp"
+
+namespace {
+
+nlohmann::json composite_json(const Composite& c) {
+  nlohmann::json j{{"op", "Composite"}};
+  for (DType d : c.inputs) j["inputs"].push_back(std::string(dtype_name(d)));
+  j["constants"] = nlohmann::json::array();
+  for (const ScalarConst& k : c.constants) {
+    nlohmann::json v;
+    if (dtype_is_float(k.dtype)) {
+      if (std::isnan(k.f)) v = "nan";
+      else if (std::isinf(k.f)) v = k.f > 0 ? "inf" : "-inf";
+      else v = k.f;
+    } else if (k.dtype == DType::Bool) {
+      v = k.i != 0;
+    } else {
+      v = k.i;
+    }
+    j["constants"].push_back({{"dtype", std::string(dtype_name(k.dtype))}, {"value", v}});
+  }
+  for (const ScalarNode& n : c.nodes)
+    j["nodes"].push_back({{"op", std::string(op_info(n.op).name)}, {"dtype", std::string(dtype_name(n.dtype))},
+                          {"inputs", n.inputs}});
+  j["outputs"] = c.outputs;
+  return j;
+}
+
+// Random Composite of two float64 inputs with one float64 output.
+Composite random_f64_composite(std::mt19937_64& rng, int max_nodes) {
+  for (;;) {
+    Composite c = random_composite(rng, max_nodes);
+    c.inputs = {DType::Float64, DType::Float64};
+    c.outputs.resize(1);
+    c.nodes.push_back({ScalarOp::Cast, DType::Float64, {c.outputs[0]}});
+    c.outputs[0] = c.num_values() - 1;
+    if (valid(c) && Interpreted::compile(c)->bytecode().code.size() >= 3) return c;
+  }
+}
+
+// x, y -> three chained random Composites; outputs the last and the first.
+std::string random_graph(uint64_t seed, int max_nodes) {
+  std::mt19937_64 rng(seed);
+  nlohmann::json vars = nlohmann::json::array(), nodes = nlohmann::json::array();
+  for (const char* n : {"x", "y"}) vars.push_back({{"name", n}, {"dtype", "float64"}, {"shape", {nullptr}}});
+  int prev = 0;
+  for (int k = 0; k < 3; ++k) {
+    vars.push_back({{"dtype", "float64"}, {"shape", {nullptr}}});
+    const int out = static_cast<int>(vars.size()) - 1;
+    nodes.push_back({{"op", "Elemwise"}, {"inputs", {prev, 1}}, {"outputs", {out}},
+                     {"attrs", {{"scalar_op", composite_json(random_f64_composite(rng, max_nodes))}}}});
+    prev = out;
+  }
+  return nlohmann::json{{"format", "ember-graph"}, {"version", 1}, {"variables", vars}, {"inputs", {0, 1}},
+                        {"outputs", {prev, 2}}, {"nodes", nodes}}
+      .dump();
+}
+
+struct Inputs {
+  Array x, y;
+};
+Inputs make_inputs(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Inputs in{Array::empty(DType::Float64, Shape{1, {n}}), Array::empty(DType::Float64, Shape{1, {n}})};
+  for (Array* a : {&in.x, &in.y}) {
+    Buf b(DType::Float64, n, 1);
+    b.fill(rng);
+    std::memcpy(a->t.data, b.bytes.data(), n * 8);
+  }
+  return in;
+}
+
+std::string same_bits(const std::vector<Array>& a, const std::vector<Array>& b) {
+  if (a.size() != b.size()) return "output count differs";
+  for (size_t k = 0; k < a.size(); ++k) {
+    Buf x(a[k].t.dtype, a[k].size(), 1), y(b[k].t.dtype, b[k].size(), 1);
+    std::memcpy(x.bytes.data(), a[k].t.data, x.bytes.size());
+    std::memcpy(y.bytes.data(), b[k].t.data, y.bytes.size());
+    if (std::string e = test::compare(x, y); !e.empty()) return "output " + std::to_string(k) + ": " + e;
+  }
+  return "";
+}
+
+// Sets the manager's configuration for one test and restores it after.
+struct ScopedJit {
+  JitConfig saved;
+  explicit ScopedJit(const JitConfig& c) : saved(TierManager::instance().config()) { TierManager::instance().configure(c); }
+  ~ScopedJit() {
+    jit::faults().fail_compiles = 0;
+    jit::faults().fail_allocs = 0;
+    TierManager::instance().configure(saved);
+  }
+};
+
+std::string temp_cache_dir(const std::string& name) {
+  auto p = std::filesystem::temp_directory_path() / ("ember_jit_test_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(p);
+  return p.string();
+}
+
+std::vector<Array> reference(const std::string& graph, const Inputs& in) {
+  JitConfig off;
+  off.mode = JitMode::Off;
+  ScopedJit s(off);
+  auto p = Program::from_json(graph);
+  return p->call({in.x.t, in.y.t});
+}
+
+}  // namespace
+
+TEST_CASE("jit_eight_threads_see_identical_bits_while_kernels_swap", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  const std::string g = random_graph(11, 25);
+  const Inputs in = make_inputs(3000, 5);
+  const auto ref = reference(g, in);
+  JitConfig c;
+  c.mode = JitMode::Auto;
+  c.hot_factor = 1e-4;  // compile almost at once, while the threads run
+  c.cache = false;
+  ScopedJit s(c);
+  auto p = Program::from_json(g);
+  std::atomic<int> bad{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 8; ++t)
+    ts.emplace_back([&] {
+      for (int k = 0; k < 150; ++k)
+        if (!same_bits(p->call({in.x.t, in.y.t}), ref).empty()) ++bad;
+    });
+  for (auto& t : ts) t.join();
+  TierManager::instance().quiesce();
+  const JitStats st = TierManager::instance().stats();
+  int compiled = 0;
+  for (const auto& cs : st.composites) compiled += cs.tier > 0 || cs.ns_per_element[1] > 0 || cs.ns_per_element[2] > 0;
+  CHECK(bad == 0);
+  CHECK(compiled > 0);
+  CHECK(same_bits(p->call({in.x.t, in.y.t}), ref) == "");
+}
+
+TEST_CASE("jit_eager_results_match_interpreter_and_hit_the_disk_cache", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  const std::string g = random_graph(21, 30);
+  const Inputs in = make_inputs(2000, 6);
+  const auto ref = reference(g, in);
+  JitConfig c;
+  c.mode = JitMode::Eager;
+  c.cache_dir = temp_cache_dir("eager");
+  ScopedJit s(c);
+  const JitStats before = TierManager::instance().stats();
+  {
+    auto p = Program::from_json(g);
+    CHECK(same_bits(p->call({in.x.t, in.y.t}), ref) == "");
+  }
+  const JitStats mid = TierManager::instance().stats();
+  CHECK(mid.compiles - before.compiles == 3);
+  CHECK(mid.cache_misses - before.cache_misses == 3);
+  auto p = Program::from_json(g);
+  const JitStats after = TierManager::instance().stats();
+  CHECK(after.cache_hits - mid.cache_hits == 3);
+  CHECK(same_bits(p->call({in.x.t, in.y.t}), ref) == "");
+}
+
+TEST_CASE("jit_corrupt_truncated_or_unwritable_cache_still_gives_correct_bits", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  const std::string g = random_graph(31, 20);
+  const Inputs in = make_inputs(700, 7);
+  const auto ref = reference(g, in);
+  JitConfig c;
+  c.mode = JitMode::Eager;
+  c.cache_dir = temp_cache_dir("faults");
+  {
+    ScopedJit s(c);
+    Program::from_json(g);  // fills the cache
+  }
+  namespace fs = std::filesystem;
+  int n = 0;
+  for (const auto& f : fs::directory_iterator(c.cache_dir)) {
+    if (n % 2 == 0) {
+      std::fstream h(f.path(), std::ios::in | std::ios::out | std::ios::binary);
+      h.seekp(40);
+      h.put('\x5a');  // flip a payload byte: checksum mismatch
+    } else {
+      fs::resize_file(f.path(), fs::file_size(f.path()) / 2);
+    }
+    ++n;
+  }
+  REQUIRE(n == 3);
+  {
+    ScopedJit s(c);
+    const JitStats before = TierManager::instance().stats();
+    auto p = Program::from_json(g);
+    const JitStats after = TierManager::instance().stats();
+    CHECK(after.cache_hits == before.cache_hits);
+    CHECK(after.compiles - before.compiles == 3);
+    CHECK(same_bits(p->call({in.x.t, in.y.t}), ref) == "");
+  }
+  // A cache "directory" that is a file: every write fails, results stay right.
+  const std::string file = temp_cache_dir("file");
+  std::ofstream(file) << "not a directory";
+  c.cache_dir = file;
+  ScopedJit s(c);
+  const JitStats before = TierManager::instance().stats();
+  auto p = Program::from_json(g);
+  CHECK(TierManager::instance().stats().cache_write_failures - before.cache_write_failures == 3);
+  CHECK(same_bits(p->call({in.x.t, in.y.t}), ref) == "");
+}
+
+TEST_CASE("jit_forced_failures_and_zero_budget_leave_composites_interpreted", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  const std::string g = random_graph(41, 20);
+  const Inputs in = make_inputs(1500, 8);
+  const auto ref = reference(g, in);
+  JitConfig c;
+  c.mode = JitMode::Eager;
+  c.cache = false;
+  for (int mode = 0; mode < 3; ++mode) {
+    INFO("mode " << mode);
+    JitConfig cc = c;
+    if (mode == 2) cc.memory_budget = 0;
+    ScopedJit s(cc);
+    if (mode == 0) jit::faults().fail_compiles = 3;
+    if (mode == 1) jit::faults().fail_allocs = 3;
+    const JitStats before = TierManager::instance().stats();
+    auto p = Program::from_json(g);
+    const JitStats after = TierManager::instance().stats();
+    CHECK(after.failures - before.failures == 3);
+    CHECK(after.compiles == before.compiles);
+    for (const auto& cs : after.composites) CHECK(cs.tier == 0);
+    CHECK(same_bits(p->call({in.x.t, in.y.t}), ref) == "");
+  }
+}
+
+TEST_CASE("jit_small_budget_splits_large_composites_and_stays_correct", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  const std::string g = random_graph(51, 1500);
+  const Inputs in = make_inputs(1200, 9);
+  const auto ref = reference(g, in);
+  JitConfig c;
+  c.mode = JitMode::Eager;
+  c.cache = false;
+  c.max_tier = 1;
+  // Below the model's prediction for the whole Composite (2 MiB fixed +
+  // >= 516 B per instruction) but above its fixed cost: must split.
+  c.memory_budget = (2 << 20) + (400 << 10);
+  ScopedJit s(c);
+  const JitStats before = TierManager::instance().stats();
+  auto p = Program::from_json(g);
+  const JitStats after = TierManager::instance().stats();
+  WARN("budget " << after.budget << " B, measured JIT peak " << after.peak_bytes << " B, splits "
+                 << after.splits - before.splits << ", compiles " << after.compiles - before.compiles);
+  CHECK(after.splits > before.splits);
+  // The measured peak (RSS high-water + malloc samples, process-wide) is
+  // reported, not asserted: LLVM's fixed cost alone is several MiB here.
+  CHECK(same_bits(p->call({in.x.t, in.y.t}), ref) == "");
+}
+#endif
