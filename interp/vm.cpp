@@ -478,7 +478,7 @@ void run_scalar(const Bytecode& bc, const std::vector<SInstr>& code, const Strid
   const int32_t nslots = bc.num_slots();
   if (tls.cells.size() < static_cast<size_t>(nslots)) tls.cells.resize(nslots);
   Cell* c = tls.cells.data();
-  std::memcpy(c, bc.constants.data(), bc.constants.size() * sizeof(Cell));
+  if (!bc.constants.empty()) std::memcpy(c, bc.constants.data(), bc.constants.size() * sizeof(Cell));
   const int32_t nc = bc.num_consts();
   for (size_t k = 0; k < bc.inputs.size(); ++k) load_cell(c[nc + k], bc.inputs[k], in[k].data);
   scalar_exec(code.data(), code.size(), c);
