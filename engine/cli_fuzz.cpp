@@ -37,11 +37,20 @@ struct FuzzArgs {
   int samples = 200;
   bool tensor_graphs = false;
   std::string corpus_dir;
-  int keep_going = 0;  // > 0: report up to this many distinct mismatches, then stop
+  int keep_going = 0;
+  int jit_every = 8;  // > 0: report up to this many distinct mismatches, then stop
 };
 
+int g_jit_every = 8;
+
+fuzz::DiffOptions diff_options() {
+  fuzz::DiffOptions o;
+  o.jit_every = g_jit_every;
+  return o;
+}
+
 bool fails(const DiffCase& dc) {
-  const DiffResult r = fuzz::run_case(dc);
+  const DiffResult r = fuzz::run_case(dc, diff_options());
   return !r.ok || r.rejected;
 }
 
@@ -56,12 +65,12 @@ int report_mismatch(const FuzzArgs& a, const DiffCase& dc, const DiffResult& r, 
                     std::set<std::string>* seen = nullptr) {
   const DiffCase small = fuzz::shrink(dc, fails);
   if (seen) {
-    const std::string sig = signature(small, fuzz::run_case(small));
+    const std::string sig = signature(small, fuzz::run_case(small, diff_options()));
     if (!seen->insert(sig).second) return 0;
     std::fprintf(stderr, "[%zu] %s\n", seen->size(), sig.c_str());
   }
   std::fprintf(stderr, "ember fuzz: mismatch in case seed %" PRIu64 ": %s\n", case_seed, r.message.c_str());
-  const DiffResult rs = fuzz::run_case(small);
+  const DiffResult rs = fuzz::run_case(small, diff_options());
   const std::string path = a.out.empty() ? "fuzz-repro-" + std::to_string(case_seed) + ".json" : a.out;
   const std::string text = rs.graph.empty() ? fuzz::elemwise_graph(small.c, small.inputs).dump(1) : rs.graph;
   std::ofstream(path) << text << "\n";
@@ -74,7 +83,9 @@ int report_mismatch(const FuzzArgs& a, const DiffCase& dc, const DiffResult& r, 
 
 int replay(const FuzzArgs& a) {
   const DiffCase dc = fuzz::case_from_graph(a.replay);
-  const DiffResult r = fuzz::run_case(dc);
+  fuzz::DiffOptions o = diff_options();
+  o.jit_every = 1;
+  const DiffResult r = fuzz::run_case(dc, o);
   if (r.ok && !r.rejected) {
     std::printf("%s: every path agrees (%zu scalar nodes, %" PRId64 " elements)\n", a.replay.c_str(),
                 dc.c.nodes.size(), dc.n());
@@ -231,6 +242,7 @@ int write_corpus(const FuzzArgs& a) {
 
 int run(const FuzzArgs& a) {
   if (!a.corpus_dir.empty()) return write_corpus(a);
+  g_jit_every = a.jit_every;
   if (!a.replay.empty()) return replay(a);
   if (!a.samples_file.empty()) return dump_samples(a);
   if (a.tensor_graphs) return tensor_graphs(a);
@@ -246,7 +258,7 @@ int run(const FuzzArgs& a) {
     const uint64_t case_seed = rng();
     Rng crng(case_seed);
     const DiffCase dc = fuzz::random_case(crng, go);
-    const DiffResult r = fuzz::run_case(dc);
+    const DiffResult r = fuzz::run_case(dc, diff_options());
     if (!r.ok || r.rejected) {
       if (a.keep_going <= 0) return report_mismatch(a, dc, r, case_seed);
       ++mismatches;
@@ -288,6 +300,8 @@ void add_fuzz_command(CLI::App& app) {
   sub->add_option("--keep-going", a->keep_going,
                   "continue past mismatches; stop after this many distinct ones (reproducers go to --out DIR)");
   sub->add_option("--write-corpus", a->corpus_dir, "write --iterations seed inputs per libFuzzer target into DIR");
+  sub->add_option("--jit-every", a->jit_every, "check the JIT tiers on one case in N (0: never)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_flag("--tensor-graphs", a->tensor_graphs, "fuzz small tensor graphs (serial vs parallel) instead");
   sub->callback([a] {
     int rc;

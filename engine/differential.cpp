@@ -245,7 +245,18 @@ DiffResult run_case(const DiffCase& dc, const DiffOptions& o) {
   if (!compare(dc, want, run_scalar(*vm, dc), "scalar path", r)) return r;
   if (!compare(dc, want, run_chunked(*vm, dc, rng), "uneven chunks", r)) return r;
   if (!compare(dc, want, run_strided(*vm, dc, rng), "strided/broadcast layout", r)) return r;
-  for (const NamedKernel& t : o.extra_tiers ? o.extra_tiers(dc.c) : jit_tiers(dc.c)) {
+  std::vector<NamedKernel> tiers;
+  if (o.extra_tiers) tiers = o.extra_tiers(dc.c);
+  else if (o.jit_every > 0 && dc.layout_seed % static_cast<uint64_t>(o.jit_every) == 0) {
+    try {
+      tiers = jit_tiers(dc.c);
+    } catch (const std::exception& e) {
+      r.ok = false;
+      r.message = std::string("JIT failed to compile a valid Composite: ") + e.what();
+      return r;
+    }
+  }
+  for (const NamedKernel& t : tiers) {
     if (!compare(dc, want, run_vector(*t.kernel, dc), t.name + " vector", r)) return r;
     if (!compare(dc, want, run_scalar(*t.kernel, dc), t.name + " scalar", r)) return r;
   }

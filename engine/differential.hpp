@@ -44,6 +44,7 @@ std::vector<NamedKernel> jit_tiers(const interp::Composite& c);
 struct DiffOptions {
   bool check_program = true;  // also load elemwise_graph() and run it
   TierFactory extra_tiers;    // defaults to jit_tiers
+  int jit_every = 8;          // JIT tiers on one case in this many (each costs LLVM compiles)
 };
 
 DiffCase random_case(Rng& rng, const CompositeGenOptions& go = {});

@@ -1,5 +1,6 @@
 #include "engine/index_plan.hpp"
 
+#include <new>
 #include <string>
 
 namespace ember {
@@ -40,7 +41,7 @@ IndexSpec IndexSpec::parse(const NodeContext& ctx, int first_input, bool advance
   const nlohmann::json& lst = ctx.attr("idx_list");
   if (!lst.is_array()) ctx.fail("idx_list", "must be a list");
   std::vector<bool> used(ctx.num_inputs(), false);
-  int consumed = 0, n_index = 0, n_basic = 0, adv_ndim = 0;
+  int consumed = 0, n_basic = 0, adv_ndim = 0;
   for (size_t p = 0; p < lst.size(); ++p) {
     const std::string field = field_of(p);
     const nlohmann::json& e = lst[p];
@@ -66,7 +67,6 @@ IndexSpec IndexSpec::parse(const NodeContext& ctx, int first_input, bool advance
       ent.value = parse_scalar(ctx, get("value"), first_input, used, field + ".value");
       if (ent.value.kind == ScalarRef::None) ctx.fail(field + ".value", "an index needs a value");
       ++consumed;
-      ++n_index;
     } else if (type == "array" || type == "newaxis") {
       if (!advanced)
         ctx.fail(field, "\"" + type + "\" entries are only allowed in the Advanced* ops");
@@ -111,7 +111,37 @@ IndexSpec IndexSpec::parse(const NodeContext& ctx, int first_input, bool advance
     if (!used[k]) ctx.fail("idx_list", "input " + std::to_string(k) + " is not used by idx_list");
   const int rest = s.x_ndim - consumed;
   s.out_ndim = s.has_array ? n_basic + rest + adv_ndim : n_basic + rest;
-  (void)n_index;
+  if (s.out_ndim > kMaxRank) ctx.fail("idx_list", "the result would have more than 16 dims");
+  // Static result shape (basic indexing only); literal indices checked here.
+  const Shape& xs = ctx.in(0).static_shape;
+  s.static_out.ndim = s.out_ndim;
+  for (int d = 0; d < s.out_ndim; ++d) s.static_out.dims[d] = -1;
+  if (!s.has_array) {
+    int ax = 0, od = 0;
+    auto lit = [](const ScalarRef& r) -> std::optional<int64_t> {
+      if (r.kind == ScalarRef::Literal) return r.lit;
+      return std::nullopt;
+    };
+    for (size_t p = 0; p < s.entries.size(); ++p) {
+      const IdxEntry& e = s.entries[p];
+      const int64_t dim = e.kind == IdxEntry::NewAxis ? 1 : xs.dims[ax];
+      if (e.kind == IdxEntry::NewAxis) {
+        s.static_out.dims[od++] = 1;
+      } else if (e.kind == IdxEntry::Index) {
+        if (e.value.kind == ScalarRef::Literal && dim >= 0 && normalize_index(e.value.lit, dim) < 0)
+          ctx.fail(field_of(p) + ".value", index_error_msg(e.value.lit, ax, dim));
+        ++ax;
+      } else {
+        const bool known = dim >= 0 && e.start.kind != ScalarRef::Input &&
+                           e.stop.kind != ScalarRef::Input && e.step.kind != ScalarRef::Input;
+        s.static_out.dims[od++] =
+            known ? slice_range(lit(e.start), lit(e.stop), e.step.kind == ScalarRef::None ? 1 : e.step.lit, dim).len
+                  : -1;
+        ++ax;
+      }
+    }
+    for (; ax < s.x_ndim; ++ax) s.static_out.dims[od++] = xs.dims[ax];
+  }
   return s;
 }
 
@@ -131,6 +161,8 @@ IndexSpec IndexSpec::gather0(const NodeContext& ctx, int input) {
   s.entries.push_back(e);
   s.has_array = true;
   s.out_ndim = s.x_ndim;
+  s.static_out = ctx.in(0).static_shape;
+  s.static_out.dims[0] = v.static_shape.dims[0];
   return s;
 }
 
@@ -172,7 +204,10 @@ void* resolve_index(Frame& f, const IndexSpec& s, const Tensor& t, Resolved& r,
   r.base_off = 0;
   r.nb_before = 0;
   r.nadv = 0;
-  Tensor advt[kMaxRank];
+  // Index arrays before broadcasting; raw storage so plain basic indexing
+  // does not pay for initializing 16 Tensors.
+  alignas(Tensor) unsigned char advt_mem[sizeof(Tensor) * kMaxRank];
+  Tensor* advt = reinterpret_cast<Tensor*>(advt_mem);
   int nscalar = 0, first_adv = -1, last_adv = -1, ax = 0;
   bool adjacent = true;
   auto push_basic = [&](int64_t dim, int64_t stride) {
@@ -188,7 +223,7 @@ void* resolve_index(Frame& f, const IndexSpec& s, const Tensor& t, Resolved& r,
     return read(x);
   };
   auto add_adv = [&](const Tensor& a, int axis) {
-    advt[r.nadv] = a;
+    new (&advt[r.nadv]) Tensor(a);
     r.adv_axis[r.nadv] = axis;
     r.adv_dim[r.nadv] = t.dim(axis);
     r.adv_tstride[r.nadv] = t.strides[axis];
@@ -287,7 +322,10 @@ void* resolve_index(Frame& f, const IndexSpec& s, const Tensor& t, Resolved& r,
     auto b = broadcast_shapes(r.B, advt[j].shape);
     if (!b) {
       std::string msg = "shape mismatch: indexing arrays could not be broadcast together with shapes";
-      for (int k = 0; k < r.nadv; ++k) msg += " " + advt[k].shape.str();
+      for (int k = 0; k < r.nadv; ++k) {
+        msg += ' ';
+        msg += advt[k].shape.str();
+      }
       f.fail(msg);
     }
     r.B = *b;

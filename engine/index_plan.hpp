@@ -30,6 +30,7 @@ struct IndexSpec {
   bool has_array = false;
   int x_ndim = 0;
   int out_ndim = 0;  // rank of x[idx]
+  Shape static_out;  // x[idx]'s static shape, -1 where unknown
 
   // Reads attrs.idx_list; index inputs are numbered from `first_input`.
   // `advanced`: arrays and newaxis allowed.

@@ -12,18 +12,49 @@ namespace {
 
 void check_x_out(const NodeContext& ctx, const IndexSpec& s) {
   expect_out(ctx, 0, ctx.in(0).dtype, s.out_ndim);
+  expect_out_shape(ctx, 0, s.static_out);
 }
 
 // Basic indexing: a strided view of x.
 class SubtensorK : public OpKernel {
  public:
   SubtensorK(IndexSpec s, const Shape& stat) : s_(std::move(s)), stat_(stat) {}
+  // Builds the view directly (no Resolved): this op is frequent and cheap.
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
-    Resolved r;
-    resolve_index(f, s_, x, r);
-    Tensor o = r.basic;
-    o.data = static_cast<char*>(x.data) + r.base_off * int64_t(dtype_size(x.dtype));
+    Tensor o;
+    o.dtype = x.dtype;
+    int64_t off = 0;
+    int ax = 0, od = 0;
+    auto read = [&](const ScalarRef& r) -> int64_t {
+      return r.kind == ScalarRef::Literal ? r.lit : scalar_int(f.in(r.input));
+    };
+    for (const IdxEntry& e : s_.entries) {
+      const int64_t dim = x.dim(ax), st = x.strides[ax];
+      if (e.kind == IdxEntry::Index) {
+        const int64_t v = read(e.value);
+        const int64_t n = normalize_index(v, dim);
+        if (n < 0) f.fail(index_error_msg(v, ax, dim));
+        off += n * st;
+      } else {
+        const int64_t step = e.step.kind == ScalarRef::None ? 1 : read(e.step);
+        if (step == 0) f.fail("slice step cannot be zero");
+        std::optional<int64_t> a, b;
+        if (e.start.kind != ScalarRef::None) a = read(e.start);
+        if (e.stop.kind != ScalarRef::None) b = read(e.stop);
+        const SliceRange sr = slice_range(a, b, step, dim);
+        off += sr.start * st;
+        o.shape.dims[od] = sr.len;
+        o.strides[od++] = st * step;
+      }
+      ++ax;
+    }
+    for (; ax < x.ndim(); ++ax, ++od) {
+      o.shape.dims[od] = x.dim(ax);
+      o.strides[od] = x.strides[ax];
+    }
+    o.shape.ndim = od;
+    o.data = static_cast<char*>(x.data) + off * int64_t(dtype_size(x.dtype));
     check_out_shape(f, 0, stat_, o.shape);
     f.set_out(0, o);
   }
@@ -63,6 +94,13 @@ class GatherK : public OpKernel {
         case 4: return one(uint32_t{});
         default: return one(uint64_t{});
       }
+    }
+    if (r.basic.ndim() == 1 && src.strides[0] == 1 && dst.strides[0] == 1) {  // whole rows
+      const size_t row = size_t(r.basic.dim(0)) * es;
+      for_each_adv(f, r, 1, bst, [&](int64_t xo, const int64_t* oo) {
+        std::memcpy(od + oo[0] * es, xd + xo * es, row);
+      });
+      return;
     }
     for_each_adv(f, r, 1, bst, [&](int64_t xo, const int64_t* oo) {
       src.data = xd + xo * es;
@@ -126,6 +164,18 @@ class IncK : public OpKernel {
         for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) { od[xo] += yd[oo[1]]; });
       return;
     }
+    if (r.basic.ndim() == 1) {  // rows: a plain strided loop
+      const int64_t n = r.basic.dim(0), ds = dst.strides[0], ss = src.strides[0];
+      for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) {
+        T* d = od + xo;
+        const T* s = yd + oo[1];
+        if (set)
+          for (int64_t k = 0; k < n; ++k) d[k * ds] = s[k * ss];
+        else
+          for (int64_t k = 0; k < n; ++k) d[k * ds] += s[k * ss];
+      });
+      return;
+    }
     for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) {
       T* d = od + xo;
       const T* s = yd + oo[1];
@@ -177,6 +227,13 @@ void check_inc_y(const NodeContext& ctx, const IndexSpec& s, bool set) {
   if (!set && dtype_upcast(x.dtype, y.dtype) != x.dtype)
     ctx.fail("inputs", "incrementing " + std::string(dtype_name(x.dtype)) + " x by " +
                            std::string(dtype_name(y.dtype)) + " y would need a wider result");
+  const int off = s.out_ndim - y.static_shape.ndim;
+  for (int d = 0; d < y.static_shape.ndim; ++d) {
+    const int64_t yd = y.static_shape.dims[d], rd = s.static_out.dims[off + d];
+    if (yd >= 0 && yd != 1 && rd >= 0 && yd != rd)
+      ctx.fail("inputs", "y of static shape " + y.static_shape.str() +
+                             " cannot be broadcast to x[idx] of static shape " + s.static_out.str());
+  }
   expect_out(ctx, 0, x.dtype, x.static_shape.ndim);
   expect_out_shape(ctx, 0, x.static_shape);
 }

@@ -153,7 +153,6 @@ class SpecifyShapeK : public OpKernel {
   Shape stat;
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
-    check_out_shape(f, 0, stat, x.shape);
     for (int d = 0; d < ndim; ++d) {
       if (input[d] < 0) continue;
       const int64_t want = scalar_int(f.in(input[d]));
@@ -161,6 +160,7 @@ class SpecifyShapeK : public OpKernel {
         f.fail("SpecifyShape: dim " + S(d) + " of input has shape " + S(x.dim(d)) +
                ", expected " + S(want));
     }
+    check_out_shape(f, 0, stat, x.shape);
     f.set_out(0, x);
   }
   int may_view(int) const override { return 0; }
@@ -670,6 +670,8 @@ std::unique_ptr<OpKernel> make_arange(NodeContext& ctx) {
   const VarSpec& o = ctx.out(0);
   if (o.static_shape.ndim != 1 || o.dtype == DType::Bool)
     ctx.fail("outputs", "output must be a numeric vector");
+  if (ctx.has_attr("dtype") && ctx.attr_str("dtype") != dts(o.dtype))
+    ctx.fail("dtype", "is " + ctx.attr_str("dtype") + " but the output is " + dts(o.dtype));
   k->stat = o.static_shape;
   return k;
 }

@@ -155,10 +155,15 @@ def shape_cases():
     g = G()
     a = g.inp("float64", [None, None])
     n = g.inp("int64", [])
+    c3 = g.const(i64(3))
     g.outputs = [g.node("SpecifyShape", [a, n], [("float64", [None, None])],
+                        shape=[None, {"input": 1}]),
+                 g.node("SpecifyShape", [a, c3], [("float64", [None, 3])],
                         shape=[None, {"input": 1}])]
     x = fl(4, 3)
-    case("specify_shape_checks_dims", g, [ok([x, i64(3)], [x]), err([x, i64(4)], "expected 4")])
+    case("specify_shape_checks_dims", g,
+         [ok([x, i64(3)], [x, x]), err([x, i64(4)], "expected 4"),
+          err([fl(4, 4), i64(4)], "dim 1 of input has shape 4, expected 3")])
 
     outs = []
     g = G()
@@ -601,6 +606,25 @@ def rejection_cases():
         g.outputs = [g.node("Subtensor", [a], [("float32", [None])], idx_list=[sl(1)])]
     one("subtensor_rejects_wrong_output_dtype", out_dtype, ["node 0", "outputs", "float32"])
 
+    def lit_oob(g):
+        a = g.inp("float64", [3, None])
+        g.outputs = [g.node("Subtensor", [a], [("float64", [None])], idx_list=[ix(-4)])]
+    one("subtensor_rejects_literal_index_outside_static_dim", lit_oob,
+        ["node 0", "idx_list[0].value", "index -4 is out of bounds for axis 0 with size 3"])
+
+    def bad_static(g):
+        a = g.inp("float64", [10])
+        g.outputs = [g.node("Subtensor", [a], [("float64", [3])], idx_list=[sl(8, 1, -2)])]
+    one("subtensor_rejects_output_static_shape_that_disagrees", bad_static, ["node 0", "outputs", "(3,)", "(4,)"])
+
+    def inc_static(g):
+        a = g.inp("float64", [6])
+        y = g.inp("float64", [2])
+        g.outputs = [g.node("IncSubtensor", [a, y], [("float64", [6])], idx_list=[sl(None, None, 2)],
+                            set_instead_of_inc=False)]
+    one("inc_subtensor_rejects_y_static_shape_that_cannot_broadcast", inc_static,
+        ["node 0", "IncSubtensor", "cannot be broadcast"])
+
 
 def more_index_cases():
     # dtypes, empty index arrays, non-contiguous inputs, 2-d index arrays
@@ -659,11 +683,99 @@ def more_index_cases():
           err([np.array([2.5]), i64(5)], "declares")])
 
 
+def random_cases():
+    """Many random index lists, each compared with NumPy (and np.add.at)."""
+    def rand_slice(n):
+        pick = lambda: None if rng.random() < 0.3 else int(rng.integers(-n - 3, n + 4))
+        step = None if rng.random() < 0.3 else int(rng.choice([-3, -2, -1, 1, 2, 3]))
+        return pick(), pick(), step
+
+    # basic indexing: views
+    g = G()
+    runs_in, expected = [], []
+    for k in range(40):
+        nd = int(rng.integers(1, 5))
+        shape = tuple(int(rng.integers(0 if k % 10 == 0 else 1, 5)) for _ in range(nd))
+        x = rng.standard_normal(shape)
+        a = g.inp("float64", [None] * nd)
+        ent, key = [], []
+        for d in range(int(rng.integers(1, nd + 1))):
+            if rng.random() < 0.3 and shape[d] > 0:
+                i = int(rng.integers(-shape[d], shape[d]))
+                ent.append(ix(i))
+                key.append(i)
+            else:
+                s0, s1, s2 = rand_slice(shape[d])
+                ent.append(sl(s0, s1, s2))
+                key.append(slice(s0, s1, s2))
+        r = x[tuple(key)]
+        g.outputs.append(g.node("Subtensor", [a], [("float64", [None] * r.ndim)], idx_list=ent))
+        runs_in.append(x)
+        expected.append(r)
+    case("subtensor_random_index_lists_match_numpy", g, [ok(runs_in, expected)])
+
+    # advanced indexing and np.add.at / set with the same index tuples
+    g = G()
+    ins, exp_get, exp_inc, exp_set = [], [], [], []
+    outs_get, outs_inc, outs_set = [], [], []
+    for k in range(30):
+        nd = int(rng.integers(1, 4))
+        shape = tuple(int(rng.integers(1, 5)) for _ in range(nd))
+        x = rng.standard_normal(shape)
+        xa = g.inp("float64", [None] * nd)
+        ins.append(x)
+        ent, key, arrays = [], [], []
+        nidx = int(rng.integers(1, nd + 1))
+        arr_axes = set(int(v) for v in rng.choice(nidx, size=int(rng.integers(1, nidx + 1)), replace=False))
+        bshape = tuple(int(v) for v in rng.integers(1, 4, size=int(rng.integers(0, 3))))
+        for d in range(nidx):
+            if d in arr_axes:
+                ia = rng.integers(-shape[d], shape[d], size=bshape if rng.random() < 0.8 else ())
+                ia = np.asarray(ia, dtype=np.int64)
+                arrays.append(ia)
+                ent.append(arr(0))  # input number fixed below
+                key.append(ia)
+            else:
+                s0, s1, s2 = rand_slice(shape[d])
+                ent.append(sl(s0, s1, s2))
+                key.append(slice(s0, s1, s2))
+        idx_ids = []
+        for ia in arrays:
+            v = g.inp("int64", [None] * ia.ndim)
+            idx_ids.append(v)
+            ins.append(ia)
+        n = 0
+        for e in ent:
+            if e["type"] == "array":
+                e["input"] = 1 + n
+                n += 1
+        r = x[tuple(key)]
+        outs_get.append(g.node("AdvancedSubtensor", [xa] + idx_ids, [("float64", [None] * r.ndim)], idx_list=ent))
+        exp_get.append(r)
+        y = rng.standard_normal(r.shape)
+        ya = g.inp("float64", [None] * r.ndim)
+        ins.append(y)
+        inc_ent = [dict(e, input=e["input"] + 1) if e["type"] == "array" else e for e in ent]
+        outs_inc.append(g.node("AdvancedIncSubtensor", [xa, ya] + idx_ids, [("float64", [None] * nd)],
+                               idx_list=inc_ent, set_instead_of_inc=False, ignore_duplicates=False))
+        e1 = x.copy()
+        np.add.at(e1, tuple(key), y)
+        exp_inc.append(e1)
+        outs_set.append(g.node("AdvancedIncSubtensor", [xa, ya] + idx_ids, [("float64", [None] * nd)],
+                               idx_list=inc_ent, set_instead_of_inc=True, ignore_duplicates=False))
+        e2 = x.copy()
+        e2[tuple(key)] = y
+        exp_set.append(e2)
+    g.outputs = outs_get + outs_inc + outs_set
+    case("advanced_random_index_lists_match_numpy_and_add_at", g, [ok(ins, exp_get + exp_inc + exp_set)])
+
+
 def main():
-    shape_cases()
-    index_cases()
-    rejection_cases()
-    more_index_cases()
+    global rng
+    # Each group draws from its own stream, so editing one leaves the others' files unchanged.
+    for seed, group in enumerate([shape_cases, index_cases, rejection_cases, more_index_cases, random_cases]):
+        rng = np.random.default_rng(20261129 + seed)
+        group()
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
         if f.endswith(".json"):

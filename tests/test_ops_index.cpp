@@ -1,6 +1,9 @@
 // Subtensor family: NumPy fixtures from tests/gen_fixtures_ops_index.py, compared
 // bit for bit (these ops only move or convert data), and graphs the loader
 // must reject.
+#include <atomic>
+#include <thread>
+
 #include <catch2/catch.hpp>
 
 #include "ops_fixture.hpp"
@@ -19,6 +22,8 @@ TEST_CASE("advanced_subtensor_rejects_float_index_array") { run_fixture("advance
 
 TEST_CASE("gather_with_small_int_indices_empty_and_transposed_input") { run_fixture("gather_with_small_int_indices_empty_and_transposed_input"); }
 
+TEST_CASE("inc_subtensor_rejects_y_static_shape_that_cannot_broadcast") { run_fixture("inc_subtensor_rejects_y_static_shape_that_cannot_broadcast"); }
+
 TEST_CASE("inc_subtensor_rejects_y_that_would_upcast_x") { run_fixture("inc_subtensor_rejects_y_that_would_upcast_x"); }
 
 TEST_CASE("inc_subtensor_set_and_inc_broadcast_y") { run_fixture("inc_subtensor_set_and_inc_broadcast_y"); }
@@ -31,7 +36,11 @@ TEST_CASE("subtensor_negative_indices_and_chained_views") { run_fixture("subtens
 
 TEST_CASE("subtensor_rejects_array_entries") { run_fixture("subtensor_rejects_array_entries"); }
 
+TEST_CASE("subtensor_rejects_literal_index_outside_static_dim") { run_fixture("subtensor_rejects_literal_index_outside_static_dim"); }
+
 TEST_CASE("subtensor_rejects_missing_input_reference") { run_fixture("subtensor_rejects_missing_input_reference"); }
+
+TEST_CASE("subtensor_rejects_output_static_shape_that_disagrees") { run_fixture("subtensor_rejects_output_static_shape_that_disagrees"); }
 
 TEST_CASE("subtensor_rejects_too_many_indices_with_node_index") { run_fixture("subtensor_rejects_too_many_indices_with_node_index"); }
 
@@ -44,3 +53,42 @@ TEST_CASE("subtensor_rejects_zero_step_literal") { run_fixture("subtensor_reject
 TEST_CASE("subtensor_slice_bounds_from_inputs") { run_fixture("subtensor_slice_bounds_from_inputs"); }
 
 TEST_CASE("subtensor_slices_match_python") { run_fixture("subtensor_slices_match_python"); }
+
+// Kernels are shared by all threads: run the mixed advanced-indexing and
+// scatter fixtures from several threads at once; every result must match.
+TEST_CASE("index_ops_agree_when_called_from_many_threads") {
+  using namespace ember;
+  for (const char* name : {"advanced_subtensor_mixes_arrays_slices_masks",
+                           "advanced_inc_subtensor_add_at_set_and_ignore_duplicates",
+                           "inc_subtensor_set_and_inc_broadcast_y"}) {
+    INFO(name);
+    const nlohmann::json fx = test::read_json(test::data_path(std::string("ops_index/") + name + ".json"));
+    auto p = Program::from_json(fx["graph"].dump());
+    const auto& run = fx["runs"][0];
+    std::vector<Array> in, want;
+    std::vector<Tensor> args;
+    for (const auto& a : run["inputs"]) in.push_back(test::array_from_json(a));
+    for (const Array& a : in) args.push_back(a.t);
+    for (const auto& e : run["expected"]) want.push_back(test::array_from_json(e));
+    std::atomic<int> bad{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t)
+      ts.emplace_back([&] {
+        for (int k = 0; k < 200; ++k) {
+          const std::vector<Array> out = p->call(args);
+          for (size_t i = 0; i < out.size(); ++i)
+            if (out[i].t.shape.str() != want[i].t.shape.str() ||
+                std::memcmp(out[i].t.data, want[i].t.data, want[i].size() * dtype_size(want[i].t.dtype)) != 0)
+              ++bad;
+        }
+      });
+    for (auto& t : ts) t.join();
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("subtensor_random_index_lists_match_numpy") { run_fixture("subtensor_random_index_lists_match_numpy"); }
+
+TEST_CASE("advanced_random_index_lists_match_numpy_and_add_at") {
+  run_fixture("advanced_random_index_lists_match_numpy_and_add_at");
+}

@@ -15,6 +15,7 @@ import argparse
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -85,7 +86,9 @@ def ref(op, a):
     if op == "ArcSin": return None if abs(x) > 1 else mp.asin(x)
     if op == "ArcCos": return None if abs(x) > 1 else mp.acos(x)
     if op == "ArcTan": return mp.atan(x)
-    if op == "ArcTan2": return mp.atan2(x, y)
+    if op == "ArcTan2":
+        if a[0] == 0 or a[1] == 0: return mp.mpf(math.atan2(a[0], a[1]))  # signed zeros: C99 Annex F
+        return mp.atan2(x, y)
     if op == "Sinh": return mp.sinh(x)
     if op == "Cosh": return mp.cosh(x)
     if op == "Tanh": return mp.tanh(x)
@@ -108,6 +111,16 @@ def ref(op, a):
         if y < 0: return None
         return -mp.inf * mp.sign(x) if y == 0 else x * mp.log(y)
     if op == "Pow":
+        fx, fy = a[0], a[1]
+        odd = math.isfinite(fy) and fy == math.floor(fy) and abs(fy) < 2**53 and int(fy) % 2 == 1
+        if math.isinf(fy):  # C99 Annex F pow(x, +-inf)
+            if fx in (1.0, -1.0): return mp.mpf(1)
+            big = abs(fx) > 1
+            return mp.inf if big == (fy > 0) else mp.mpf(0)
+        if math.isinf(fx):  # pow(+-inf, y)
+            if fy == 0: return mp.mpf(1)
+            mag = mp.inf if fy > 0 else mp.mpf(0)
+            return -mag if fx < 0 and odd else mag
         if x < 0 and y != mp.floor(y): return None
         if x == 0 and y < 0:
             odd = y == mp.floor(y) and int(y) % 2 == 1
@@ -162,6 +175,14 @@ def too_costly(op, a):
     return False
 
 
+class Slow(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise Slow()
+
+
 def ulp_error(got, want):
     """Error of float got against exact want, in ulp of want rounded."""
     w = float(want)
@@ -184,6 +205,7 @@ def main():
     bound = dict(BOUND)
     bound.update(bounds_from_docs(root))
 
+    signal.signal(signal.SIGALRM, _alarm)
     path = args.dump
     if not path:
         fd, path = tempfile.mkstemp(suffix=".tsv")
@@ -199,17 +221,20 @@ def main():
                                   "bad": [], "skipped": 0})
         s["n"] += 1
         if any(math.isnan(v) for v in a):
-            if not math.isnan(got) and not (op == "XlogY0" and a[0] == 0 and not math.isnan(a[1])):
+            if not math.isnan(got) and not (op == "XlogY0" and a[0] == 0):  # xlogy0(0, y) = 0
                 s["bad"].append((a, got, "NaN input gave a number"))
             continue
         if too_costly(op, a):
             s["skipped"] += 1
             continue
         try:
+            signal.setitimer(signal.ITIMER_REAL, 2.0)  # mpmath can take very long far out
             want = ref(op, a)
-        except (ValueError, ZeroDivisionError, OverflowError, mp.libmp.NoConvergence):
+        except (ValueError, ZeroDivisionError, OverflowError, mp.libmp.NoConvergence, Slow):
             s["skipped"] += 1
             continue
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
         if want is POLE:
             if not (math.isinf(got) or math.isnan(got)):
                 s["bad"].append((a, got, "at a pole, expected inf or NaN"))
@@ -225,7 +250,7 @@ def main():
             s["bad"].append((a, got, "NaN, expected %s" % mp.nstr(want, 17)))
             continue
         err = ulp_error(got, want)
-        if op in ROOT_ABS and ROOT_ABS[op] and abs(want) < 1e-3:
+        if op in ROOT_ABS and ROOT_ABS[op] and abs(want) < 1e-2:
             err = min(err, float(abs(mp.mpf(got) - want) / math.ulp(1.0)) / ROOT_ABS[op] * bound[op])
         limit = bound[op]
         if op in ("GammaInc", "GammaIncC", "BetaInc") and 0 < abs(want) < 1e-100:
