@@ -9,8 +9,7 @@ namespace ember {
 
 // ---- Buffer / Array -------------------------------------------------------
 
-void* Buffer::reserve(size_t bytes) {
-  if (bytes <= cap && p) return p;
+void* Buffer::grow(size_t bytes) {
   const size_t want = std::max<size_t>((bytes + 63) / 64 * 64, 64);
   void* q = ::operator new(want, std::align_val_t(64), std::nothrow);
   if (!q) throw CallError("out of memory allocating " + std::to_string(bytes) + " bytes");
@@ -54,25 +53,41 @@ Frame::Frame(Workspace& ws, const Step& step)
       in_(step.in.data()),
       nin_(static_cast<int>(step.in.size())),
       nout_(static_cast<int>(step.out.size())) {}
-DType Frame::out_dtype(int i) const { return ws_.owner->graph.vars[step_.out[i]].dtype; }
+DType Frame::out_dtype(int i) const { return step_.out_dtype[i]; }
+
+namespace {
+
+// 2^40 elements bound what a call may ask for; larger is a graph error.
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+
+[[noreturn]] void bad_out_shape(const Frame& f, const Shape& s) {
+  int64_t n = 1;
+  for (int d = 0; d < s.ndim; ++d) {
+    if (s.dims[d] < 0) f.fail("negative dimension in output shape " + s.str());
+    if (s.dims[d] && n > kMaxElements / s.dims[d]) f.fail("output shape " + s.str() + " is too large");
+    n *= s.dims[d];
+  }
+  f.fail("output shape " + s.str() + " is invalid");
+}
+
+}  // namespace
 
 Tensor& Frame::alloc_out(int i, DType dt, const Shape& s) {
   int64_t n = 1;
   for (int d = 0; d < s.ndim; ++d) {
-    if (s.dims[d] < 0) fail("negative dimension in output shape " + s.str());
-    if (s.dims[d] && n > (int64_t(1) << 40) / s.dims[d]) fail("output shape " + s.str() + " is too large");
-    n *= s.dims[d];
+    const int64_t v = s.dims[d];
+    if (v < 0 || __builtin_mul_overflow(n, v, &n) || n > kMaxElements) [[unlikely]]
+      bad_out_shape(*this, s);
   }
-  // (2^40 elements bounds what a call may ask for; larger is a graph error.)
   void* mem = ws_.slots[step_.out_slot[i]].reserve(static_cast<size_t>(n) * dtype_size(dt));
-  Tensor& t = ws_.values[step_.out[i]];
+  Tensor& t = values_[step_.out[i]];
   t.set_contiguous(dt, s, mem);
   return t;
 }
 
-Tensor& Frame::alloc_out(int i, const Shape& s) { return alloc_out(i, out_dtype(i), s); }
+Tensor& Frame::alloc_out(int i, const Shape& s) { return alloc_out(i, step_.out_dtype[i], s); }
 
-void Frame::set_out(int i, const Tensor& t) { ws_.values[step_.out[i]] = t; }
+void Frame::set_out(int i, const Tensor& t) { values_[step_.out[i]].set_view(t); }
 
 void Frame::fail(const std::string& msg) const {
   throw CallError(ws_.owner->graph.source + ": node " + std::to_string(step_.node) + " (" + step_.op +
@@ -83,7 +98,12 @@ void* Frame::scratch(size_t bytes) { return ws_.scratch.reserve(bytes); }
 
 // ---- Program --------------------------------------------------------------
 
-Program::Program(std::unique_ptr<ProgramImpl> impl) : impl_(std::move(impl)) {}
+Program::Program(std::unique_ptr<ProgramImpl> impl) : impl_(std::move(impl)) {
+  for (Step& st : impl_->steps) {
+    st.out_dtype.clear();
+    for (int v : st.out) st.out_dtype.push_back(impl_->graph.vars[v].dtype);
+  }
+}
 Program::~Program() = default;
 
 std::shared_ptr<const Program> Program::from_graph(Graph g, const Options& o) {
@@ -144,13 +164,18 @@ const std::vector<Tensor>& Program::run(Workspace& ws, std::span<const Tensor> a
                     std::to_string(args.size()));
   for (size_t k = 0; k < args.size(); ++k) {
     check_arg(p, p.args[k], args[k], k);
-    ws.values[p.args[k].var] = args[k];
+    ws.values[p.args[k].var].set_view(args[k]);
   }
-  if (!p.shared.empty()) {
-    std::lock_guard<std::mutex> lock(p.shared_mu);
-    ws.shared_snapshot = p.shared_values;
+  // Shared values: re-read only when set_shared has changed them since this
+  // workspace last looked (steps never write input variables).
+  if (!p.shared.empty() && ws.shared_seen != p.shared_version.load(std::memory_order_acquire)) {
+    {
+      std::lock_guard<std::mutex> lock(p.shared_mu);
+      ws.shared_snapshot = p.shared_values;
+      ws.shared_seen = p.shared_version.load(std::memory_order_relaxed);
+    }
+    for (size_t k = 0; k < p.shared.size(); ++k) ws.values[p.shared[k].var] = ws.shared_snapshot[k]->t;
   }
-  for (size_t k = 0; k < p.shared.size(); ++k) ws.values[p.shared[k].var] = ws.shared_snapshot[k]->t;
   try {
     for (const Step& st : p.steps) {
       Frame f(ws, st);
@@ -159,7 +184,7 @@ const std::vector<Tensor>& Program::run(Workspace& ws, std::span<const Tensor> a
   } catch (const std::bad_alloc&) {
     throw CallError(p.graph.source + ": out of memory");
   }
-  for (size_t k = 0; k < p.outputs.size(); ++k) ws.outputs[k] = ws.values[p.outputs[k].var];
+  for (size_t k = 0; k < p.outputs.size(); ++k) ws.outputs[k].set_view(ws.values[p.outputs[k].var]);
   return ws.outputs;
 }
 
@@ -195,6 +220,7 @@ void Program::set_shared(const std::string& name, const Tensor& value) const {
     auto copy = std::make_shared<const Array>(Array::copy_of(value));
     std::lock_guard<std::mutex> lock(p.shared_mu);
     p.shared_values[k] = std::move(copy);
+    p.shared_version.fetch_add(1, std::memory_order_release);
     return;
   }
   throw CallError(p.graph.source + ": no shared input named '" + name + "'");

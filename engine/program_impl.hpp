@@ -1,6 +1,8 @@
 // Internals of a loaded Program: its static schedule, buffer plan, and the
 // per-thread Workspace a call runs in.
 #pragma once
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -21,6 +23,7 @@ struct Step {
   std::vector<int> in, out;      // variable ids
   std::vector<int> out_slot;     // buffer slot per output
   std::string op;                // for messages
+  std::vector<DType> out_dtype;  // per output (filled by Program's constructor)
 };
 
 // A grow-only, 64-byte aligned byte buffer.
@@ -34,7 +37,10 @@ struct Buffer {
   ~Buffer() {
     if (p) ::operator delete(p, std::align_val_t(64));
   }
-  void* reserve(size_t bytes);  // throws CallError when memory is exhausted
+  // Throws CallError when memory is exhausted. Inline: steady calls only
+  // take the first branch.
+  void* reserve(size_t bytes) { return bytes <= cap && p ? p : grow(bytes); }
+  void* grow(size_t bytes);
 };
 
 class Workspace {
@@ -43,6 +49,7 @@ class Workspace {
   std::vector<Buffer> slots;
   Buffer scratch;
   std::vector<std::shared_ptr<const Array>> shared_snapshot;
+  uint64_t shared_seen = ~uint64_t(0);  // ProgramImpl::shared_version of shared_snapshot
   std::vector<Tensor> outputs;
   const ProgramImpl* owner = nullptr;
 };
@@ -59,6 +66,7 @@ struct ProgramImpl {
 
   mutable std::mutex shared_mu;  // guards shared_values
   mutable std::vector<std::shared_ptr<const Array>> shared_values;
+  mutable std::atomic<uint64_t> shared_version{0};  // bumped (under shared_mu) by each set_shared
   mutable std::mutex pool_mu;
   mutable std::vector<WorkspacePtr> pool;
 

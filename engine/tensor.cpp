@@ -45,16 +45,4 @@ Tensor Tensor::contiguous(DType dt, const Shape& s, void* data) {
   return t;
 }
 
-void Tensor::set_contiguous(DType dt, const Shape& s, void* p) {
-  dtype = dt;
-  data = p;
-  shape.ndim = s.ndim;
-  int64_t st = 1;
-  for (int i = s.ndim - 1; i >= 0; --i) {  // only the used dims: this is on the per-node path
-    shape.dims[i] = s.dims[i];
-    strides[i] = st;
-    st *= s.dims[i];
-  }
-}
-
 }  // namespace ember

@@ -47,8 +47,29 @@ struct Tensor {
 
   // A C-contiguous view of `data` with the given shape.
   static Tensor contiguous(DType dt, const Shape& s, void* data);
-  // Same, in place (copies only the used dims).
-  void set_contiguous(DType dt, const Shape& s, void* data);
+  // Same, in place. Copies only the used dims (dims past ndim keep stale
+  // values): this is on the executor's per-node path.
+  void set_contiguous(DType dt, const Shape& s, void* p) {
+    dtype = dt;
+    data = p;
+    shape.ndim = s.ndim;
+    int64_t st = 1;
+    for (int i = s.ndim - 1; i >= 0; --i) {
+      shape.dims[i] = s.dims[i];
+      strides[i] = st;
+      st *= s.dims[i];
+    }
+  }
+  // *this = t, copying only the used dims (a Tensor is 272 bytes; most are 0-d or 1-d).
+  void set_view(const Tensor& t) {
+    dtype = t.dtype;
+    data = t.data;
+    shape.ndim = t.shape.ndim;
+    for (int i = 0; i < t.shape.ndim; ++i) {
+      shape.dims[i] = t.shape.dims[i];
+      strides[i] = t.strides[i];
+    }
+  }
 };
 
 // Sets C-order strides for shape.
