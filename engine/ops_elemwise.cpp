@@ -208,7 +208,8 @@ void ElemwiseKernel::run(Frame& f) const {
       ops = big.data();
     }
     for (int i = 0; i < nin; ++i) ops[i] = {f.in(i).data, 0};
-    for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, Shape{}).data, 0};
+    static constexpr Shape kScalar{};
+    for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, kScalar).data, 0};
     hot.elements = 1;
     k->run(1, ops, ops + nin);
     return;
@@ -230,7 +231,8 @@ void ElemwiseKernel::run(Frame& f) const {
   }
   thread_local std::vector<int64_t> st, esize;
   thread_local std::vector<interp::StridedPtr> base;
-  st.assign(static_cast<size_t>(nops) * kMaxRank, 0);
+  // Grow-only, not zeroed: the merge below writes every entry it reads.
+  if (st.size() < static_cast<size_t>(nops) * kMaxRank) st.resize(static_cast<size_t>(nops) * kMaxRank);
   esize.resize(nops);
   base.resize(nops);
   for (int i = 0; i < nin; ++i) {
