@@ -1,4 +1,5 @@
 // The C ABI (engine/ember.h). Never lets an exception cross into C.
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -11,29 +12,81 @@
 #include "engine/ember.hpp"
 #include "engine/program_impl.hpp"
 
+// Workspaces for concurrent callers. A call takes a free slot (one atomic
+// exchange on the slot's own cache line: the slot its thread used last, else
+// the first free one), so steady calls from nutpie's chain threads share no
+// lock and allocate nothing. Slots live as long as the program.
+struct alignas(64) CSlot {
+  ember::WorkspacePtr ws;
+  std::atomic<bool> busy{false};
+  std::atomic<uint64_t> logp_calls{0};  // written only by the slot's holder
+};
+
 struct ember_program {
+  static constexpr int kMaxSlots = 256;
   std::shared_ptr<const ember::Program> prog;
   uint64_t in_size = 0, out_size = 0;
-  std::atomic<uint64_t> logp_calls{0};
-  std::mutex mu;  // guards the pool only
-  std::vector<ember::WorkspacePtr> pool;
+  uint64_t id = 0;  // unique per program: thread-local hints never match a freed one's successor
+  std::mutex mu;    // guards creating slots
+  std::atomic<int> nslots{0};
+  std::array<std::atomic<CSlot*>, kMaxSlots> slots{};
+  std::vector<std::unique_ptr<CSlot>> owned;  // every slot (under mu); the first kMaxSlots also in `slots`
 
-  ember::WorkspacePtr take() {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!pool.empty()) {
-        auto ws = std::move(pool.back());
-        pool.pop_back();
-        return ws;
-      }
-    }
-    return prog->make_workspace();
-  }
-  void give(ember::WorkspacePtr ws) {
+  CSlot* take();
+  static void give(CSlot* s) { s->busy.store(false, std::memory_order_release); }
+  uint64_t logp_calls() {
     std::lock_guard<std::mutex> lock(mu);
-    pool.push_back(std::move(ws));
+    uint64_t n = 0;
+    for (const auto& s : owned) n += s->logp_calls.load(std::memory_order_relaxed);
+    return n;
   }
 };
+
+namespace {
+
+std::atomic<uint64_t> g_next_id{1};
+
+struct SlotHint {
+  uint64_t id = 0;
+  int slot = 0;
+};
+thread_local SlotHint t_hint;
+
+bool try_claim(CSlot* s) {
+  return !s->busy.load(std::memory_order_relaxed) && !s->busy.exchange(true, std::memory_order_acquire);
+}
+
+}  // namespace
+
+CSlot* ember_program::take() {
+  if (t_hint.id == id) {
+    CSlot* s = slots[t_hint.slot].load(std::memory_order_relaxed);
+    if (try_claim(s)) return s;
+  }
+  const int n = nslots.load(std::memory_order_acquire);
+  for (int k = 0; k < n; ++k) {
+    CSlot* s = slots[k].load(std::memory_order_relaxed);
+    if (try_claim(s)) {
+      t_hint = {id, k};
+      return s;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  for (size_t k = kMaxSlots; k < owned.size(); ++k)  // more concurrent callers than shared slots
+    if (try_claim(owned[k].get())) return owned[k].get();
+  auto fresh = std::make_unique<CSlot>();
+  fresh->ws = prog->make_workspace();
+  fresh->busy.store(true, std::memory_order_relaxed);
+  CSlot* s = fresh.get();
+  owned.push_back(std::move(fresh));
+  const int k = nslots.load(std::memory_order_relaxed);
+  if (k < kMaxSlots) {
+    slots[k].store(s, std::memory_order_release);
+    nslots.store(k + 1, std::memory_order_release);
+    t_hint = {id, k};
+  }
+  return s;
+}
 
 namespace {
 
@@ -48,7 +101,7 @@ void copy_error(const std::string& msg, char* err, size_t len) {
 
 // Runs the program on x; calls `use(outputs)` with the outputs.
 template <class F>
-int64_t with_outputs(const ember_program* cp, uint64_t dim, const double* x, F&& use) {
+int64_t with_outputs(const ember_program* cp, uint64_t dim, const double* x, bool count, F&& use) {
   auto* p = const_cast<ember_program*>(cp);
   if (!p) {
     t_error = "null program";
@@ -58,23 +111,39 @@ int64_t with_outputs(const ember_program* cp, uint64_t dim, const double* x, F&&
     t_error = "dim " + std::to_string(dim) + " but the graph takes " + std::to_string(p->in_size);
     return -1;
   }
-  ember::WorkspacePtr ws;
+  CSlot* slot = nullptr;
   try {
-    ws = p->take();
-    ember::Tensor xt = ember::Tensor::contiguous(ember::DType::Float64, ember::Shape{1, {int64_t(dim)}},
-                                                 const_cast<double*>(x));
-    const auto& out = p->prog->run(*ws, std::span<const ember::Tensor>(&xt, 1));
+    slot = p->take();
+    if (count)
+      slot->logp_calls.store(slot->logp_calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    ember::Tensor xt;
+    xt.set_contiguous(ember::DType::Float64, ember::Shape{1, {int64_t(dim)}}, const_cast<double*>(x));
+    const auto& out = p->prog->run(*slot->ws, std::span<const ember::Tensor>(&xt, 1));
     const int64_t rc = use(out);
-    p->give(std::move(ws));
+    ember_program::give(slot);
     return rc;
   } catch (const ember::CallError& e) {
     t_error = e.what();
-    if (ws) p->give(std::move(ws));
+    if (slot) ember_program::give(slot);
     return 1;
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // the workspace stays usable: its buffers only grow
     t_error = e.what();
+    if (slot) ember_program::give(slot);
     return -2;
   }
+}
+
+// Copies t (any strides) into dst as float64, in C order.
+void copy_flat(const ember::Tensor& t, double* dst) {
+  const int64_t n = t.size();
+  if (t.dtype == ember::DType::Float64 && t.is_contiguous()) {
+    if (n) std::memcpy(dst, t.data, static_cast<size_t>(n) * sizeof(double));
+    return;
+  }
+  ember::dtype_dispatch(t.dtype, [&](auto z) {
+    using T = decltype(z);
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<double>(t.at<T>(i));
+  });
 }
 
 }  // namespace
@@ -92,7 +161,7 @@ ember_program* ember_program_load(const char* path, char* err, size_t err_len) {
 
 void ember_program_free(ember_program* p) { delete p; }
 uint64_t ember_program_logp_calls(const ember_program* p) {
-  return p ? p->logp_calls.load(std::memory_order_relaxed) : 0;
+  return p ? const_cast<ember_program*>(p)->logp_calls() : 0;
 }
 uint64_t ember_program_input_size(const ember_program* p) { return p ? p->in_size : 0; }
 uint64_t ember_program_output_size(const ember_program* p) { return p ? p->out_size : 0; }
@@ -100,19 +169,16 @@ const char* ember_last_error(void) { return t_error.c_str(); }
 
 int64_t ember_logp(uint64_t dim, const double* x, double* grad, double* logp, const void* user_data) {
   const auto* p = static_cast<const ember_program*>(user_data);
-  if (p) const_cast<ember_program*>(p)->logp_calls.fetch_add(1, std::memory_order_relaxed);
-  return with_outputs(p, dim, x, [&](const std::vector<ember::Tensor>& out) -> int64_t {
+  return with_outputs(p, dim, x, true, [&](const std::vector<ember::Tensor>& out) -> int64_t {
     if (out.size() != 2 || out[0].size() != 1 || out[1].size() != static_cast<int64_t>(dim) ||
         out[0].dtype != ember::DType::Float64 || out[1].dtype != ember::DType::Float64) {
       t_error = "logp graph must return (0-d logp, grad of length dim) in float64";
       return -2;
     }
-    *logp = out[0].at<double>(0);
+    *logp = *out[0].ptr<double>();  // one element: at offset 0 whatever its strides
+    copy_flat(out[1], grad);
     bool finite = true;
-    for (uint64_t i = 0; i < dim; ++i) {
-      grad[i] = out[1].at<double>(static_cast<int64_t>(i));
-      finite &= std::isfinite(grad[i]);
-    }
+    for (uint64_t i = 0; i < dim; ++i) finite &= std::isfinite(grad[i]);
     if (!std::isfinite(*logp)) return 4;
     if (!finite) return 3;
     return 0;
@@ -121,7 +187,7 @@ int64_t ember_logp(uint64_t dim, const double* x, double* grad, double* logp, co
 
 int64_t ember_expand(uint64_t dim, uint64_t n_expanded, const double* x, double* out, const void* user_data) {
   const auto* p = static_cast<const ember_program*>(user_data);
-  return with_outputs(p, dim, x, [&](const std::vector<ember::Tensor>& outs) -> int64_t {
+  return with_outputs(p, dim, x, false, [&](const std::vector<ember::Tensor>& outs) -> int64_t {
     uint64_t total = 0;
     for (const auto& t : outs) total += static_cast<uint64_t>(t.size());
     if (total != n_expanded) {
@@ -129,11 +195,10 @@ int64_t ember_expand(uint64_t dim, uint64_t n_expanded, const double* x, double*
       return -1;
     }
     uint64_t k = 0;
-    for (const auto& t : outs)
-      ember::dtype_dispatch(t.dtype, [&](auto z) {
-        using T = decltype(z);
-        for (int64_t i = 0; i < t.size(); ++i) out[k++] = static_cast<double>(t.at<T>(i));
-      });
+    for (const auto& t : outs) {
+      copy_flat(t, out + k);
+      k += static_cast<uint64_t>(t.size());
+    }
     return 0;
   });
 }
@@ -147,6 +212,7 @@ ember_program* ember::wrap_for_c_abi(std::shared_ptr<const Program> prog) {
     throw LoadError(src + ": the C ABI needs one float64 vector input of static length");
   auto* p = new ember_program;
   p->prog = std::move(prog);
+  p->id = g_next_id.fetch_add(1, std::memory_order_relaxed);
   p->in_size = static_cast<uint64_t>(p->prog->args()[0].static_shape.dims[0]);
   for (const auto& o : p->prog->outputs()) {
     int64_t n = 1;

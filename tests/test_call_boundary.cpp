@@ -4,11 +4,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -213,6 +216,40 @@ TEST_CASE("c_abi_logp_status_codes_for_ok_wrong_dim_non_finite_logp_and_gradient
   CHECK(ember_logp(2, two, &grad, &logp, p) == -1);
   CHECK_THAT(std::string(ember_last_error()), Contains("dim 2") && Contains("takes 1"));
   CHECK(ember_logp(1, two, &grad, &logp, nullptr) == -2);
+  ember_program_free(p);
+}
+
+TEST_CASE("c_abi_logp_from_threads_matches_the_expected_values_and_counts_every_call", "[call_boundary]") {
+  // Eight threads on one program, more threads than cores: workspaces are
+  // shared between calls, never between two calls at once.
+  auto pts = test::read_json(test::data_path("hierarchical_expected.json"));
+  char err[512] = "";
+  ember_program* p = ember_program_load(test::data_path("hierarchical_logp.json").c_str(), err, sizeof err);
+  INFO(err);
+  REQUIRE(p);
+  const uint64_t dim = ember_program_input_size(p);
+  std::vector<std::vector<double>> xs;
+  for (const auto& pt : pts) xs.push_back(pt["x"].get<std::vector<double>>());
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<double> grad(dim);
+      double logp = 0;
+      for (int r = 0; r < 50; ++r) {
+        const size_t k = (r + t) % xs.size();
+        if (ember_logp(dim, xs[k].data(), grad.data(), &logp, p) != 0 ||
+            !test::close(logp, pts[k]["logp"].get<double>(), 1e-12)) {
+          ++bad;
+          continue;
+        }
+        for (uint64_t i = 0; i < dim; ++i)
+          if (!test::close(grad[i], pts[k]["grad"][i].get<double>(), 1e-12)) ++bad;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(bad == 0);
+  CHECK(ember_program_logp_calls(p) == 8 * 50);
   ember_program_free(p);
 }
 
