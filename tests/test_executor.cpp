@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "engine/c_abi.hpp"
 #include "engine/ember.hpp"
 #include "engine/program_impl.hpp"
 #include "test_util.hpp"
@@ -202,4 +203,22 @@ TEST_CASE("eight_threads_calling_one_program_get_identical_bits") {
     });
   for (auto& th : threads) th.join();
   CHECK(mismatches == 0);
+}
+
+TEST_CASE("c_abi_repeated_logp_calls_allocate_nothing") {
+  ember_program* c = wrap_for_c_abi(Program::load(test::data_path("hierarchical_logp.json")));
+  auto pts = test::read_json(test::data_path("hierarchical_expected.json"));
+  auto x = pts[0]["x"].get<std::vector<double>>();
+  std::vector<double> grad(x.size());
+  double logp = 0;
+  for (int r = 0; r < 2; ++r) REQUIRE(ember_logp(x.size(), x.data(), grad.data(), &logp, c) == 0);
+  g_allocs = 0;
+  g_counting = true;
+  int bad = 0;
+  for (int r = 0; r < 20; ++r) bad += ember_logp(x.size(), x.data(), grad.data(), &logp, c) != 0;
+  g_counting = false;
+  CHECK(bad == 0);
+  CHECK(g_allocs == 0);
+  CHECK(test::close(logp, pts[0]["logp"].get<double>(), 1e-12));
+  ember_program_free(c);
 }
