@@ -2,7 +2,6 @@
 # Sanitizer runs, part of scripts/test.sh (docs/testing.md, "Sanitizers"):
 #   asan  build/asan: -fsanitize=address,undefined,float-cast-overflow (GCC
 #         leaves the last out of "undefined"), no JIT, -O1; every CTest test
-#         (the ember fuzz CLI runs with a tenth of its cases)
 #   tsan  build/tsan: -fsanitize=thread, with the JIT so kernels really swap
 #         (JIT code is not instrumented; the swap protocol in engine/ and jit/
 #         is); ember_thread_tests, the tests that run threads
