@@ -21,7 +21,7 @@ X = np.array([0.1, 1.0, 2.0, 7.0, 3.0, 20.0, 40.0, 9.0, 0.0, 0.5, 16.0, 31.0, 12
 
 def _loops(f):
     return [n for n in f.maker.fgraph.toposort()
-            if type(getattr(n.op, "scalar_op", None)).__name__ == "ScalarLoop"]
+            if type(getattr(n.op, "scalar_op", None)).__name__ in ("ScalarLoop", "Grad2F1Loop")]
 
 
 def _compare(inputs, out, args, rtol):
@@ -60,6 +60,13 @@ def test_betainc_grad_matches_default_mode():
     _compare([a, b, x], pt.grad(pt.betainc(a, b, x).sum(), b), [av, bv, xv], rtol=1e-7)
 
 
+def test_hyp2f1_grad_matches_default_mode():
+    a, b, c, z = (pt.dvector(n) for n in "abcz")
+    args = [np.array([1.0, 2.5, 0.5, 3.0]), np.array([2.0, 1.5, 1.0, 0.7]),
+            np.array([3.0, 4.0, 2.5, 5.0]), np.array([0.3, -0.5, 0.9, 0.1])]
+    _compare([a, b, c, z], pt.grad(pt.hyp2f1(a, b, c, z).sum(), a), args, rtol=1e-9)
+
+
 def test_scalar_loop_exports_as_its_own_entry():
     k, x = pt.dvector("k"), pt.dvector("x")
     f = pytensor.function([k, x], pt.grad(pt.gammainc(k, x).sum(), k), mode="FAST_RUN")
@@ -91,5 +98,23 @@ def test_censored_gamma_model_logp_and_gradient_match_default_mode():
     assert _loops(f_ref)
     for pt_args in (args, [a + 0.7 for a in args], [a - 0.4 for a in args]):
         got, want = f_em(*pt_args), f_ref(*pt_args)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-7)
+
+
+def test_beta_logcdf_model_gradient_matches_default_mode():
+    pm = pytest.importorskip("pymc")
+    with pm.Model() as model:
+        alpha = pm.HalfNormal("alpha", 2.0)
+        beta = pm.HalfNormal("beta", 2.0)
+        pm.Potential("cdf", pm.logcdf(pm.Beta.dist(alpha, beta), np.array([0.2, 0.5, 0.9])).sum())
+    logp = model.logp()
+    grads = pm.gradient(logp, model.value_vars)
+    f_ref = pytensor.function(model.value_vars, [logp, grads], mode="FAST_RUN")
+    f_em = pytensor.function(model.value_vars, [logp, grads], mode="EMBER")
+    assert _loops(f_ref)
+    for v in (0.3, -0.5, 1.2):
+        args = [np.array(v), np.array(v)]
+        got, want = f_em(*args), f_ref(*args)
         np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
         np.testing.assert_allclose(got[1], want[1], rtol=1e-7)
