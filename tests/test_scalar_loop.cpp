@@ -165,6 +165,32 @@ TEST_CASE("scalar_loop_broadcasts_n_steps_and_constants") {
   CHECK(out[1].data<int8_t>()[999] == 4);
 }
 
+TEST_CASE("scalar_loop_large_inputs_split_across_threads_give_the_same_values") {
+  // Above the parallel threshold (2^16) the Elemwise driver runs chunks on
+  // several threads, each with its own loop scratch.
+  auto p = Program::from_json(loop_graph({"int64", "float64", "float64"}, {"float64", "bool"}, kWhileLoop));
+  const int64_t n = 300000;
+  std::vector<int64_t> steps(n);
+  std::vector<double> s0(n), lim(n);
+  for (int64_t k = 0; k < n; ++k) {
+    steps[k] = k % 13;
+    s0[k] = 1 + k % 3;
+    lim[k] = 1 << (k % 11);
+  }
+  auto out = p->call({vec_of<int64_t>(steps).t, vec(s0).t, vec(lim).t});
+  REQUIRE(out[1].size() == n);
+  for (int64_t k = 0; k < n; ++k) {
+    double s = s0[k];
+    bool done = true;
+    for (int64_t i = 0; i < steps[k]; ++i) {
+      s *= 2;
+      done = s >= lim[k];
+      if (done) break;
+    }
+    if (out[0].data<double>()[k] != s || out[1].data<bool>()[k] != done) FAIL("element " << k);
+  }
+}
+
 TEST_CASE("scalar_loop_malformed_entry_is_a_load_error_naming_the_node") {
   const std::vector<std::string> ins = {"int32", "float64", "int8", "float64"}, outs = {"float64", "int8"};
   auto bad = [&](const std::string& from, const std::string& to) {

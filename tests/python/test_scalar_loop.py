@@ -118,3 +118,15 @@ def test_beta_logcdf_model_gradient_matches_default_mode():
         got, want = f_em(*args), f_ref(*args)
         np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
         np.testing.assert_allclose(got[1], want[1], rtol=1e-7)
+
+
+def test_scalar_loop_fixture_graphs_match_schema():
+    import json
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "data" / "scalar_loop" / "grads.json"
+    cases = json.loads(path.read_text())["cases"]
+    assert cases
+    for c in cases:
+        check_graph(c["graph"])
+        assert any(n["attrs"].get("scalar_op", {}).get("op") == "ScalarLoop" for n in c["graph"]["nodes"])
