@@ -196,8 +196,10 @@ D pi_cotpi(D r) {
   two_prod(D(kPi), r, ph, pl);
   pl = pl + D(kPiLo) * r;
   D c = D(1.0) / tan(ph);
-  // cot(ph + pl) = cot(ph) - pl (1 + cot^2(ph)); (pl c) c stays finite for tiny r.
-  return D(kPi) * (c - (pl + (pl * c) * c));
+  // cot(ph + pl) = cot(ph) - pl (1 + cot^2(ph)); (pl c) c stays finite for small r.
+  D general = D(kPi) * (c - (pl + (pl * c) * c));
+  // pi cot(pi r) = 1/r - pi^2 r/3 - ...: 1/r alone below 1e-9 (and no overflow in c).
+  return select(abs(r) < D(1e-9), D(1.0) / r, general);
 }
 
 D digamma(D x) {
