@@ -369,3 +369,26 @@ TEST_CASE("special_functions_same_bits_for_every_length_lane_alias_and_entry", "
 #undef M3
 #undef CHECK_BITS
 }
+
+TEST_CASE("root_series_and_tail_branches_same_bits_in_every_lane", "[math]") {
+  // The branches added for the spot check's findings (digamma's series about
+  // -0.504, erfc/erfcx's series on [0.5, 1), erfcinv's log-space step) are
+  // taken by some lanes of a batch and not others: each element must still
+  // get the bits of its scalar call, at every offset.
+  const double v[17] = {-0.5, 0.75, 5e-324, -0.52, 0.3, 1e-300, -2.6, 0.999, 1.0,
+                        -0.45, 0.5, 1e-290, -5e-324, 27.0, 1.5, -0.504, 0.6};
+  for (int shift = 0; shift < 17; ++shift) {
+    double in[17], y[17];
+    for (int i = 0; i < 17; ++i) in[i] = v[(i + shift) % 17];
+    for (auto f : {static_cast<F1>(m::digamma), static_cast<F1>(m::erfc), static_cast<F1>(m::erfcx),
+                   static_cast<F1>(m::erfcinv)}) {
+      f(17, in, y);
+      for (int i = 0; i < 17; ++i) {
+        double one;
+        f(1, &in[i], &one);
+        INFO("x=" << in[i] << " shift=" << shift);
+        CHECK(bits(y[i]) == bits(one));
+      }
+    }
+  }
+}

@@ -32,8 +32,8 @@ BOUND = {
     "Sin": 1, "Cos": 1, "Tan": 1, "ArcSin": 1, "ArcCos": 1, "ArcTan": 1, "ArcTan2": 2,
     "Sinh": 2, "Cosh": 2, "Tanh": 2, "ArcSinh": 2, "ArcCosh": 2, "ArcTanh": 2,
     "Sigmoid": 2, "Softplus": 2, "Log1mexp": 2, "XlogX": 2, "XlogY0": 2, "Pow": 1,
-    "Erf": 2, "Erfc": 6, "Erfcx": 6, "Erfinv": 4, "Erfcinv": 4,
-    "Gamma": 16, "GammaLn": 4, "Psi": 8, "TriGamma": 8,
+    "Erf": 3, "Erfc": 6, "Erfcx": 6, "Erfinv": 4, "Erfcinv": 4,
+    "Gamma": 16, "GammaLn": 8, "Psi": 8, "TriGamma": 8,
     "GammaInc": 64, "GammaIncC": 64, "BetaInc": 256,
     "I0": 6, "I1": 16, "I0e": 6, "I1e": 16, "J0": 8, "J1": 8,
 }
@@ -44,8 +44,11 @@ def scale(op, a, want):
     x = abs(a[0])
     if op in ("J0", "J1"):  # oscillating: against the envelope sqrt(2/(pi x))
         return max(abs(want), math.sqrt(2 / (math.pi * x)) if x > 1 else 1.0)
-    if op in ("GammaLn", "Psi") and a[0] < 0:  # past the reflection: absolute
-        return max(abs(want), 1.0)
+    if op in ("GammaLn", "Psi") and a[0] < 0:
+        # Past the reflection the value is a difference of terms of the size of
+        # f(1 - x) (lgamma(1 - x), or psi(1 - x) ~ log(1 - x)): absolute error.
+        terms = math.lgamma(1 - a[0]) if op == "GammaLn" else math.log1p(x)
+        return max(abs(want), 1.0, abs(terms))
     return abs(want)
 
 
