@@ -33,7 +33,8 @@ const char* math_name(interp::ScalarOp op) {
 
 class Gen {
  public:
-  Gen(LLVMContext& c, Module& m, const Bytecode& bc, int lanes) : C(c), M(m), B(c), bc_(bc), W(lanes) {
+  Gen(LLVMContext& c, Module& m, const Bytecode& bc, int lanes, bool isolate)
+      : C(c), M(m), B(c), bc_(bc), W(lanes), isolate_(isolate) {
     const auto ec = ElementCount::getFixed(W);
     f64 = VectorType::get(Type::getDoubleTy(C), ec);
     f32 = VectorType::get(Type::getFloatTy(C), ec);
@@ -77,7 +78,15 @@ class Gen {
   // Vector types of W lanes (s64 is the scalar index type).
   Type* cls_ty(Cls c) const { return c == Cls::F64 ? f64 : c == Cls::F32 ? f32 : i64; }
   bool is_math(const Instr& in) const { return in.op < interp::kCvtBase && interp::op_sig(in.op).math; }
-  bool is_reg(int32_t s) const { return s >= bc_.first_reg(); }
+  // Plain vector arithmetic, which FastISel selects.
+  bool fast_isel_ok(const Instr& in) const {
+    if (in.op >= interp::kCvtBase) return false;
+    using S = interp::ScalarOp;
+    const auto op = static_cast<S>(in.op / interp::kNumCls);
+    if (static_cast<Cls>(in.op % interp::kNumCls) == Cls::I64)
+      return op == S::Add || op == S::Sub || op == S::Mul || op == S::And || op == S::Or || op == S::Xor;
+    return op == S::Add || op == S::Sub || op == S::Mul || op == S::TrueDiv || op == S::Sqr || op == S::Reciprocal;
+  }
 
   // The block-sized cell of a register or input slot (jit.hpp: cell_index).
   uint64_t cell_off(int32_t s) const { return static_cast<uint64_t>(cell_index(bc_, s)) * kCellBytes; }
@@ -152,6 +161,14 @@ class Gen {
       vals_.clear();
       for (int k = lo; k < hi; ++k) {
         const Instr& in = bc_.code[k];
+        if (isolate_ && !fast_isel_ok(in)) {
+          // FastISel gives up on the rest of a block, bottom up, at the first
+          // instruction it cannot select (vector compares and selects): a
+          // block starting here confines SelectionDAG to this one op.
+          BasicBlock* nb = BasicBlock::Create(C, "op", F);
+          B.CreateBr(nb);
+          B.SetInsertPoint(nb);
+        }
         Value* v = emit_inline(in, g);
         vals_[in.d] = v;
         if (last_read_[k] >= hi) store(v, at(cell_off(in.d), g));
@@ -378,6 +395,7 @@ class Gen {
   IRBuilder<> B;
   const Bytecode& bc_;
   const int W;
+  const bool isolate_;
   Type *f64, *f32, *i64, *s64, *i8, *ptr;
   Function* F = nullptr;
   Value *m_ = nullptr, *scratch_ = nullptr, *groups_ = nullptr;
@@ -388,9 +406,9 @@ class Gen {
 }  // namespace
 
 std::unique_ptr<Module> emit_chunk(LLVMContext& ctx, const Bytecode& bc, int lo, int hi, const std::string& name,
-                                   int lanes, int max_run) {
+                                   int lanes, int max_run, bool isolate) {
   auto m = std::make_unique<Module>(name, ctx);
-  Gen(ctx, *m, bc, lanes).run(lo, hi, name, max_run);
+  Gen(ctx, *m, bc, lanes, isolate).run(lo, hi, name, max_run);
   return m;
 }
 

@@ -17,7 +17,9 @@ namespace ember::jit {
 // garbage that is never stored). Throws std::runtime_error for an opcode
 // it cannot emit. Fused loops hold at most max_run instructions: one huge
 // basic block makes instruction selection and scheduling superlinear.
+// `isolate` (for FastISel, tier 1) puts each op FastISel cannot select at
+// the head of its own basic block.
 std::unique_ptr<llvm::Module> emit_chunk(llvm::LLVMContext& ctx, const interp::Bytecode& bc, int lo, int hi,
-                                         const std::string& name, int lanes, int max_run);
+                                         const std::string& name, int lanes, int max_run, bool isolate);
 
 }  // namespace ember::jit

@@ -140,6 +140,12 @@ int max_run(int tier) {
   return env > 0 ? env : tier >= 2 ? 128 : 64;
 }
 
+// Tier 1 (FastISel) isolates the ops it cannot select (codegen.hpp).
+bool isolate(int tier) {
+  static const bool off = std::getenv("EMBER_JIT_NO_ISOLATE") != nullptr;
+  return tier == 1 && !off;
+}
+
 // Objects carry their chunk's symbol name in a small trailer so that a
 // cached object can be linked without rebuilding anything.
 constexpr char kTrailer[] = "EMBERSYM";
@@ -181,7 +187,7 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
   const auto t_emit = std::chrono::steady_clock::now();
   {
     auto ctx = std::make_unique<llvm::LLVMContext>();
-    auto m = emit_chunk(*ctx, bc, lo, hi, name, lanes(tier), max_run(tier));
+    auto m = emit_chunk(*ctx, bc, lo, hi, name, lanes(tier), max_run(tier), isolate(tier));
     for (const auto& f : *m)
       for (const auto& b : f) nir += b.size();
     std::string err;
@@ -227,7 +233,7 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
 
 void dump_ir(const interp::Bytecode& bc, int lo, int hi) {
   llvm::LLVMContext ctx;
-  auto m = emit_chunk(ctx, bc, lo, hi, "ember_chunk", lanes(2), max_run(2));
+  auto m = emit_chunk(ctx, bc, lo, hi, "ember_chunk", lanes(2), max_run(2), false);
   m->print(llvm::errs(), nullptr);
 }
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include <llvm/ExecutionEngine/JITLink/JITLink.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -14,6 +16,7 @@
 #include <llvm/Transforms/InstCombine/InstCombine.h>
 #include <llvm/Transforms/Scalar/EarlyCSE.h>
 #include <llvm/Transforms/Scalar/SimplifyCFG.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/SmallVectorMemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/TargetParser/Host.h>
@@ -63,10 +66,28 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
   std::call_once(once, [] {
     InitializeNativeTarget();
     InitializeNativeTargetAsmPrinter();
+    // Diagnosis only: LLVM's own options, e.g. "-fast-isel-abort=1".
+    if (const char* e = std::getenv("EMBER_JIT_LLVM_ARGS")) {
+      static std::vector<std::string> words{"ember"};
+      for (const char* p = e; *p;) {
+        while (*p == ' ') ++p;
+        const char* q = p;
+        while (*q && *q != ' ') ++q;
+        if (q > p) words.emplace_back(p, q);
+        p = q;
+      }
+      std::vector<const char*> argv;
+      for (const auto& w : words) argv.push_back(w.c_str());
+      cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data());
+    }
   });
   std::unique_ptr<OrcJit> self(new OrcJit());
   auto jtmb = JITTargetMachineBuilder::detectHost();
   if (!jtmb) return jtmb.takeError();
+  // Small code model: JITLink builds PLT stubs and GOT entries for far
+  // symbols, and FastISel can then select calls itself (with the large
+  // model every call fell back to SelectionDAG).
+  if (!std::getenv("EMBER_JIT_LARGE_CM")) jtmb->setCodeModel(CodeModel::Small);
   // Tiers agree to the bit only without contraction (docs/fp-policy.md).
   jtmb->getOptions().AllowFPOpFusion = FPOpFusion::Strict;
   jtmb->getOptions().UnsafeFPMath = false;
