@@ -584,7 +584,7 @@ void check_against_stats(const std::vector<Change>& changes, const nlohmann::jso
 TEST_CASE("ember_run_timeline_eager_lists_every_composite_once_at_the_top_tier", "[jit]") {
   if (!jit::available()) SUCCEED("JIT unavailable");
   const std::string stats = temp_cache_dir("timeline") + ".json";
-  auto [rc, out] = run_ember(std::string(EMBER_TEST_DATA) + "/models/seed_lognormal.embg --random-inputs 1 --repeat 3 "
+  auto [rc, out] = run_ember("run " + std::string(EMBER_TEST_DATA) + "/models/seed_lognormal.embg --random-inputs 1 --repeat 3 "
                              "--jit eager --no-cache --timeline --stats " + stats);
   INFO(out);
   REQUIRE(rc == 0);
@@ -607,7 +607,7 @@ TEST_CASE("ember_run_timeline_eager_lists_every_composite_once_at_the_top_tier",
 TEST_CASE("ember_run_timeline_auto_changes_chain_and_match_the_final_stats", "[jit]") {
   if (!jit::available()) SUCCEED("JIT unavailable");
   const std::string stats = temp_cache_dir("timeline_auto") + ".json";
-  auto [rc, out] = run_ember(std::string(EMBER_TEST_DATA) + "/models/seed_lognormal.embg --random-inputs 1 "
+  auto [rc, out] = run_ember("run " + std::string(EMBER_TEST_DATA) + "/models/seed_lognormal.embg --random-inputs 1 "
                              "--repeat 20000 --jit auto --no-cache --timeline --stats " + stats);
   INFO(out);
   REQUIRE(rc == 0);
@@ -618,7 +618,7 @@ TEST_CASE("ember_run_timeline_auto_changes_chain_and_match_the_final_stats", "[j
 }
 
 TEST_CASE("ember_run_timeline_with_the_jit_off_prints_no_tier_changes", "[jit]") {
-  auto [rc, out] = run_ember(std::string(EMBER_TEST_DATA) + "/models/seed_lognormal.embg --random-inputs 1 --repeat 50 "
+  auto [rc, out] = run_ember("run " + std::string(EMBER_TEST_DATA) + "/models/seed_lognormal.embg --random-inputs 1 --repeat 50 "
                              "--jit off --timeline");
   INFO(out);
   REQUIRE(rc == 0);
