@@ -343,7 +343,11 @@ void check_static_broadcast(NodeContext& ctx, int nd) {
 }
 }  // namespace
 
+std::unique_ptr<OpKernel> make_scalar_loop(NodeContext& ctx);  // engine/ops_scalar_loop.cpp
+
 std::unique_ptr<OpKernel> make_elemwise(NodeContext& ctx) {
+  if (const json& so = ctx.attr("scalar_op"); so.is_object() && so.value("op", json()) == "ScalarLoop")
+    return make_scalar_loop(ctx);
   ctx.expect_inputs(1, -1);
   if (ctx.num_outputs() < 1) ctx.fail("outputs", "needs at least one output");
   const int nd = ctx.out(0).static_shape.ndim;
