@@ -1,7 +1,11 @@
-// JIT cost and benefit: compile time, measured peak memory and code size per
-// op at each tier for Composites of 100 to 100,000 ops (with a least-squares
-// line), and steady-state ns/element per tier against the interpreter.
-// Usage: jit_bench [max_ops] (default 100000; tier 2 stops at 10,000).
+// JIT cost and benefit: compile time (per phase), measured peak memory and
+// code size per op at each tier for Composites of 100 to 100,000 ops, with
+// least-squares lines (slope, intercept, R^2); steady-state ns/element per
+// tier against the interpreter. Large Composites are compiled in chunks of
+// at most `chunk` instructions, as the tier manager does.
+// Usage: jit_bench [max_ops=100000] [runs=5] [chunk1=2048] [max_ops_tier2=max_ops] [chunk2=256]
+// (the chunk sizes are the tier manager's).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -39,6 +43,11 @@ Composite make(int n, double math, uint64_t seed) {
   return c;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
 double ns_per_element(const ElemKernel& k, int64_t n, int reps) {
   std::vector<double> x(n), y(n), z(n);
   for (int64_t i = 0; i < n; ++i) {
@@ -48,13 +57,13 @@ double ns_per_element(const ElemKernel& k, int64_t n, int reps) {
   StridedPtr in[2] = {{x.data(), 1}, {y.data(), 1}};
   StridedPtr out[1] = {{z.data(), 1}};
   k.run(n, in, out);
-  double best = 1e30;
+  std::vector<double> t;
   for (int r = 0; r < reps; ++r) {
     auto t0 = std::chrono::steady_clock::now();
     k.run(n, in, out);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  return best * 1e9 / n;
+  return median(t) * 1e9 / n;
 }
 
 void fit(const char* what, const std::vector<double>& x, const std::vector<double>& y) {
@@ -67,8 +76,39 @@ void fit(const char* what, const std::vector<double>& x, const std::vector<doubl
     sxy += x[i] * y[i];
   }
   const double b = (n * sxy - sx * sy) / (n * sxx - sx * sx), a = (sy - b * sx) / n;
-  std::printf("  fit %-22s = %.4g + %.4g * ops\n", what, a, b);
+  double ss_res = 0, ss_tot = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    ss_res += (y[i] - a - b * x[i]) * (y[i] - a - b * x[i]);
+    ss_tot += (y[i] - sy / n) * (y[i] - sy / n);
+  }
+  std::printf("  fit %-12s = %.4g + %.4g * ops   (R^2 = %.5f)\n", what, a, b, ss_tot > 0 ? 1 - ss_res / ss_tot : 1.0);
 }
+
+#ifdef EMBER_WITH_JIT
+// One compile of the whole bytecode in chunks; sums the stats (peak: max).
+jit::CompileStats compile_all(const Bytecode& bc, int tier, int chunk, int* pieces) {
+  const int n = static_cast<int>(bc.code.size());
+  const int np = std::max(1, (n + chunk - 1) / chunk);
+  jit::CompileStats tot;
+  std::vector<jit::Piece> keep;
+  for (int k = 0; k < np; ++k) {
+    jit::CompileStats st;
+    keep.push_back(jit::compile_chunk(bc, int64_t(n) * k / np, int64_t(n) * (k + 1) / np, tier, &st));
+    tot.seconds += st.seconds;
+    tot.cpu_seconds += st.cpu_seconds;
+    tot.emit_s += st.emit_s;
+    tot.opt_s += st.opt_s;
+    tot.codegen_s += st.codegen_s;
+    tot.link_s += st.link_s;
+    tot.lookup_s += st.lookup_s;
+    tot.ir_instructions += st.ir_instructions;
+    tot.code_bytes += st.code_bytes;
+    tot.peak_bytes = std::max(tot.peak_bytes, st.peak_bytes);
+  }
+  *pieces = np;
+  return tot;
+}
+#endif
 
 }  // namespace
 
@@ -78,36 +118,60 @@ int main(int argc, char** argv) {
   return 0;
 #else
   const int max_ops = argc > 1 ? std::atoi(argv[1]) : 100000;
+  const int runs = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
+  const int chunk = argc > 3 ? std::max(16, std::atoi(argv[3])) : 2048;
+  const int max_ops2 = argc > 4 ? std::atoi(argv[4]) : max_ops;
+  const int chunk2 = argc > 5 ? std::max(16, std::atoi(argv[5])) : 256;
   if (!jit::available()) {
     std::puts("JIT unavailable");
     return 0;
   }
-  std::puts("== compile cost (Composite of N ops, 20% transcendental) ==");
-  std::puts("tier      ops  instr   compile_ms   us/op   peak_MB  peak_B/op  code_B/op");
+  std::printf("== compile cost (Composite of N ops, 20%% transcendental; medians of %d runs; chunks <= %d / %d instr"
+              " at tier 1 / 2) ==\n", runs, chunk, chunk2);
+  std::puts("tier    ops  instr chunks     IR   wall_ms  cpu_ms cpu_us/op  peak_MB peak_B/op code_B/op |"
+            " emit     opt      isel+cg  link     lookup (wall ms)");
   for (int tier : {1, 2}) {
-    std::vector<double> xs, ts, ps;
+    std::vector<double> xs, ts, ws, ps;
     for (int n : {100, 1000, 10000, 100000}) {
-      if (n > max_ops || (tier == 2 && n > 10000)) continue;
+      if (n > (tier == 2 ? max_ops2 : max_ops)) continue;
       Composite c = make(n, 0.2, n);
       auto vm = Interpreted::compile(c);
       const Bytecode& bc = vm->bytecode();
-      jit::CompileStats st;
-      jit::Piece p = jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), tier, &st);
-      std::printf("%4d %8d %6zu %12.2f %7.2f %9.2f %10.0f %10.1f\n", tier, n, bc.code.size(), st.seconds * 1e3,
-                  st.seconds * 1e6 / n, st.peak_bytes / 1048576.0, double(st.peak_bytes) / n,
-                  double(st.code_bytes) / n);
+      std::vector<double> cpu, sec, peak, code, e, o, g, l, u;
+      size_t nir = 0;
+      int np = 1;
+      for (int r = 0; r < (n >= 100000 ? std::min(runs, 3) : runs); ++r) {
+        jit::CompileStats st = compile_all(bc, tier, tier == 1 ? chunk : chunk2, &np);
+        sec.push_back(st.seconds);
+        cpu.push_back(st.cpu_seconds);
+        peak.push_back(double(st.peak_bytes));
+        code.push_back(double(st.code_bytes));
+        e.push_back(st.emit_s);
+        o.push_back(st.opt_s);
+        g.push_back(st.codegen_s);
+        l.push_back(st.link_s);
+        u.push_back(st.lookup_s);
+        nir = st.ir_instructions;
+      }
+      const double s = median(sec), p = median(peak), cs = median(cpu);
+      std::printf("%4d %6d %6zu %6d %6zu %9.2f %7.2f %9.2f %8.2f %9.0f %9.1f | %7.2f %7.2f %8.2f %7.2f %7.2f\n", tier,
+                  n, bc.code.size(), np, nir, s * 1e3, cs * 1e3, cs * 1e6 / n, p / 1048576.0, p / n, median(code) / n,
+                  median(e) * 1e3, median(o) * 1e3, median(g) * 1e3, median(l) * 1e3, median(u) * 1e3);
+      std::fflush(stdout);
       xs.push_back(n);
-      ts.push_back(st.seconds * 1e6);
-      ps.push_back(double(st.peak_bytes));
+      ts.push_back(cs * 1e6);
+      ws.push_back(s * 1e6);
+      ps.push_back(p);
     }
     if (xs.size() >= 2) {
       std::printf("tier %d:\n", tier);
-      fit("compile_us", xs, ts);
+      fit("cpu_us", xs, ts);
+      fit("wall_us", xs, ws);
       fit("peak_bytes", xs, ps);
     }
   }
-  std::puts("\n== steady state, 1e5 elements, ns/element (best of 20) ==");
-  std::puts("ops  math%   interp    tier1    tier2   speedup1 speedup2");
+  std::puts("\n== steady state, 1e5 elements, ns/element (median of 15) ==");
+  std::puts(" ops  math%   interp    tier1    tier2   speedup1 speedup2");
   for (int n : {10, 100, 1000}) {
     for (double m : {0.0, 0.2}) {
       Composite c = make(n, m, 1000 + n);
@@ -116,9 +180,18 @@ int main(int argc, char** argv) {
       const int ni = static_cast<int>(bc.code.size());
       jit::JitKernel k1(bc, {jit::compile_chunk(bc, 0, ni, 1)}, 1);
       jit::JitKernel k2(bc, {jit::compile_chunk(bc, 0, ni, 2)}, 2);
-      const double t0 = ns_per_element(*vm, 100000, 20), t1 = ns_per_element(k1, 100000, 20),
-                   t2 = ns_per_element(k2, 100000, 20);
+      double t0 = 0, t1 = 0, t2 = 0;
+      std::vector<double> a, b, d;
+      for (int r = 0; r < 3; ++r) {  // interleaved, so load changes hit all three
+        a.push_back(ns_per_element(*vm, 100000, 5));
+        b.push_back(ns_per_element(k1, 100000, 5));
+        d.push_back(ns_per_element(k2, 100000, 5));
+      }
+      t0 = median(a);
+      t1 = median(b);
+      t2 = median(d);
       std::printf("%4d %5.0f %8.2f %8.2f %8.2f %9.2fx %8.2fx\n", n, m * 100, t0, t1, t2, t0 / t1, t0 / t2);
+      std::fflush(stdout);
     }
   }
   return 0;

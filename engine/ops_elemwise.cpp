@@ -312,7 +312,44 @@ void ElemwiseKernel::run(Frame& f) const {
   }
 }
 
+namespace {
+// Declared static shapes must agree with the broadcast of the inputs' (only
+// static 1s broadcast; -1 is unknown): a graph declaring (2,) for inputs of
+// shape (1,) would otherwise load and give (1,) at run time.
+void check_static_broadcast(NodeContext& ctx, int nd) {
+  for (int d = 0; d < nd; ++d) {
+    int64_t size = 1;  // the known non-1 size, or 1
+    int from = -1;
+    bool unknown = false;
+    for (int i = 0; i < ctx.num_inputs(); ++i) {
+      const int64_t s = ctx.in(i).static_shape.dims[d];
+      if (s < 0) unknown = true;
+      if (s < 0 || s == 1) continue;
+      if (from >= 0 && s != size)
+        ctx.fail("inputs[" + std::to_string(i) + "]",
+                 "static shape " + ctx.in(i).static_shape.str() + " does not broadcast with input " +
+                     std::to_string(from) + "'s " + ctx.in(from).static_shape.str() + " at dim " +
+                     std::to_string(d));
+      size = s;
+      from = i;
+    }
+    if (unknown && from < 0) continue;  // anything at run time
+    for (int o = 0; o < ctx.num_outputs(); ++o) {
+      const int64_t s = ctx.out(o).static_shape.dims[d];
+      if (s >= 0 && s != size)
+        ctx.fail("outputs[" + std::to_string(o) + "]",
+                 "static shape " + ctx.out(o).static_shape.str() + " but the inputs broadcast to " +
+                     std::to_string(size) + " at dim " + std::to_string(d));
+    }
+  }
+}
+}  // namespace
+
+std::unique_ptr<OpKernel> make_scalar_loop(NodeContext& ctx);  // engine/ops_scalar_loop.cpp
+
 std::unique_ptr<OpKernel> make_elemwise(NodeContext& ctx) {
+  if (const json& so = ctx.attr("scalar_op"); so.is_object() && so.value("op", json()) == "ScalarLoop")
+    return make_scalar_loop(ctx);
   ctx.expect_inputs(1, -1);
   if (ctx.num_outputs() < 1) ctx.fail("outputs", "needs at least one output");
   const int nd = ctx.out(0).static_shape.ndim;
@@ -328,6 +365,7 @@ std::unique_ptr<OpKernel> make_elemwise(NodeContext& ctx) {
     if (ctx.out(o).static_shape.ndim != nd) ctx.fail("outputs[" + std::to_string(o) + "]", "rank differs");
     outs.push_back(ctx.out(o).dtype);
   }
+  check_static_broadcast(ctx, nd);
   interp::Composite c = read_composite(ctx, ctx.attr("scalar_op"), ins, outs);
   std::shared_ptr<const interp::Interpreted> vm;
   try {

@@ -122,6 +122,10 @@ struct TierManager::Impl {
   double peak_per_instr[3] = {0, 6000, 12000};
   double code_per_instr[3] = {0, 120, 120};
   static constexpr double kPeakBase = 2 << 20;  // LLVM's fixed per-compile cost
+  // Instructions per compiled chunk at most, per tier, so compile time and
+  // peak memory stay linear in the Composite's size (bench/jit_bench: tier
+  // 2 costs more per instruction in larger functions, tier 1 does not).
+  static constexpr int kMaxChunk[3] = {0, 2048, 256};
   Clock::time_point last_scan = Clock::now();
   struct Cand {
     TierEntry* e;
@@ -259,7 +263,7 @@ struct TierManager::Impl {
     const double a = avail() - code_per_instr[tier] * n;  // the code stays resident
     if (a <= kPeakBase) return 0;
     const double per = peak_per_instr[tier];
-    const int max_instr = static_cast<int>(std::min<double>(n, (a - kPeakBase) / per));
+    const int max_instr = static_cast<int>(std::min<double>({double(n), (a - kPeakBase) / per, double(kMaxChunk[tier])}));
     if (max_instr < 1) return 0;
     return (n + max_instr - 1) / max_instr;
   }

@@ -579,6 +579,8 @@ void Interpreted::set_block_size_for_tuning(int64_t b) {
 
 const Composite& Interpreted::composite() const { return bc_->source; }
 
+void Interpreted::run_cells(Cell* cells) const { scalar_exec(thr_->code.data(), thr_->code.size(), cells); }
+
 std::shared_ptr<const Interpreted> Interpreted::compile(const Composite& c) {
   auto bc = std::make_unique<Bytecode>(compile_bytecode(c));
   if (std::string err = validate(*bc); !err.empty())

@@ -11,6 +11,7 @@
 namespace ember::interp {
 
 class Bytecode;  // defined in interp/bytecode.hpp
+union Cell;      // defined in interp/bytecode.hpp
 
 // A compiled, validated Composite that runs on the VM. Immutable; run() is
 // thread-safe (scratch registers live in thread-local storage).
@@ -28,6 +29,9 @@ class Interpreted : public ElemKernel {
   static void set_block_size_for_tuning(int64_t b);
   struct Threaded;  // the scalar path's pre-decoded program (vm.cpp)
   const Threaded& threaded() const { return *thr_; }
+  // Runs the scalar path once on caller-owned cells laid out as the
+  // bytecode's slots (constants and inputs filled in); for ScalarLoop bodies.
+  void run_cells(Cell* cells) const;
 
  private:
   Interpreted();

@@ -33,46 +33,32 @@ const char* math_name(interp::ScalarOp op) {
 
 class Gen {
  public:
-  Gen(LLVMContext& c, Module& m, const Bytecode& bc) : C(c), M(m), B(c), bc_(bc) {
-    f64 = Type::getDoubleTy(C);
-    f32 = Type::getFloatTy(C);
-    i64 = Type::getInt64Ty(C);
+  Gen(LLVMContext& c, Module& m, const Bytecode& bc, int lanes, bool isolate)
+      : C(c), M(m), B(c), bc_(bc), W(lanes), isolate_(isolate) {
+    const auto ec = ElementCount::getFixed(W);
+    f64 = VectorType::get(Type::getDoubleTy(C), ec);
+    f32 = VectorType::get(Type::getFloatTy(C), ec);
+    i64 = VectorType::get(Type::getInt64Ty(C), ec);
+    s64 = Type::getInt64Ty(C);
     i8 = Type::getInt8Ty(C);
     ptr = PointerType::get(C, 0);
   }
 
   void run(int lo, int hi, const std::string& name, int max_run) {
-    auto* fty = FunctionType::get(Type::getVoidTy(C), {i64, i64, ptr, ptr, ptr}, false);
+    auto* fty = FunctionType::get(Type::getVoidTy(C), {s64, ptr}, false);
     F = Function::Create(fty, Function::ExternalLinkage, name, M);
     F->addFnAttr(Attribute::NoUnwind);
     F->addFnAttr(Attribute::NoRecurse);
     auto a = F->arg_begin();
-    base_ = &*a++;
     m_ = &*a++;
-    Value* in = &*a++;
-    Value* out = &*a++;
     scratch_ = &*a++;
-    for (int k = 0; k < 3; ++k) F->addParamAttr(2 + k, Attribute::NoAlias);
+    F->addParamAttr(1, Attribute::NoAlias);
     B.SetInsertPoint(BasicBlock::Create(C, "entry", F));
-    const bool last_chunk = hi == static_cast<int>(bc_.code.size());
-    auto operands = [&](Value* arr, const std::vector<DType>& dts, std::vector<Operand>& ops) {
-      for (size_t k = 0; k < dts.size(); ++k) {
-        Value* p = B.CreateLoad(ptr, B.CreateConstGEP1_64(i8, arr, 16 * k));
-        Value* s = B.CreateLoad(i64, B.CreateConstGEP1_64(i8, arr, 16 * k + 8));
-        Type* mt = mem_ty(dts[k]);
-        ops.push_back({B.CreateGEP(mt, p, B.CreateMul(base_, s)), s, mt, dts[k]});
-      }
-    };
-    operands(in, bc_.inputs, ins_);
-    if (last_chunk) {
-      std::vector<DType> odt;
-      for (const auto& o : bc_.outputs) odt.push_back(o.dtype);
-      operands(out, odt, outs_);
-    }
+    groups_ = B.CreateUDiv(B.CreateAdd(m_, ConstantInt::get(s64, W - 1)), ConstantInt::get(s64, W));
     compute_last_reads();
 
-    // Runs of inline instructions become one fused loop each; math calls
-    // work on whole blocks in scratch.
+    // Runs of inline instructions become one fused loop over the block's
+    // groups of W lanes; math calls work on whole blocks in scratch.
     int k = lo;
     while (k < hi) {
       if (is_math(bc_.code[k])) {
@@ -82,47 +68,39 @@ class Gen {
       }
       int e = k;
       while (e < hi && e - k < max_run && !is_math(bc_.code[e])) ++e;
-      const bool outputs_here = last_chunk && e == hi;
-      emit_run(k, e, outputs_here);
+      emit_run(k, e);
       k = e;
     }
-    if (last_chunk && (hi == lo || is_math(bc_.code[hi - 1]))) emit_run(hi, hi, true);
     B.CreateRetVoid();
   }
 
  private:
-  struct Operand {
-    Value* p0;      // element at index `base`
-    Value* stride;  // elements
-    Type* mt;
-    DType dt;
-  };
-
+  // Vector types of W lanes (s64 is the scalar index type).
   Type* cls_ty(Cls c) const { return c == Cls::F64 ? f64 : c == Cls::F32 ? f32 : i64; }
-  Type* mem_ty(DType dt) const {
-    switch (dt) {
-      case DType::Float64: return f64;
-      case DType::Float32: return f32;
-      case DType::Int64: return i64;
-      case DType::Int32: return Type::getInt32Ty(C);
-      case DType::Int16: return Type::getInt16Ty(C);
-      default: return i8;  // int8, uint8, bool
-    }
-  }
   bool is_math(const Instr& in) const { return in.op < interp::kCvtBase && interp::op_sig(in.op).math; }
-  bool is_reg(int32_t s) const { return s >= bc_.first_reg(); }
-  bool is_input(int32_t s) const { return s >= bc_.num_consts() && s < bc_.first_reg(); }
+  // Plain vector arithmetic, which FastISel selects.
+  bool fast_isel_ok(const Instr& in) const {
+    if (in.op >= interp::kCvtBase) return false;
+    using S = interp::ScalarOp;
+    const auto op = static_cast<S>(in.op / interp::kNumCls);
+    if (static_cast<Cls>(in.op % interp::kNumCls) == Cls::I64)
+      return op == S::Add || op == S::Sub || op == S::Mul || op == S::And || op == S::Or || op == S::Xor;
+    return op == S::Add || op == S::Sub || op == S::Mul || op == S::TrueDiv || op == S::Sqr || op == S::Reciprocal;
+  }
 
-  // Every register element takes 8 bytes whatever its class: a fused loop
-  // may reuse a register for another class (the bytecode's register
-  // allocation), and element i must then never overlap element j != i.
-  Value* reg_ptr(int32_t s, Type*, Value* i) {
-    Value* p = B.CreateConstGEP1_64(i8, scratch_, static_cast<uint64_t>(s - bc_.first_reg()) * kBlock * 8);
-    return B.CreateGEP(i64, p, i);
+  // The block-sized cell of a register or input slot (jit.hpp: cell_index).
+  uint64_t cell_off(int32_t s) const { return static_cast<uint64_t>(cell_index(bc_, s)) * kCellBytes; }
+  uint64_t tmp_off(int t) const {
+    return static_cast<uint64_t>(bc_.num_regs + static_cast<int>(bc_.inputs.size()) + t) * kCellBytes;
   }
-  Value* tmp_ptr(int t) {
-    return B.CreateConstGEP1_64(i8, scratch_, static_cast<uint64_t>(bc_.num_regs + t) * kBlock * 8);
+  // Lanes of group g start at byte 8*W*g of a cell whatever the class (f32
+  // lanes fill its first half), so a group never touches another's bytes:
+  // the VM's register reuse may change a cell's class inside one loop.
+  Value* at(uint64_t off, Value* g) {
+    return B.CreateGEP(i8, B.CreateConstGEP1_64(i8, scratch_, off), B.CreateMul(g, ConstantInt::get(s64, 8 * W)));
   }
+  Value* load(Type* t, Value* p) { return B.CreateAlignedLoad(t, p, Align(kCellAlign)); }
+  void store(Value* v, Value* p) { B.CreateAlignedStore(v, p, Align(kCellAlign)); }
 
   // For each instruction, the index of the last instruction reading its
   // result before it is overwritten (code.size() for outputs; -1 if none).
@@ -141,78 +119,60 @@ class Gen {
   }
 
   Constant* fc(Type* t, double v) { return ConstantFP::get(t, v); }
+  Constant* splat(Constant* c) { return ConstantVector::getSplat(ElementCount::getFixed(W), c); }
 
   Value* constant(int32_t s) {
     const interp::Cell& c = bc_.constants[s];
     switch (bc_.const_cls[s]) {
-      case Cls::F64: return ConstantFP::get(C, APFloat(c.f64));
-      case Cls::F32: return ConstantFP::get(C, APFloat(c.f32));
+      case Cls::F64: return splat(ConstantFP::get(C, APFloat(c.f64)));
+      case Cls::F32: return splat(ConstantFP::get(C, APFloat(c.f32)));
       case Cls::I64: return ConstantInt::get(i64, c.i64, true);
     }
     return nullptr;
   }
 
-  // An input element widened to its register class, as the VM's gather.
-  Value* load_input(const Operand& o, Value* i) {
-    Value* v = B.CreateLoad(o.mt, B.CreateGEP(o.mt, o.p0, B.CreateMul(i, o.stride)));
-    switch (o.dt) {
-      case DType::Float64:
-      case DType::Float32:
-      case DType::Int64: return v;
-      case DType::Bool: return B.CreateZExt(B.CreateICmpNE(v, ConstantInt::get(i8, 0)), i64);
-      case DType::UInt8: return B.CreateZExt(v, i64);
-      default: return B.CreateSExt(v, i64);
-    }
-  }
-  void store_output(const Operand& o, Value* i, Value* v) {
-    Value* p = B.CreateGEP(o.mt, o.p0, B.CreateMul(i, o.stride));
-    switch (o.dt) {
-      case DType::Float64:
-      case DType::Float32:
-      case DType::Int64: B.CreateStore(v, p); break;
-      case DType::Bool: B.CreateStore(B.CreateZExt(B.CreateICmpNE(v, ConstantInt::get(i64, 0)), i8), p); break;
-      default: B.CreateStore(B.CreateTrunc(v, o.mt), p); break;
-    }
-  }
-
-  // Slot s as a value of class c at element i of the current loop.
-  Value* read(int32_t s, Cls c, Value* i) {
+  // Slot s as W lanes of class c at group g of the current loop.
+  Value* read(int32_t s, Cls c, Value* g) {
     if (s < bc_.num_consts()) return constant(s);
     if (auto it = vals_.find(s); it != vals_.end()) return it->second;
-    Value* v = is_input(s) ? load_input(ins_[s - bc_.num_consts()], i)
-                           : B.CreateLoad(cls_ty(c), reg_ptr(s, cls_ty(c), i));
+    Value* v = load(cls_ty(c), at(cell_off(s), g));
     vals_[s] = v;
     return v;
   }
 
-  // Emits `for (i = 0; i < m; ++i) body(i)`; m >= 1.
+  // Emits `for (g = 0; g < groups; ++g) body(g)`; groups >= 1.
   template <class Body> void loop(Body&& body) {
     BasicBlock* pre = B.GetInsertBlock();
     BasicBlock* hdr = BasicBlock::Create(C, "loop", F);
     BasicBlock* after = BasicBlock::Create(C, "after", F);
     B.CreateBr(hdr);
     B.SetInsertPoint(hdr);
-    PHINode* i = B.CreatePHI(i64, 2);
-    i->addIncoming(ConstantInt::get(i64, 0), pre);
-    body(static_cast<Value*>(i));
-    Value* next = B.CreateAdd(i, ConstantInt::get(i64, 1));
-    i->addIncoming(next, B.GetInsertBlock());
-    B.CreateCondBr(B.CreateICmpSLT(next, m_), hdr, after);
+    PHINode* g = B.CreatePHI(s64, 2);
+    g->addIncoming(ConstantInt::get(s64, 0), pre);
+    body(static_cast<Value*>(g));
+    Value* next = B.CreateAdd(g, ConstantInt::get(s64, 1));
+    g->addIncoming(next, B.GetInsertBlock());
+    B.CreateCondBr(B.CreateICmpSLT(next, groups_), hdr, after);
     B.SetInsertPoint(after);
   }
 
-  void emit_run(int lo, int hi, bool outputs) {
-    loop([&](Value* i) {
+  void emit_run(int lo, int hi) {
+    loop([&](Value* g) {
       vals_.clear();
       for (int k = lo; k < hi; ++k) {
         const Instr& in = bc_.code[k];
-        Value* v = emit_inline(in, i);
+        if (isolate_ && !fast_isel_ok(in)) {
+          // FastISel gives up on the rest of a block, bottom up, at the first
+          // instruction it cannot select (vector compares and selects): a
+          // block starting here confines SelectionDAG to this one op.
+          BasicBlock* nb = BasicBlock::Create(C, "op", F);
+          B.CreateBr(nb);
+          B.SetInsertPoint(nb);
+        }
+        Value* v = emit_inline(in, g);
         vals_[in.d] = v;
-        if (last_read_[k] >= hi) B.CreateStore(v, reg_ptr(in.d, v->getType(), i));
+        if (last_read_[k] >= hi) store(v, at(cell_off(in.d), g));
       }
-      if (outputs)
-        for (size_t k = 0; k < bc_.outputs.size(); ++k)
-          store_output(outs_[k], i, read(bc_.outputs[k].slot, interp::cls_of(bc_.outputs[k].dtype), i));
     });
     vals_.clear();
   }
@@ -225,40 +185,41 @@ class Gen {
     const int32_t src[3] = {in.a, in.b, in.c};
     std::vector<Value*> args{m_};
     for (int k = 0; k < sig.nargs; ++k) {
-      if (sig.arg[k] == Cls::F64 && is_reg(src[k])) {
-        args.push_back(reg_ptr(src[k], f64, ConstantInt::get(i64, 0)));
+      if (sig.arg[k] == Cls::F64 && src[k] >= bc_.num_consts()) {
+        args.push_back(B.CreateConstGEP1_64(i8, scratch_, cell_off(src[k])));
         continue;
       }
-      Value* t = tmp_ptr(k);
-      loop([&](Value* i) {
-        Value* v = read(src[k], sig.arg[k], i);
+      // Constants and float32 operands: widened into a float64 temporary.
+      loop([&](Value* g) {
+        Value* v = read(src[k], sig.arg[k], g);
         if (sig.arg[k] == Cls::F32) v = B.CreateFPExt(v, f64);
-        B.CreateStore(v, B.CreateGEP(f64, t, i));
+        store(v, at(tmp_off(k), g));
         vals_.clear();
       });
-      args.push_back(t);
+      args.push_back(B.CreateConstGEP1_64(i8, scratch_, tmp_off(k)));
     }
     const bool f32res = sig.dst == Cls::F32;
-    Value* y = f32res ? tmp_ptr(3) : reg_ptr(in.d, f64, ConstantInt::get(i64, 0));
-    args.push_back(y);
+    const uint64_t yoff = f32res ? tmp_off(3) : cell_off(in.d);
+    args.push_back(B.CreateConstGEP1_64(i8, scratch_, yoff));
     std::vector<Type*> pts(args.size(), ptr);
-    pts[0] = i64;
+    pts[0] = s64;
     FunctionCallee fn = M.getOrInsertFunction(name, FunctionType::get(Type::getVoidTy(C), pts, false));
     B.CreateCall(fn, args);
     if (f32res)
-      loop([&](Value* i) {
-        Value* v = B.CreateLoad(f64, B.CreateGEP(f64, y, i));
-        B.CreateStore(B.CreateFPTrunc(v, f32), reg_ptr(in.d, f32, i));
+      loop([&](Value* g) {
+        Value* v = load(f64, at(yoff, g));
+        store(B.CreateFPTrunc(v, f32), at(cell_off(in.d), g));
       });
   }
 
   // ---- conversions (interp::impl::convert_value) ---------------------------
+  Type* ivec(unsigned bits) { return VectorType::get(Type::getIntNTy(C, bits), ElementCount::getFixed(W)); }
   Value* wrap_to(DType dt, Value* v) {
     switch (dt) {
-      case DType::Int32: return B.CreateSExt(B.CreateTrunc(v, Type::getInt32Ty(C)), i64);
-      case DType::Int16: return B.CreateSExt(B.CreateTrunc(v, Type::getInt16Ty(C)), i64);
-      case DType::Int8: return B.CreateSExt(B.CreateTrunc(v, i8), i64);
-      case DType::UInt8: return B.CreateZExt(B.CreateTrunc(v, i8), i64);
+      case DType::Int32: return B.CreateSExt(B.CreateTrunc(v, ivec(32)), i64);
+      case DType::Int16: return B.CreateSExt(B.CreateTrunc(v, ivec(16)), i64);
+      case DType::Int8: return B.CreateSExt(B.CreateTrunc(v, ivec(8)), i64);
+      case DType::UInt8: return B.CreateZExt(B.CreateTrunc(v, ivec(8)), i64);
       case DType::Bool: return B.CreateZExt(B.CreateICmpNE(v, ConstantInt::get(i64, 0)), i64);
       default: return v;
     }
@@ -356,8 +317,12 @@ class Gen {
         case S::IntDiv: return i_floordiv(a, b);
         case S::Mod: return i_mod(a, b);
         case S::Pow: {
-          FunctionCallee f = M.getOrInsertFunction("ember_jit_ipow", FunctionType::get(i64, {i64, i64}, false));
-          return B.CreateCall(f, {a, b});
+          // Lane by lane through the interpreter's own i_pow.
+          FunctionCallee f = M.getOrInsertFunction("ember_jit_ipow", FunctionType::get(s64, {s64, s64}, false));
+          Value* r = PoisonValue::get(i64);
+          for (int l = 0; l < W; ++l)
+            r = B.CreateInsertElement(r, B.CreateCall(f, {B.CreateExtractElement(a, l), B.CreateExtractElement(b, l)}), l);
+          return r;
         }
         case S::Maximum: return B.CreateSelect(B.CreateICmpSGE(a, b), a, b);
         case S::Minimum: return B.CreateSelect(B.CreateICmpSLE(a, b), a, b);
@@ -429,10 +394,11 @@ class Gen {
   Module& M;
   IRBuilder<> B;
   const Bytecode& bc_;
-  Type *f64, *f32, *i64, *i8, *ptr;
+  const int W;
+  const bool isolate_;
+  Type *f64, *f32, *i64, *s64, *i8, *ptr;
   Function* F = nullptr;
-  Value *base_ = nullptr, *m_ = nullptr, *scratch_ = nullptr;
-  std::vector<Operand> ins_, outs_;
+  Value *m_ = nullptr, *scratch_ = nullptr, *groups_ = nullptr;
   std::vector<int> last_read_;
   std::unordered_map<int32_t, Value*> vals_;
 };
@@ -440,9 +406,9 @@ class Gen {
 }  // namespace
 
 std::unique_ptr<Module> emit_chunk(LLVMContext& ctx, const Bytecode& bc, int lo, int hi, const std::string& name,
-                                   int max_run) {
+                                   int lanes, int max_run, bool isolate) {
   auto m = std::make_unique<Module>(name, ctx);
-  Gen(ctx, *m, bc).run(lo, hi, name, max_run);
+  Gen(ctx, *m, bc, lanes, isolate).run(lo, hi, name, max_run);
   return m;
 }
 

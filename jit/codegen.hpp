@@ -11,14 +11,15 @@
 
 namespace ember::jit {
 
-// Emits `void name(i64 base, i64 m, const StridedPtr* in, const StridedPtr* out,
-// char* scratch)` computing instructions [lo, hi) of bc for elements
-// [base, base + m) (0 < m <= kBlock). Registers live across chunk or math
-// boundaries go through scratch; the last chunk stores the outputs. Throws
-// std::runtime_error for an opcode it cannot emit.
-// Fused loops hold at most max_run instructions: one huge basic block makes
-// instruction selection and scheduling superlinear.
+// Emits `void name(i64 m, char* scratch)` computing instructions [lo, hi)
+// of bc for the m (0 < m <= kBlock) elements of one block, on vectors of
+// `lanes` lanes over the scratch cells of jit.hpp (padding lanes compute
+// garbage that is never stored). Throws std::runtime_error for an opcode
+// it cannot emit. Fused loops hold at most max_run instructions: one huge
+// basic block makes instruction selection and scheduling superlinear.
+// `isolate` (for FastISel, tier 1) puts each op FastISel cannot select at
+// the head of its own basic block.
 std::unique_ptr<llvm::Module> emit_chunk(llvm::LLVMContext& ctx, const interp::Bytecode& bc, int lo, int hi,
-                                         const std::string& name, int max_run = 64);
+                                         const std::string& name, int lanes, int max_run, bool isolate);
 
 }  // namespace ember::jit

@@ -25,7 +25,7 @@ namespace {
 
 constexpr char kMagic[8] = {'E', 'M', 'B', 'J', 'I', 'T', '0', '1'};
 // Bumped whenever jit/codegen.cpp changes what it emits.
-constexpr char kCodegenVersion[] = "codegen-5";
+constexpr char kCodegenVersion[] = "codegen-6";
 
 struct Header {
   char magic[8];
@@ -134,7 +134,9 @@ std::string cache_key(const interp::Bytecode& bc, int lo, int hi, int tier, cons
   add_str(EMBER_VERSION);
   add_str(llvm_version);
   add_str(cpu);
-  const int64_t hdr[6] = {lo, hi, tier, kBlock, bc.num_regs, static_cast<int64_t>(bc.code.size())};
+  // Lanes: the kernel's cell layout must match the object's.
+  const int64_t hdr[8] = {lo, hi, tier, kBlock, kCellBytes, lanes(tier), bc.num_regs,
+                          static_cast<int64_t>(bc.code.size())};
   add(hdr, sizeof hdr);
   for (size_t k = 0; k < bc.constants.size(); ++k) {
     add(&bc.const_cls[k], sizeof bc.const_cls[k]);

@@ -3,6 +3,7 @@
 #include "jit/jit.hpp"
 
 #include <malloc.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdio>
@@ -13,6 +14,8 @@
 #include <stdexcept>
 
 #include <llvm/Config/llvm-config.h>
+#include <llvm/IR/PassTimingInfo.h>
+#include <llvm/Pass.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/raw_ostream.h>
@@ -70,6 +73,22 @@ void reset_hwm() {
   }
 }
 
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// EMBER_JIT_TIME_PASSES=1: LLVM's -time-passes report on stderr at exit.
+void enable_time_passes() {
+  static const bool on = [] {
+    const char* e = std::getenv("EMBER_JIT_TIME_PASSES");
+    if (e && *e == '1') llvm::TimePassesIsEnabled = true;
+    return true;
+  }();
+  (void)on;
+}
+
 size_t heap_in_use() {
   struct mallinfo2 mi = mallinfo2();
   return mi.uordblks + mi.hblkhd;
@@ -89,18 +108,45 @@ class OrcCode : public Code {
 };
 
 // Links obj and resolves its one chunk function. Caller holds mu().
-Piece link(OrcJit& j, std::unique_ptr<llvm::MemoryBuffer> obj, const std::string& name, size_t* bytes) {
+Piece link(OrcJit& j, std::unique_ptr<llvm::MemoryBuffer> obj, const std::string& name, size_t* bytes,
+           CompileStats* st = nullptr) {
+  using clk = std::chrono::steady_clock;
+  const auto t0 = clk::now();
   auto jd = j.addObject(std::move(obj));
   if (!jd) throw std::runtime_error("JIT link failed: " + message(jd.takeError()));
+  const auto t1 = clk::now();
   auto addr = j.lookup(**jd, name);
   if (!addr) {
     llvm::consumeError(j.remove(**jd));
     throw std::runtime_error("JIT lookup of " + name + " failed: " + message(addr.takeError()));
   }
+  if (st) {
+    // Objects link lazily: the lookup materializes (links) them.
+    st->link_s = std::chrono::duration<double>(t1 - t0).count();
+    st->lookup_s = std::chrono::duration<double>(clk::now() - t1).count();
+  }
   auto code = std::make_shared<OrcCode>(j, **jd);
   code->bytes = j.lastLinkedBytes();
   if (bytes) *bytes = code->bytes;
   return Piece{addr->toPtr<ChunkFn>(), std::move(code)};
+}
+
+// Instructions per fused loop (codegen.hpp).
+int max_run(int tier) {
+  static const int env = [] {
+    const char* e = std::getenv("EMBER_JIT_MAX_RUN");
+    return e ? std::atoi(e) : 0;
+  }();
+  return env > 0 ? env : tier >= 2 ? 128 : 64;
+}
+
+// Tier 1 (FastISel) may isolate the ops it cannot select (codegen.hpp).
+// Off by default: it saves ~20 % of tier-1 compile time, but the fast
+// register allocator then spills every value at each block boundary and the
+// code measured several times slower (docs/jit.md).
+bool isolate(int tier) {
+  static const bool on = std::getenv("EMBER_JIT_ISOLATE") != nullptr;
+  return tier == 1 && on;
 }
 
 // Objects carry their chunk's symbol name in a small trailer so that a
@@ -128,9 +174,11 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
   if (faults().fail_allocs.load() > 0 && faults().fail_allocs.fetch_sub(1) > 0) throw std::bad_alloc();
   const std::string name = "ember_chunk";
   const auto t0 = std::chrono::steady_clock::now();
+  const double c0 = thread_cpu_seconds();
   std::lock_guard<std::mutex> g(mu());
   OrcJit* j = orc_locked();
   if (!j) throw std::runtime_error("JIT unavailable on this machine");
+  enable_time_passes();
   const size_t h0 = heap_in_use();
   reset_hwm();
   const size_t rss0 = rss_kb("VmRSS:");
@@ -138,18 +186,22 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
   auto sample = [&] { peak = std::max(peak, heap_in_use() > h0 ? heap_in_use() - h0 : size_t(0)); };
   std::unique_ptr<llvm::MemoryBuffer> obj;
   size_t nir = 0;
+  double emit_s = 0, opt_s = 0, codegen_s = 0;
+  const auto t_emit = std::chrono::steady_clock::now();
   {
     auto ctx = std::make_unique<llvm::LLVMContext>();
-    auto m = emit_chunk(*ctx, bc, lo, hi, name, tier >= 2 ? 128 : 48);
+    auto m = emit_chunk(*ctx, bc, lo, hi, name, lanes(tier), max_run(tier), isolate(tier));
     for (const auto& f : *m)
       for (const auto& b : f) nir += b.size();
     std::string err;
     llvm::raw_string_ostream es(err);
     if (llvm::verifyModule(*m, &es)) throw std::runtime_error("JIT emitted invalid IR: " + err);
+    emit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_emit).count();
     sample();
-    auto o = j->compile(*m, tier);
+    auto o = j->compile(*m, tier, &opt_s, &codegen_s);
     if (!o) throw std::runtime_error("JIT compile failed: " + message(o.takeError()));
     obj = std::move(*o);
+    if (llvm::TimePassesIsEnabled) llvm::reportAndResetTimings(&llvm::errs());
     sample();
   }
   std::string object;
@@ -161,15 +213,22 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
     object += kTrailer;
   }
   size_t bytes = 0;
-  Piece p = link(*j, std::move(obj), name, &bytes);
+  CompileStats lst;
+  Piece p = link(*j, std::move(obj), name, &bytes, &lst);
   sample();
   const size_t hwm = rss_kb("VmHWM:");
   if (hwm > rss0) peak = std::max(peak, (hwm - rss0) * 1024);
   if (st) {
     st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    st->cpu_seconds = thread_cpu_seconds() - c0;
     st->ir_instructions = nir;
     st->code_bytes = bytes;
     st->peak_bytes = peak;
+    st->emit_s = emit_s;
+    st->opt_s = opt_s;
+    st->codegen_s = codegen_s;
+    st->link_s = lst.link_s;
+    st->lookup_s = lst.lookup_s;
     st->object = std::move(object);
   }
   return p;
@@ -177,7 +236,7 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
 
 void dump_ir(const interp::Bytecode& bc, int lo, int hi) {
   llvm::LLVMContext ctx;
-  auto m = emit_chunk(ctx, bc, lo, hi, "ember_chunk");
+  auto m = emit_chunk(ctx, bc, lo, hi, "ember_chunk", lanes(2), max_run(2), false);
   m->print(llvm::errs(), nullptr);
 }
 

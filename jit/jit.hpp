@@ -14,13 +14,27 @@
 
 namespace ember::jit {
 
-// Elements per block: JIT code keeps cut values and math operands in
-// block-sized arrays in a per-thread scratch area.
+// Elements per block: JIT code keeps every register and input of a block in
+// a cell of a per-thread scratch area.
 inline constexpr int64_t kBlock = 512;
+// Cells are spaced kBlock + 24 doubles apart (a power-of-two spacing maps
+// every cell to the same L1 sets) and aligned for vector loads.
+inline constexpr int64_t kCellAlign = 32;
+inline constexpr int64_t kCellBytes = (kBlock + 24) * 8;
+static_assert(kCellBytes % 64 == 0 && kBlock % 16 == 0);
 
-// Compiled code for instructions [lo, hi) of a Bytecode, run on one block.
-using ChunkFn = void (*)(int64_t base, int64_t m, const interp::StridedPtr* in, const interp::StridedPtr* out,
-                         char* scratch);
+// Scratch layout: registers, then inputs (gathered and widened to their
+// class by JitKernel), then 4 float64 temporaries for math calls.
+inline int32_t cell_index(const interp::Bytecode& bc, int32_t slot) {
+  return slot >= bc.first_reg() ? slot - bc.first_reg() : bc.num_regs + (slot - bc.num_consts());
+}
+// Lanes per vector of generated code. Lane i of a cell is at byte
+// 8*(i/W)*W + size*(i%W): float32 lanes fill the first half of a group.
+int lanes(int tier);
+
+// Compiled code for instructions [lo, hi) of a Bytecode, run on one block
+// of m elements held in scratch cells.
+using ChunkFn = void (*)(int64_t m, char* scratch);
 
 // Linked code; destroying the last reference frees it.
 class Code {
@@ -35,10 +49,14 @@ struct Piece {
 };
 
 struct CompileStats {
-  double seconds = 0;       // emit + optimize + codegen + link
+  double seconds = 0;       // emit + optimize + codegen + link (wall clock)
+  double cpu_seconds = 0;   // the same on this thread's CPU clock (the machine may be shared)
   size_t ir_instructions = 0;
   size_t code_bytes = 0;    // linked
   size_t peak_bytes = 0;    // malloc'd bytes above the start, max over stage boundaries
+  // Seconds per phase: IR construction (+ verifier), IR passes, instruction
+  // selection + codegen to an object, JITLink, symbol lookup.
+  double emit_s = 0, opt_s = 0, codegen_s = 0, link_s = 0, lookup_s = 0;
   std::string object;       // the object file (for the disk cache), if asked
 };
 
@@ -72,9 +90,16 @@ class JitKernel : public interp::ElemKernel {
  private:
   static void run_fn(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,
                      const interp::StridedPtr* out);
+  // An input or output: its dtype and cell offset (-1: the constant k).
+  struct Slot {
+    DType dt;
+    int64_t cell;
+    interp::Cell k;
+  };
   std::vector<Piece> pieces_;
+  std::vector<Slot> ins_, outs_;
   size_t scratch_;
-  int tier_;
+  int tier_, lanes_;
 };
 
 // Fault injection for tests: the next N compiles fail / throw bad_alloc.

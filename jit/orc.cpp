@@ -1,7 +1,11 @@
 #include "jit/orc.hpp"
 
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include <llvm/ExecutionEngine/JITLink/JITLink.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -9,6 +13,10 @@
 #include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Transforms/InstCombine/InstCombine.h>
+#include <llvm/Transforms/Scalar/EarlyCSE.h>
+#include <llvm/Transforms/Scalar/SimplifyCFG.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/SmallVectorMemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/TargetParser/Host.h>
@@ -44,6 +52,13 @@ class CodeSizePlugin : public ObjectLinkingLayer::Plugin {
   std::atomic<size_t>& out_;
 };
 
+// Tuning override of a tier's codegen level (0-3) from the environment.
+CodeGenOptLevel env_level(const char* name, CodeGenOptLevel dflt) {
+  const char* e = std::getenv(name);
+  if (!e || *e < '0' || *e > '3') return dflt;
+  return static_cast<CodeGenOptLevel>(*e - '0');
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
@@ -51,22 +66,40 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
   std::call_once(once, [] {
     InitializeNativeTarget();
     InitializeNativeTargetAsmPrinter();
+    // Diagnosis only: LLVM's own options, e.g. "-fast-isel-abort=1".
+    if (const char* e = std::getenv("EMBER_JIT_LLVM_ARGS")) {
+      static std::vector<std::string> words{"ember"};
+      for (const char* p = e; *p;) {
+        while (*p == ' ') ++p;
+        const char* q = p;
+        while (*q && *q != ' ') ++q;
+        if (q > p) words.emplace_back(p, q);
+        p = q;
+      }
+      std::vector<const char*> argv;
+      for (const auto& w : words) argv.push_back(w.c_str());
+      cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data());
+    }
   });
   std::unique_ptr<OrcJit> self(new OrcJit());
   auto jtmb = JITTargetMachineBuilder::detectHost();
   if (!jtmb) return jtmb.takeError();
+  // Small code model: JITLink builds PLT stubs and GOT entries for far
+  // symbols, and FastISel can then select calls itself (with the large
+  // model every call fell back to SelectionDAG).
+  if (!std::getenv("EMBER_JIT_LARGE_CM")) jtmb->setCodeModel(CodeModel::Small);
   // Tiers agree to the bit only without contraction (docs/fp-policy.md).
   jtmb->getOptions().AllowFPOpFusion = FPOpFusion::Strict;
   jtmb->getOptions().UnsafeFPMath = false;
   jtmb->getOptions().NoInfsFPMath = false;
   jtmb->getOptions().NoNaNsFPMath = false;
-  // Tier 1: no IR passes, but register allocation worth having (O0's
-  // fast allocator spills every value).
-  jtmb->setCodeGenOptLevel(CodeGenOptLevel::Less);
+  // Tier 1: no IR passes and O0 code generation (FastISel, fast register
+  // allocation): the IR is already vectorized, so this is cheap and fast.
+  jtmb->setCodeGenOptLevel(env_level("EMBER_JIT_T1_CG", CodeGenOptLevel::None));
   auto t1 = jtmb->createTargetMachine();
   if (!t1) return t1.takeError();
   self->tm_[1] = std::move(*t1);
-  jtmb->setCodeGenOptLevel(CodeGenOptLevel::Default);
+  jtmb->setCodeGenOptLevel(env_level("EMBER_JIT_T2_CG", CodeGenOptLevel::Default));
   auto t2 = jtmb->createTargetMachine();
   if (!t2) return t2.takeError();
   self->tm_[2] = std::move(*t2);
@@ -113,29 +146,41 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
   return self;
 }
 
-Expected<std::unique_ptr<MemoryBuffer>> OrcJit::compile(Module& m, int tier) {
+Expected<std::unique_ptr<MemoryBuffer>> OrcJit::compile(Module& m, int tier, double* opt_s, double* codegen_s) {
+  using clk = std::chrono::steady_clock;
+  const auto t0 = clk::now();
   TargetMachine& tm = *tm_[tier >= 2 ? 2 : 1];
   m.setDataLayout(dl_);
   m.setTargetTriple(triple_);
   if (tier >= 2) {
-    // O2 with the loop vectorizer; SLP off (its search is the known blow-up).
-    PipelineTuningOptions pto;
-    pto.LoopVectorization = true;
-    pto.SLPVectorization = false;
-    pto.LoopUnrolling = true;
+    // The IR is already vectorized over the block: a short function
+    // pipeline (no vectorizers, no inliner, no loop passes) is enough.
+    FunctionPassManager fpm;
+    fpm.addPass(EarlyCSEPass());
+    fpm.addPass(InstCombinePass());
+    fpm.addPass(SimplifyCFGPass());
     LoopAnalysisManager lam;
     FunctionAnalysisManager fam;
     CGSCCAnalysisManager cgam;
     ModuleAnalysisManager mam;
+    PipelineTuningOptions pto;
+    pto.LoopVectorization = false;
+    pto.SLPVectorization = false;
     PassBuilder pb(&tm, pto);
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
     pb.registerFunctionAnalyses(fam);
     pb.registerLoopAnalyses(lam);
     pb.crossRegisterProxies(lam, fam, cgam, mam);
-    ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(OptimizationLevel::O2);
+    ModulePassManager mpm;
+    if (std::getenv("EMBER_JIT_T2_O2")) {
+      mpm = pb.buildPerModuleDefaultPipeline(OptimizationLevel::O2);
+    } else if (!std::getenv("EMBER_JIT_T2_NOPASS")) {
+      mpm.addPass(createModuleToFunctionPassAdaptor(std::move(fpm)));
+    }
     mpm.run(m, mam);
   }
+  const auto t1 = clk::now();
   SmallVector<char, 0> buf;
   {
     raw_svector_ostream os(buf);
@@ -144,6 +189,8 @@ Expected<std::unique_ptr<MemoryBuffer>> OrcJit::compile(Module& m, int tier) {
       return make_error<StringError>("target cannot emit object files", inconvertibleErrorCode());
     pm.run(m);
   }
+  if (opt_s) *opt_s = std::chrono::duration<double>(t1 - t0).count();
+  if (codegen_s) *codegen_s = std::chrono::duration<double>(clk::now() - t1).count();
   return std::make_unique<SmallVectorMemoryBuffer>(std::move(buf), m.getName(), false);
 }
 

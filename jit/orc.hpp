@@ -19,7 +19,9 @@ class OrcJit {
   static llvm::Expected<std::unique_ptr<OrcJit>> Create();
 
   // Optimizes M with the tier's pipeline and compiles it to an object file.
-  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> compile(llvm::Module& M, int tier);
+  // opt_s / codegen_s (if given) receive the seconds spent in each phase.
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> compile(llvm::Module& M, int tier, double* opt_s = nullptr,
+                                                              double* codegen_s = nullptr);
   // Each module/object gets its own JITDylib (linking against the main one
   // for the math library), so every chunk can use the same symbol name and
   // removing the dylib frees exactly its code.

@@ -3,6 +3,8 @@
 #ifdef EMBER_WITH_JIT
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstring>
 #include <random>
 
 #include "interp/bytecode.hpp"
@@ -173,6 +175,60 @@ TEST_CASE("jit_random_composites_with_special_values_match_interpreter", "[jit]"
     INFO("case " << t << " tier " << tier << " pieces " << pieces);
     std::string e = check(c, tier, rng, pieces);
     REQUIRE(e == "");
+  }
+}
+
+TEST_CASE("jit_outputs_that_are_inputs_or_constants_match_interpreter_bitwise", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  std::mt19937_64 rng(9);
+  for (DType dt : kAll) {
+    // Outputs: input 0, a constant, a node, and input 1 again; the lanes of
+    // narrow and float32 cells are laid out unlike float64 ones.
+    Composite c;
+    c.inputs = {dt, dt};
+    ScalarConst k;
+    k.dtype = dt;
+    k.f = dt == DType::Float32 ? -2.5f : -2.5;
+    k.i = dt == DType::Bool ? 1 : -3;
+    c.constants.push_back(k);
+    c.nodes.push_back({ScalarOp::Maximum, dt, {0, 1}});
+    c.outputs = {0, 2, 3, 1};
+    if (!valid(c)) continue;
+    for (int tier : {1, 2}) {
+      INFO(dtype_name(dt) << " tier " << tier);
+      CHECK(check(c, tier, rng) == "");
+    }
+  }
+}
+
+TEST_CASE("jit_output_written_over_its_own_input_matches_interpreter", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  // y = exp(x) * 0.5 + x computed in place over 1300 elements (3 blocks).
+  Composite c;
+  c.inputs = {DType::Float64};
+  c.constants.push_back({DType::Float64, 0.5, 0});
+  c.nodes.push_back({ScalarOp::Exp, DType::Float64, {0}});
+  c.nodes.push_back({ScalarOp::Mul, DType::Float64, {2, 1}});
+  c.nodes.push_back({ScalarOp::Add, DType::Float64, {3, 0}});
+  c.outputs = {4};
+  auto vm = Interpreted::compile(c);
+  const Bytecode& bc = vm->bytecode();
+  std::vector<double> expect(1300), a(1300);
+  for (int i = 0; i < 1300; ++i) {
+    a[i] = -3 + 0.005 * i;
+    expect[i] = std::exp(a[i]) * 0.5 + a[i];  // exp: the math library is ~1 ulp from libm
+  }
+  for (int tier : {1, 2}) {
+    jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), tier)}, tier);
+    std::vector<double> x = a, y = a;
+    StridedPtr px{x.data(), 1}, py{y.data(), 1};
+    vm->run(1300, &px, &px);
+    jk.run(1300, &py, &py);
+    for (int i = 0; i < 1300; ++i) {
+      INFO("tier " << tier << " element " << i);
+      REQUIRE(std::memcmp(&x[i], &y[i], 8) == 0);
+      REQUIRE(y[i] == Approx(expect[i]).epsilon(1e-14));
+    }
   }
 }
 
@@ -453,3 +509,135 @@ TEST_CASE("jit_small_budget_splits_large_composites_and_stays_correct", "[jit]")
   CHECK(same_bits(p->call({in.x.t, in.y.t}), ref) == "");
 }
 #endif
+
+// ---- `ember run --timeline` --------------------------------------------------
+// Built with and without the JIT: with it off, no tier change is printed.
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace timeline_test {
+
+std::pair<int, std::string> run_ember(const std::string& args) {
+  std::string out;
+  FILE* f = ::popen((std::string(EMBER_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  REQUIRE(f);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  const int st = ::pclose(f);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+struct Change {
+  std::string name;
+  int ops, from, to;
+};
+
+// The "[t ms] NAME (N ops): tier A -> B, compile X ms" lines, in order.
+std::vector<Change> timeline(const std::string& out, double* last_ms = nullptr) {
+  static const std::regex re(R"(\[\s*([0-9.]+) ms\] (composite[0-9]+) \(([0-9]+) ops\): tier ([0-2]) -> ([0-2]), compile [0-9.]+ ms)");
+  std::vector<Change> v;
+  std::istringstream is(out);
+  std::string line;
+  double prev = 0;
+  while (std::getline(is, line)) {
+    std::smatch m;
+    if (!std::regex_search(line, m, re)) continue;
+    const double t = std::stod(m[1]);
+    CHECK(t >= prev);  // printed in time order
+    prev = t;
+    v.push_back({m[2], std::stoi(m[3]), std::stoi(m[4]), std::stoi(m[5])});
+  }
+  if (last_ms) *last_ms = prev;
+  return v;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  REQUIRE(f.good());
+  return nlohmann::json::parse(f);
+}
+
+// Each Composite's changes chain (0 -> a, a -> b, ...) and end on the tier
+// the statistics report; Composites that never changed are on tier 0. In
+// auto mode the worker may swap one kernel between the last timeline print
+// and the stats dump (`slack`).
+void check_against_stats(const std::vector<Change>& changes, const nlohmann::json& stats, int slack = 0) {
+  std::map<std::string, int> tier;
+  for (const Change& c : changes) {
+    INFO(c.name << ": tier " << c.from << " -> " << c.to);
+    CHECK(c.from != c.to);
+    CHECK(c.from == (tier.count(c.name) ? tier[c.name] : 0));
+    tier[c.name] = c.to;
+  }
+  int differ = 0;
+  for (const auto& cs : stats["composites"]) {
+    const std::string name = cs["name"];
+    const int last = tier.count(name) ? tier[name] : 0;
+    INFO(name << ": stats tier " << cs["tier"].get<int>() << ", last printed " << last);
+    differ += cs["tier"].get<int>() != last;
+    if (slack == 0) CHECK(cs["tier"].get<int>() == last);
+  }
+  CHECK(differ <= slack);
+}
+
+}  // namespace timeline_test
+
+using namespace timeline_test;
+
+#ifdef EMBER_WITH_JIT
+TEST_CASE("ember_run_timeline_eager_lists_every_composite_once_at_the_top_tier", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  const std::string stats = temp_cache_dir("timeline") + ".json";
+  auto [rc, out] = run_ember("run " + std::string(EMBER_TEST_DATA) + "/models/seed_lognormal.embg --random-inputs 1 --repeat 3 "
+                             "--jit eager --no-cache --timeline --stats " + stats);
+  INFO(out);
+  REQUIRE(rc == 0);
+  const std::vector<Change> ch = timeline(out);
+  const nlohmann::json st = read_json(stats);
+  // `ember info` lists 32 Composites in this graph; eager compiles all.
+  REQUIRE(st["composites"].size() == 32);
+  CHECK(ch.size() == 32);
+  std::map<std::string, int> seen;
+  for (const Change& c : ch) {
+    CHECK(c.from == 0);
+    CHECK(c.to == 2);
+    CHECK(c.ops >= 1);
+    ++seen[c.name];
+  }
+  CHECK(seen.size() == 32);
+  check_against_stats(ch, st);
+}
+
+TEST_CASE("ember_run_timeline_auto_changes_chain_and_match_the_final_stats", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  const std::string stats = temp_cache_dir("timeline_auto") + ".json";
+  auto [rc, out] = run_ember("run " + std::string(EMBER_TEST_DATA) + "/models/seed_lognormal.embg --random-inputs 1 "
+                             "--repeat 20000 --jit auto --no-cache --timeline --stats " + stats);
+  INFO(out);
+  REQUIRE(rc == 0);
+  const std::vector<Change> ch = timeline(out);
+  // How far tiering gets in 20000 calls depends on the machine's load; the
+  // order and consistency of what is printed does not.
+  check_against_stats(ch, read_json(stats), 1);
+}
+#endif
+
+TEST_CASE("ember_run_timeline_with_the_jit_off_prints_no_tier_changes", "[jit]") {
+  auto [rc, out] = run_ember("run " + std::string(EMBER_TEST_DATA) + "/models/seed_lognormal.embg --random-inputs 1 --repeat 50 "
+                             "--jit off --timeline");
+  INFO(out);
+  REQUIRE(rc == 0);
+  CHECK(out.find("logp") != std::string::npos);
+  CHECK(timeline(out).empty());
+}

@@ -1,5 +1,6 @@
 // The loader validates a whole graph before anything runs, and every error
 // names where the fault is.
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -237,4 +238,49 @@ TEST_CASE("loader_rejects_constant_value_without_shape_for_unknown_dims") {
     "variables": [{"dtype": "float64", "shape": [null]}], "inputs": [], "outputs": [0],
     "constants": [{"var": 0, "data": [1, 2]}], "nodes": []})";
   CHECK_THAT(load_error(g), Contains("give \"shape\""));
+}
+
+namespace {
+// x + y -> z with the given static shapes ("null" for unknown).
+std::string add_graph(const std::string& x, const std::string& y, const std::string& z) {
+  return R"({"format": "ember-graph", "version": 1,
+    "variables": [{"name": "x", "dtype": "float64", "shape": )" + x + R"(},
+                  {"name": "y", "dtype": "float64", "shape": )" + y + R"(},
+                  {"name": "z", "dtype": "float64", "shape": )" + z + R"(}],
+    "inputs": [{"var": 0}, {"var": 1}], "outputs": [2],
+    "nodes": [{"op": "Elemwise", "inputs": [0, 1], "outputs": [2], "attrs": {"scalar_op": {"op": "Add"}}}]})";
+}
+}  // namespace
+
+TEST_CASE("loader_rejects_elemwise_output_static_shape_that_inputs_do_not_broadcast_to") {
+  // (1,) + (1,) is (1,), never (2,): before the check this loaded and ran to a (1,) result.
+  std::string msg = load_error(add_graph("[1]", "[1]", "[2]"));
+  CHECK_THAT(msg, Contains("node 0 (Elemwise)"));
+  CHECK_THAT(msg, Contains("outputs[0]"));
+  CHECK_THAT(msg, Contains("broadcast to 1 at dim 0"));
+  msg = load_error(add_graph("[2, 3]", "[1, 3]", "[2, 1]"));
+  CHECK_THAT(msg, Contains("outputs[0]"));
+  CHECK_THAT(msg, Contains("broadcast to 3 at dim 1"));
+  // An unknown input dim next to a known 4 must be 4 at run time.
+  CHECK_THAT(load_error(add_graph("[null]", "[4]", "[5]")), Contains("broadcast to 4 at dim 0"));
+  // Known sizes that cannot broadcast: named at the second input.
+  msg = load_error(add_graph("[2]", "[3]", "[null]"));
+  CHECK_THAT(msg, Contains("inputs[1]"));
+  CHECK_THAT(msg, Contains("does not broadcast with input 0"));
+}
+
+TEST_CASE("loader_accepts_elemwise_static_shapes_that_broadcast") {
+  for (const auto& [x, y, z] : std::vector<std::array<std::string, 3>>{{"[1]", "[1]", "[1]"},
+                                                                        {"[1, 3]", "[2, 1]", "[2, 3]"},
+                                                                        {"[null]", "[1]", "[7]"},
+                                                                        {"[null]", "[null]", "[1]"},
+                                                                        {"[4]", "[null]", "[null]"},
+                                                                        {"[1]", "[5]", "[5]"}}) {
+    INFO(x << " + " << y << " -> " << z);
+    CHECK(load_error(add_graph(x, y, z)) == "(no error)");
+  }
+  Array a = Array::of<double>({1, {1}}, {2.0}), b = Array::of<double>({1, {3}}, {1.0, 2.0, 3.0});
+  auto out = Program::from_json(add_graph("[1]", "[3]", "[3]"))->call({a.t, b.t});
+  REQUIRE(out[0].size() == 3);
+  CHECK(out[0].data<double>()[2] == 5.0);
 }

@@ -226,11 +226,23 @@ def _composite(op):
             "outputs": [number(r) for r in outputs]}
 
 
+def _scalar_loop(op):
+    """The format's ScalarLoop dict: its body as a Composite, plus how many
+    of the body's inputs are carried and whether its last output is `until`."""
+    body = _composite(op)  # op.fgraph: inputs carried + constant, outputs updates (+ until)
+    n_until = 1 if op.is_while else 0
+    return {"op": "ScalarLoop", "carried": len(op.outputs) - n_until, "until": bool(op.is_while),
+            **{k: v for k, v in body.items() if k != "op"}}
+
+
 def _elemwise(g, node):
     from pytensor.scalar.basic import Composite
+    from pytensor.scalar.loop import ScalarLoop
 
     sop = node.op.scalar_op
-    if isinstance(sop, Composite):
+    if isinstance(sop, ScalarLoop):
+        scalar = _scalar_loop(sop)
+    elif isinstance(sop, Composite):
         scalar = _composite(sop)
     else:
         name = ember_name(sop)

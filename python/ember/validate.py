@@ -80,6 +80,8 @@ def check_structure(doc, payload=b""):
         sop = n.get("attrs", {}).get("scalar_op")
         if isinstance(sop, dict) and sop.get("op") == "Composite":
             _check_composite(sop, len(n["inputs"]), len(n["outputs"]), f"{where}.scalar_op", fail)
+        if isinstance(sop, dict) and sop.get("op") == "ScalarLoop":  # n_steps is no body input
+            _check_composite(sop, len(n["inputs"]) - 1, len(n["outputs"]), f"{where}.scalar_op", fail)
     for k, v in enumerate(doc["outputs"]):
         if vid(v, f"outputs[{k}]") not in defined:
             fail(f"outputs[{k}]", f"variable {v} is never defined")
