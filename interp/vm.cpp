@@ -11,6 +11,7 @@
 
 #include "interp/bytecode.hpp"
 #include "interp/math/math.hpp"
+#include "interp/math/special.hpp"
 #include "interp/scalar_impl.hpp"
 #include "interp/vm_tile.hpp"
 
@@ -35,14 +36,27 @@ template <> struct ClsT<Cls::I64> { using type = int64_t; };
 template <Cls C> using ct = typename ClsT<C>::type;
 template <DType D> using dt_type = ct<cls_of(D)>;
 
-// The math library entry for each op in math.def.
+// The math library entry for each op in math.def: call() over arrays, one()
+// for one element through the batch function on a broadcast value (every
+// lane is computed alone, so lane 0 has the array function's bits, without
+// its tail handling's store-to-load round trip).
 template <ScalarOp OP> struct MathFn;
-#define M1(E, f) \
-  template <> struct MathFn<ScalarOp::E> { static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], y); } };
-#define M2(E, f) \
-  template <> struct MathFn<ScalarOp::E> { static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], a[1], y); } };
-#define M3(E, f) \
-  template <> struct MathFn<ScalarOp::E> { static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], a[1], a[2], y); } };
+namespace ms = ember::math::simd;
+#define M1(E, f)                                                                                              \
+  template <> struct MathFn<ScalarOp::E> {                                                                    \
+    static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], y); }          \
+    static double one(const double* x) { return ms::f(ms::D(x[0])).get(0); }                                \
+  };
+#define M2(E, f)                                                                                              \
+  template <> struct MathFn<ScalarOp::E> {                                                                    \
+    static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], a[1], y); }    \
+    static double one(const double* x) { return ms::f(ms::D(x[0]), ms::D(x[1])).get(0); }                   \
+  };
+#define M3(E, f)                                                                                              \
+  template <> struct MathFn<ScalarOp::E> {                                                                    \
+    static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], a[1], a[2], y); } \
+    static double one(const double* x) { return ms::f(ms::D(x[0]), ms::D(x[1]), ms::D(x[2])).get(0); }      \
+  };
 #include "interp/math/math.def"
 #undef M1
 #undef M2
@@ -232,12 +246,10 @@ inline void sk(Cell* c, const I& in, Acc& acc) {
   constexpr Shape sh = shape_of<OP, C>();
   if constexpr (sh == Shape::Math) {
     constexpr int ar = math_arity(OP);
-    double x[3] = {static_cast<double>(rd<C, M, 0>(c, in, acc)), 0, 0}, y;
+    double x[3] = {static_cast<double>(rd<C, M, 0>(c, in, acc)), 0, 0};
     if constexpr (ar >= 2) x[1] = rd<C, M, 1>(c, in, acc);
     if constexpr (ar >= 3) x[2] = rd<C, M, 2>(c, in, acc);
-    const double* a[3] = {&x[0], &x[1], &x[2]};
-    MathFn<OP>::call(1, a, &y);
-    wr<C>(c, in.d, static_cast<ct<C>>(y), acc);
+    wr<C>(c, in.d, static_cast<ct<C>>(MathFn<OP>::one(x)), acc);
   } else if constexpr (sh == Shape::Same) {
     constexpr int ar = same_arity<OP>();
     if constexpr (ar == 1) wr<C>(c, in.d, impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc)), acc);
