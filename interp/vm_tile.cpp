@@ -17,15 +17,18 @@ constexpr int64_t W = D::size;
 constexpr int NB = static_cast<int>(kTile / W);
 static_assert(kTile % W == 0, "a tile holds whole batches");
 
-// Operand forms. A: the accumulator (previous op's result), M: memory.
+// Operand forms. A: the accumulator (the last float64 result), M: memory.
+// Binary forms name the two float64 operands: (a, b), or (b, c) of Switch.
 enum Form { UA, UM, AM, MA, MM, AA, kNumForms };
 
 constexpr int arity_of(ScalarOp op) { return op_info(op).arity < 0 ? 2 : op_info(op).arity; }
 
-// Float64 element-wise ops run inline with one or two operands.
+// Float64 element-wise ops run inline with one or two operands, float64
+// comparisons (their bool result goes to memory; acc is kept) and Switch.
 template <ScalarOp OP> constexpr bool fusable_op() {
   constexpr ScalarOpInfo info = op_info(OP);
   if constexpr (is_alias_op(OP) || math_arity(OP) > 0) return false;
+  else if constexpr (info.kind == OpKind::Compare || info.kind == OpKind::Switch) return true;
   else
     return (info.kind == OpKind::Same || info.kind == OpKind::Float) && impl::Impl<OP>::inline_op &&
            (arity_of(OP) == 1 || arity_of(OP) == 2);
@@ -49,22 +52,51 @@ inline D ld(void* const* s, int32_t k, int64_t t, int j) {
   return D::load_unaligned(static_cast<const double*>(s[k]) + t + j * W);
 }
 
+// The float64 operands of a binary form: from acc or memory slots k0, k1.
+template <int F> inline D first(const D* acc, void* const* s, int32_t k0, int64_t t, int j) {
+  return F == AM || F == AA ? acc[j] : ld(s, k0, t, j);
+}
+template <int F> inline D second(const D* acc, void* const* s, int32_t k1, int64_t t, int j) {
+  return F == MA || F == AA ? acc[j] : ld(s, k1, t, j);
+}
+
 template <ScalarOp OP, int F> void handler(const Op* ip, void* const* s, int64_t t, EMBER_ACC_PARAMS) {
   D acc[NB] = {x0, x1, x2, x3, x4, x5, x6, x7};
   if constexpr (fusable_op<OP>()) {
     using I = impl::Impl<OP>;
+    using L = xsimd::batch<int64_t>;
+    constexpr OpKind kind = op_info(OP).kind;
     constexpr int ar = arity_of(OP);
     const Op& o = *ip;
+    if constexpr (kind == OpKind::Compare) {
+      // Result 0/1 into the int64 slot; acc keeps the last float64 value.
+      if constexpr (F >= AM) {
+        int64_t* d = static_cast<int64_t*>(s[o.d]) + t;
 #pragma GCC unroll 8
-    for (int j = 0; j < NB; ++j) {
-      if constexpr (ar == 1 && F == UA) acc[j] = I::f(acc[j]);
-      else if constexpr (ar == 1 && F == UM) acc[j] = I::f(ld(s, o.a, t, j));
-      else if constexpr (ar == 2 && F == AM) acc[j] = I::f(acc[j], ld(s, o.b, t, j));
-      else if constexpr (ar == 2 && F == MA) acc[j] = I::f(ld(s, o.a, t, j), acc[j]);
-      else if constexpr (ar == 2 && F == MM) acc[j] = I::f(ld(s, o.a, t, j), ld(s, o.b, t, j));
-      else if constexpr (ar == 2 && F == AA) acc[j] = I::f(acc[j], acc[j]);
+        for (int j = 0; j < NB; ++j)
+          xsimd::select(xsimd::bool_cast(I::f(first<F>(acc, s, o.a, t, j), second<F>(acc, s, o.b, t, j))), L(1), L(0))
+              .store_unaligned(d + j * W);
+      }
+    } else if constexpr (kind == OpKind::Switch) {
+      if constexpr (F >= AM) {
+        const int64_t* c = static_cast<const int64_t*>(s[o.a]) + t;
+#pragma GCC unroll 8
+        for (int j = 0; j < NB; ++j)
+          acc[j] = xsimd::select(xsimd::bool_cast(L::load_unaligned(c + j * W) != L(0)),
+                                 first<F>(acc, s, o.b, t, j), second<F>(acc, s, o.c, t, j));
+      }
+    } else {
+#pragma GCC unroll 8
+      for (int j = 0; j < NB; ++j) {
+        if constexpr (ar == 1 && F == UA) acc[j] = I::f(acc[j]);
+        else if constexpr (ar == 1 && F == UM) acc[j] = I::f(ld(s, o.a, t, j));
+        else if constexpr (ar == 2 && F == AM) acc[j] = I::f(acc[j], ld(s, o.b, t, j));
+        else if constexpr (ar == 2 && F == MA) acc[j] = I::f(ld(s, o.a, t, j), acc[j]);
+        else if constexpr (ar == 2 && F == MM) acc[j] = I::f(ld(s, o.a, t, j), ld(s, o.b, t, j));
+        else if constexpr (ar == 2 && F == AA) acc[j] = I::f(acc[j], acc[j]);
+      }
     }
-    if (o.store) {
+    if (kind != OpKind::Compare && o.store) {
       double* d = static_cast<double*>(s[o.d]) + t;
 #pragma GCC unroll 8
       for (int j = 0; j < NB; ++j) acc[j].store_unaligned(d + j * W);
@@ -90,14 +122,15 @@ const Fn* handler_of(ScalarOp op) {
   return nullptr;
 }
 
-// Whether the result of instruction k (in a run ending before run_end) is
-// read later from memory, or is an output.
-int32_t needs_store(const Bytecode& bc, int32_t k, int32_t run_end) {
+// Whether the result of instruction k is read later from memory (not from
+// acc within its run, ending before run_end), or is an output.
+int32_t needs_store(const Bytecode& bc, const std::vector<uint8_t>& via_acc, int32_t k, int32_t run_end) {
   const int32_t d = bc.code[k].d;
   for (size_t q = k + 1; q < bc.code.size(); ++q) {
     const Instr& x = bc.code[q];
-    const bool reads = x.a == d || x.b == d || x.c == d;
-    if (reads && !(static_cast<int32_t>(q) == k + 1 && k + 1 < run_end)) return 1;
+    const int32_t ops[3] = {x.a, x.b, x.c};
+    for (int p = 0; p < 3; ++p)
+      if (ops[p] == d && !(static_cast<int32_t>(q) < run_end && (via_acc[q] >> p & 1))) return 1;
     if (x.d == d) return 0;
   }
   for (const OutputRef& o : bc.outputs)
@@ -120,6 +153,9 @@ Plan plan(const Bytecode& bc) {
     const uint16_t op = bc.code[i].op;
     return op < kCvtBase && op % kNumCls == static_cast<int>(Cls::F64) && kFusable[op / kNumCls];
   };
+  // Bit p set: operand p of the instruction is taken from acc.
+  std::vector<uint8_t> via_acc(n, 0);
+  std::vector<int> form(n, 0);
   Plan p;
   for (int32_t i = 0; i < n;) {
     int32_t j = i;
@@ -129,17 +165,29 @@ Plan plan(const Bytecode& bc) {
       ++i;
       continue;
     }
+    int32_t acc_slot = -1;  // the slot whose value acc holds
+    for (int32_t k = i; k < j; ++k) {
+      const Instr& in = bc.code[k];
+      const OpKind kind = op_info(static_cast<ScalarOp>(in.op / kNumCls)).kind;
+      // The float64 operands: a (and b), or b and c of Switch (a is its bool).
+      const bool sw = kind == OpKind::Switch;
+      const int p0 = sw ? 1 : 0;
+      const int32_t ops[3] = {in.a, in.b, in.c};
+      const bool unary = !sw && arity_of(static_cast<ScalarOp>(in.op / kNumCls)) == 1;
+      const bool x0 = acc_slot >= 0 && ops[p0] == acc_slot;
+      const bool x1 = !unary && acc_slot >= 0 && ops[p0 + 1] == acc_slot;
+      via_acc[k] = static_cast<uint8_t>((x0 ? 1 << p0 : 0) | (x1 ? 2 << p0 : 0));
+      form[k] = unary ? (x0 ? UA : UM) : x0 ? (x1 ? AA : AM) : (x1 ? MA : MM);
+      if (kind != OpKind::Compare) acc_slot = in.d;
+      else if (in.d == acc_slot) acc_slot = -1;
+    }
     p.steps.push_back({i, j - i, static_cast<int32_t>(p.ops.size())});
     for (int32_t k = i; k < j; ++k) {
       const Instr& in = bc.code[k];
-      const int32_t pd = k > i ? bc.code[k - 1].d : -1;
-      const int sop = in.op / kNumCls;
-      int f;
-      if (arity_of(static_cast<ScalarOp>(sop)) == 1) f = in.a == pd ? UA : UM;
-      else f = in.a == pd ? (in.b == pd ? AA : AM) : (in.b == pd ? MA : MM);
-      p.ops.push_back({reinterpret_cast<const void*>(handler_of(static_cast<ScalarOp>(sop))[f]), in.d, in.a, in.b, needs_store(bc, k, j)});
+      const Fn h = handler_of(static_cast<ScalarOp>(in.op / kNumCls))[form[k]];
+      p.ops.push_back({reinterpret_cast<const void*>(h), in.d, in.a, in.b, in.c, needs_store(bc, via_acc, k, j)});
     }
-    p.ops.push_back({reinterpret_cast<const void*>(&end_handler), -1, -1, -1, 0});
+    p.ops.push_back({reinterpret_cast<const void*>(&end_handler), -1, -1, -1, -1, 0});
     i = j;
   }
   return p;

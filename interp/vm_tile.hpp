@@ -1,6 +1,6 @@
-// The vector path's fused runs: consecutive float64 arithmetic instructions
-// executed together over small tiles of a block, the previous instruction's
-// result kept in machine registers (no store and reload between them, one
+// The vector path's fused runs: consecutive float64 instructions (arithmetic,
+// comparisons, Switch) executed together over small tiles of a block, the
+// last float64 result kept in machine registers (no store and reload between them, one
 // pass over the block instead of one per instruction). Internal to the VM:
 // built from validated Bytecode, which it leaves unchanged.
 #pragma once
@@ -19,7 +19,7 @@ inline constexpr int64_t kTile = 32;
 // memory, or is an output).
 struct Op {
   const void* h;
-  int32_t d, a, b;
+  int32_t d, a, b, c;
   int32_t store;
 };
 

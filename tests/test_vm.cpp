@@ -561,10 +561,11 @@ namespace {
 
 // Runs of float64 arithmetic are fused over 32-element tiles: every operand
 // form (previous result on either side, both, none; unary on it or on
-// memory), constants, values read again later and outputs in mid-run.
+// memory), comparisons and Switch, constants, values read again later and
+// outputs in mid-run.
 Composite fusable_chain() {
   using S = ScalarOp;
-  const DType F = DType::Float64;
+  const DType F = DType::Float64, B = DType::Bool;
   Composite c;
   c.inputs = {F, F, F};                                  // values 0, 1, 2
   c.constants = {{F, 2.5, 0}, {F, -0.0, 0}};             // values 3, 4
@@ -591,8 +592,17 @@ Composite fusable_chain() {
              {S::Trunc, F, {0}},                         // 25
              {S::RoundHalfToEven, F, {25}},              // 26
              {S::Mul, F, {26, 22}},                      // 27
-             {S::Add, F, {27, 17}}};                     // 28
-  c.outputs = {28, 9, 12, 24, 5};
+             {S::Add, F, {27, 17}},                      // 28
+             {S::LT, B, {28, 0}},                        // 29
+             {S::Switch, F, {29, 28, 1}},                // 30
+             {S::NEQ, B, {2, 30}},                       // 31
+             {S::Switch, F, {31, 0, 30}},                // 32
+             {S::GE, B, {32, 32}},                       // 33
+             {S::Switch, F, {33, 32, 32}},               // 34
+             {S::EQ, B, {0, 1}},                         // 35
+             {S::Switch, F, {35, 1, 2}},                 // 36
+             {S::Add, F, {34, 36}}};                     // 37
+  c.outputs = {37, 9, 12, 24, 5, 29};
   return c;
 }
 
