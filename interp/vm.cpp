@@ -16,7 +16,7 @@
 #include "interp/vm_tile.hpp"
 
 #ifndef EMBER_VM_BLOCK
-#define EMBER_VM_BLOCK 256
+#define EMBER_VM_BLOCK 128
 #endif
 
 namespace ember::interp {
