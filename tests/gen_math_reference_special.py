@@ -58,6 +58,18 @@ def write(name, cols, f):
     print(f"{name}: {len(arr)} points")
 
 
+def extra(name):
+    """A separate stream for regions added later (the spot check's findings,
+    docs/testing.md), so the earlier points of every table stay the same."""
+    return np.random.default_rng(sum(map(ord, name)) + 20261129)
+
+
+def around(points, width, n, gen):
+    """n points uniform in [p - width, p + width] spread over the points."""
+    p = np.repeat(np.asarray(points, dtype=np.float64), -(-n // len(points)))[:n]
+    return p + gen.uniform(-width, width, n)
+
+
 def near(points, scales, n):
     """Points p * (1 + s) and p + s for small s of both signs."""
     out = []
@@ -79,6 +91,8 @@ def erf_tables():
     write("erf", [x], mp.erf)
     x = np.concatenate([uni(-6, 27.2, 2000), logu(1e-300, 1, 200), uni(-1.05, 1.05, 200),
                         uni(0.95, 8.2, 300), uni(25, 27.25, 100)])
+    ex = extra("erfc")
+    x = np.concatenate([x, ex.uniform(0.5, 1.0, 300), ex.uniform(1.0, 1.25, 100)])
     write("erfc", [x], mp.erfc)
     x = np.concatenate([uni(-26, 30, 1500), logu(1e-300, 1, 100), logu(1, 1e6, 400),
                         logu(1e6, 1e300, 100), uni(-1.05, 1.05, 200), uni(7, 30, 200)])
@@ -87,6 +101,8 @@ def erf_tables():
             return (1 - 1 / (2 * t * t) + 3 / (4 * t**4)) / (t * mp.sqrt(mp.pi))
         return mp.exp(t * t) * mp.erfc(t)
 
+    ex = extra("erfcx")
+    x = np.concatenate([x, ex.uniform(0.5, 1.0, 300), ex.uniform(1.0, 1.25, 100)])
     write("erfcx", [x], erfcx)
     y = np.concatenate([uni(-1, 1, 1500), logu(1e-300, 1, 200), logu(1e-300, 1, 100, -1.0),
                         1 - logu(1e-16, 1, 300), -1 + logu(1e-16, 1, 100), uni(0.7, 0.76, 100)])
@@ -98,6 +114,10 @@ def erf_tables():
         with mp.workdps(50 + int(max(0, -mp.log10(t)))):
             return +mp.erfinv(1 - t)
 
+    # Subnormal and tiny q (erfcinv(5e-324) was NaN).
+    ex = extra("erfcinv")
+    q = np.concatenate([q, [5e-324, 1e-323, 1.5e-323, 2.2250738585072014e-308, 4.450147717014403e-308],
+                        np.exp(ex.uniform(np.log(5e-324), np.log(1e-270), 200))])
     write("erfcinv", [q], erfcinv)
 
 
@@ -109,11 +129,21 @@ def gamma_tables():
     x = np.concatenate([logu(1e-300, 1e6, 800), uni(0, 20, 400), logu(1e6, 1e300, 100),
                         near([1, 2], logu(1e-15, 0.5, 100), 400), not_int(uni(-100, 0, 500)),
                         not_int(uni(-5, 0, 200))])
+    # Next to the zeros on x < 0 (|Gamma(x)| = 1), where the error is absolute.
+    ex = extra("lgamma")
+    zeros = [-2.4570247382208006, -2.7476826467274126, -3.1435808883499801, -3.9552942848585979,
+             -4.0393618397405369, -4.9915446405600477]
+    x = np.concatenate([x, around(zeros, 0.05, 300, ex), around(zeros, 1e-6, 60, ex), [-2.5, -2.5000000000000004]])
     write("lgamma", [x], lambda t: mp.log(abs(mp.gamma(t))) if t < 60 else mp.loggamma(t).real)
     root = 1.4616321449683622
     x = np.concatenate([logu(1e-300, 1e6, 800), uni(0, 20, 400), logu(1e6, 1e300, 100),
                         near([root], logu(1e-16, 0.5, 200), 400), not_int(uni(-100, 0, 600)),
                         not_int(uni(-3, 0, 200))])
+    # Next to the roots on x < 0: the first (-0.504, a Taylor series there) and the next ones.
+    ex = extra("digamma")
+    roots = [-1.5734984731623905, -2.6107208684441447, -3.6352933664369011, -4.6532377617431424]
+    x = np.concatenate([x, around([-0.5040830082644554], 0.3, 200, ex), around([-0.5040830082644554], 1e-4, 50, ex),
+                        around(roots, 0.05, 200, ex), [-0.5, -1.5707963267948966, -0.5040830082644554]])
     write("digamma", [x], mp.digamma)
     x = np.concatenate([logu(1e-150, 1e6, 800), uni(0, 20, 400), logu(1e6, 1e150, 100),
                         not_int(uni(-100, 0, 600)), not_int(uni(-3, 0, 200))])
@@ -130,7 +160,17 @@ def incgamma_tables():
     x_wide = logu(1e-4, 1e4, n)
     x = np.where(np.arange(n) % 2 == 0, x_mid, x_wide)
     x = np.minimum(x, 1e4)
+    # Tiny results (1e-30 .. 1e-300): a in [10, 200], x far below a; and the spot check's points.
+    ex = extra("gammainc")
+    a2 = np.exp(ex.uniform(np.log(10), np.log(200), 300))
+    x2 = a2 * np.exp(ex.uniform(np.log(1e-3), np.log(0.3), 300))
+    a = np.concatenate([a, a2, [171.6243769563027, 40.0, 26.5, 40.0, 88.72283905206835]])
+    x = np.concatenate([x, x2, [40.0, 1.9999, 1.0000000000000002, 0.24999999999999997, 3.386710244098947]])
     write("gammainc", [a, x], lambda s, t: mp.gammainc(s, 0, t, regularized=True))
+    a3 = np.exp(ex.uniform(np.log(0.5), np.log(200), 300))
+    x3 = a3 + np.exp(ex.uniform(np.log(30), np.log(700), 300))
+    a = np.concatenate([a, a3, [30.0, 10.0, 0.5000000000000001, 710.475860073944]])
+    x = np.concatenate([x, x3, [171.7, 171.6243769563027, 88.72283935546875, 1023.9999999999999]])
     write("gammaincc", [a, x], lambda s, t: mp.gammainc(s, t, mp.inf, regularized=True))
 
 
@@ -149,14 +189,20 @@ def betainc_tables():
 def bessel_tables():
     reseed("bessel_tables")
     x = np.concatenate([uni(-700, 700, 1200), uni(-10, 10, 600), logu(1e-300, 1, 200)])
+    ex = extra("bessel_i")
+    x = np.concatenate([x, ex.uniform(5, 10, 200), [6.0, 8.0, -8.0, 7.957579046123557]])
     write("i0", [x], lambda t: mp.besseli(0, t))
     write("i1", [x], lambda t: mp.besseli(1, t))
     x = np.concatenate([uni(-50, 50, 800), logu(1e-300, 1e6, 800), logu(1e-300, 1e6, 200, -1.0)])
+    x = np.concatenate([x, ex.uniform(5, 10, 200), [5.800000000000001, -0.07981840236362192]])
     write("i0e", [x], lambda t: mp.besseli(0, t) * mp.exp(-abs(t)))
     write("i1e", [x], lambda t: mp.besseli(1, t) * mp.exp(-abs(t)))
     x = np.concatenate([uni(-30, 30, 1000), uni(0, 200, 600), logu(1e-300, 1, 100), logu(200, 1e6, 300)])
-    write("j0", [x], lambda t: mp.besselj(0, t))
-    write("j1", [x], lambda t: mp.besselj(1, t))
+    ex = extra("bessel_j")
+    z0 = [2.4048255576957728, 5.5200781102863106, 8.6537279129110122, 11.791534439014282, 14.930917708487786]
+    z1 = [3.8317059702075123, 7.0155866698156188, 10.173468135062722, 13.323691936314223, 16.470630050877633]
+    write("j0", [np.concatenate([x, around(z0, 0.01, 200, ex), around(z0, 1e-9, 50, ex)])], lambda t: mp.besselj(0, t))
+    write("j1", [np.concatenate([x, around(z1, 0.01, 200, ex), around(z1, 1e-9, 50, ex)])], lambda t: mp.besselj(1, t))
 
 
 if __name__ == "__main__":

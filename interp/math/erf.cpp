@@ -25,6 +25,8 @@ constexpr double kU[] = {3.35617141647503099647E1, 5.21357949780152679795E2, 4.5
                          2.26290000613890934246E4, 4.92673942608635921086E4};
 constexpr double kInvSqrtPi = 0.56418958354775628695;
 constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
+constexpr double kSqrtPiOver2 = 0.88622692545275801365;
+constexpr double kLn2 = 0.69314718055994530942;
 
 // exp(s * x^2), s = +-1, with x^2 split exactly into hi^2 + rest.
 D exp_sq(D x, double s) {
@@ -32,6 +34,16 @@ D exp_sq(D x, double s) {
   D lo = x - hi;
   return exp(D(s) * (hi * hi)) * exp(D(s) * ((x + hi) * lo));
 }
+
+// erfcx(0.75 + h), |h| <= 0.25: Taylor coefficients k = 19..0 (mpmath). Used for
+// erfc and erfcx on [0.5, 1), where 1 - erf(x) would lose up to 3 bits.
+constexpr double kErfcx075[] = {
+    -1.0639550902512525e-08, 3.750604434348139e-08, -1.2920526683148003e-07, 4.3445834921494253e-07,
+    -1.424088529978787e-06, 4.543733191203631e-06, -1.4088463868243626e-05, 4.237248023960813e-05,
+    -0.00012335437532328967, 0.0003467506629301161, -0.0009385120614756802, 0.0024376373607573405,
+    -0.006051532297208567, 0.014289198665935787, -0.03189726203968182, 0.06679054252756873,
+    -0.1298360619948811, 0.2309581315512983, -0.3679726916557954, 0.5069376502931449};
+D erfcx_mid(D x) { return polevl(x - D(0.75), kErfcx075); }
 
 // erf for |x| < 1 (odd rational in x).
 D erf_small(D x) {
@@ -71,6 +83,9 @@ D erfc(D x) {
   D large = erfc_large(select(small, D(1.0), a));
   D r = select(x < D(0.0), D(2.0) - large, large);
   r = select(small, D(1.0) - erf_small(select(small, x, D(0.0))), r);
+  B mid = x >= D(0.5) && x < D(1.0);
+  D xm = select(mid, x, D(0.75));
+  r = select(mid, exp_sq(xm, -1.0) * erfcx_mid(xm), r);
   return select(is_nan(x), x, r);
 }
 
@@ -83,6 +98,7 @@ D erfcx(D x) {
   D ex2 = exp_sq(select(a < D(26.7), x, D(0.0)), 1.0);
   D near0 = ex2 * (D(1.0) - erf_small(select(small, x, D(0.0))));
   D r = select(small, near0, large);
+  r = select(x >= D(0.5) && x < D(1.0), erfcx_mid(select(small, x, D(0.75))), r);
   // Negative x: erfcx(x) = 2 exp(x^2) - erfcx(-x), infinite once exp(x^2) overflows.
   D neg = select(a < D(26.7), D(2.0) * ex2 - large, inf());
   r = select(x <= D(-1.0), neg, r);
@@ -123,7 +139,9 @@ D inv_central(D y) {
 
 // erfcinv(q) for 0 < q <= 1 - kCentral: -ndtri(q/2) / sqrt(2).
 D inv_tail(D q) {
-  D t = sqrt(D(-2.0) * log(D(0.5) * q));
+  // q/2 would round (to 0 for q = 5e-324) below the normal range: subtract log 2 instead.
+  D log_half_q = select(q < D(4.4501477170144028e-308), log(q) - D(kLn2), log(D(0.5) * q));
+  D t = sqrt(D(-2.0) * log_half_q);
   D x0 = t - log(t) / t;
   D z = D(1.0) / t;
   D x1 = z * select(t < D(8.0), polevl(z, kP1) / p1evl(z, kQ1), polevl(z, kP2) / p1evl(z, kQ2));
@@ -134,6 +152,15 @@ D inv_tail(D q) {
 D newton_erfc(D x, D q) {
   D slope = D(kTwoOverSqrtPi) * exp_sq(x, -1.0);
   return x + (erfc(x) - q) / slope;
+}
+// Same in log space, for q below ~1e-280 where erfc(x) and the slope lose
+// bits to underflow: log erfc(x) = -x^2 + log erfcx(x), d/dx = -2/(sqrt(pi) erfcx(x)).
+D newton_erfc_log(D x, D q) {
+  D hi = trunc32(x);
+  D lo = x - hi;
+  D cx = erfcx(x);
+  D d = ((neg(hi * hi) - log(q)) - (x + hi) * lo) + log(cx);
+  return x + d * cx * D(kSqrtPiOver2);
 }
 D newton_erf(D x, D y) {
   D slope = D(kTwoOverSqrtPi) * exp_sq(x, -1.0);
@@ -164,7 +191,8 @@ D erfcinv(D q) {
   D ym = select(mid, y, D(0.0));
   D xm = newton_erf(inv_central(ym), ym);
   D qt = select(lo && q > D(0.0), q, select(hi && q < D(2.0), D(2.0) - q, D(0.25)));
-  D xt = newton_erfc(inv_tail(qt), qt);
+  D x0 = inv_tail(qt);
+  D xt = select(qt < D(1e-280), newton_erfc_log(x0, qt), newton_erfc(x0, qt));
   D r = select(mid, xm, select(lo, xt, neg(xt)));
   r = select(q == D(0.0), inf(), select(q == D(2.0), -inf(), r));
   return select(q < D(0.0) || q > D(2.0) || is_nan(q), nan(), r);

@@ -12,6 +12,7 @@ namespace special {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
+constexpr double kPiLo = 1.2246467991473532e-16;  // pi - kPi
 constexpr double kLogSqrt2Pi = 0.91893853320467274178;
 constexpr double kLogPi = 1.14472988584940017414;
 constexpr double kEuler = 0.57721566490153286061;
@@ -176,13 +177,36 @@ constexpr double kRoot1 = 1569415565.0 / 1073741824.0;
 constexpr double kRoot2 = (381566830.0 / 1073741824.0) / 1073741824.0;
 constexpr double kRoot3 = 0.9016312093258695918615325266959189453125e-19;
 constexpr double kPsiY = 0.99558162689208984;  // float constant of the Boost fit
+// First negative root of digamma (the double nearest), psi there, and the
+// Taylor coefficients psi^(k)(root)/k!, k = 19..1 (mpmath).
+constexpr double kNegRoot = -0.5040830082644554;
+constexpr double kNegRootVal = 7.289763902976895e-17;
+constexpr double kNegRootC[] = {
+    2126602.372596875, -163451.7934270022, 530280.3912420176, -36529.945969485576,
+    132262.95480834588, -8051.818155363481, 32997.785655255044, -1743.3646088673593,
+    8234.667099203069, -368.5783503832184, 2055.5357119463315, -75.37700066344615,
+    513.2704629562861, -14.706721735530332, 128.27342343090902, -2.7610116487908227,
+    32.258572064915505, -0.8093454625306499, 8.939798558792134};
 }  // namespace
 
+// pi * cot(pi r), |r| <= 0.5, with pi r as a double-double so its rounding
+// (amplified by cot's slope) does not cost absolute accuracy.
+D pi_cotpi(D r) {
+  D ph, pl;
+  two_prod(D(kPi), r, ph, pl);
+  pl = pl + D(kPiLo) * r;
+  D c = D(1.0) / tan(ph);
+  // cot(ph + pl) = cot(ph) - pl (1 + cot^2(ph)); (pl c) c stays finite for small r.
+  D general = D(kPi) * (c - (pl + (pl * c) * c));
+  // pi cot(pi r) = 1/r - pi^2 r/3 - ...: 1/r alone below 1e-9 (and no overflow in c).
+  return select(abs(r) < D(1e-9), D(1.0) / r, general);
+}
+
 D digamma(D x) {
-  // Negative x: psi(x) = psi(1 - x) - pi / tan(pi x), with pi x reduced exactly.
+  // Negative x: psi(x) = psi(1 - x) - pi cot(pi x), with pi x reduced exactly.
   B neg = x < D(0.0);
   D r0 = x - rint(x);
-  D refl = select(neg, D(-kPi) / tan(D(kPi) * r0), D(0.0));
+  D refl = select(neg, D(0.0) - pi_cotpi(select(neg, r0, D(0.25))), D(0.0));
   D v = select(neg, D(1.0) - x, x);
   v = select(v == inf() || is_nan(v) || v == D(0.0), D(1.0), v);
   // (0, 1): psi(v) = psi(v + 1) - 1/v.
@@ -204,6 +228,10 @@ D digamma(D x) {
   D corr = select(vl < D(1e17), z * polevl(z, kPsiA), D(0.0));
   D large = log(vl) - D(0.5) / vl - corr;
   D r = y + select(v <= D(2.0), small, large) + refl;
+  // Next to the first negative root, where the reflection cancels: its Taylor series.
+  D h = x - D(kNegRoot);  // exact for |h| < 0.05 (Sterbenz)
+  B near_root = abs(h) < D(0.05);
+  if (xsimd::any(near_root)) r = select(near_root, D(kNegRootVal) + h * polevl(h, kNegRootC), r);
   r = select(x == D(0.0), D(-1.0) / x, r);
   r = select((neg && is_int(x)) || x == -inf(), nan(), r);
   r = select(x == inf(), x, r);
