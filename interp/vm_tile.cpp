@@ -1,5 +1,5 @@
 // Fused runs of the vector path (see vm_tile.hpp). Each op computes a tile
-// of kTile elements into `acc` (NB batches that stay in machine registers
+// of kTile elements (32 with AVX2) into `acc` (NB batches that stay in machine registers
 // across the direct-threaded dispatch); an operand equal to the previous
 // op's destination is taken from acc, and a result is stored only if
 // something reads it later from memory. Per lane the same impl:: functions
@@ -14,8 +14,9 @@ namespace {
 
 using D = xsimd::batch<double>;
 constexpr int64_t W = D::size;
-constexpr int NB = static_cast<int>(kTile / W);
-static_assert(kTile % W == 0, "a tile holds whole batches");
+// 8 batches: the accumulator travels in 8 vector-register arguments.
+constexpr int NB = 8;
+constexpr int64_t kTile = NB * W;
 
 // Operand forms. A: the accumulator (the last float64 result), M: memory.
 // Binary forms name the two float64 operands: (a, b), or (b, c) of Switch.
@@ -46,7 +47,6 @@ constexpr bool kFusable[] = {
 using V = D::register_type;
 using Fn = void (*)(const Op*, void* const*, int64_t, V, V, V, V, V, V, V, V);
 #define EMBER_ACC_PARAMS V x0, V x1, V x2, V x3, V x4, V x5, V x6, V x7
-static_assert(NB == 8, "the handlers pass 8 batches");
 
 inline D ld(void* const* s, int32_t k, int64_t t, int j) {
   return D::load_unaligned(static_cast<const double*>(s[k]) + t + j * W);

@@ -11,8 +11,7 @@
 
 namespace ember::interp::tile {
 
-// Elements per tile: 8 AVX2 batches of float64, held in registers.
-inline constexpr int64_t kTile = 32;
+// A tile is 8 batches of float64 (32 elements with AVX2), held in registers.
 
 // One pre-decoded instruction of a run: handler (a function that tail-calls
 // the next op's; the last op of a run is an end marker), slots, and whether its result must be stored (it is read later from
