@@ -17,6 +17,10 @@ constexpr int64_t W = D::size;
 // 8 batches: the accumulator travels in 8 vector-register arguments.
 constexpr int NB = 8;
 constexpr int64_t kTile = NB * W;
+// Runs are cut at this length: the handlers' calls are jumps only when the
+// compiler makes them sibling calls (not at -O0 or under some sanitizers),
+// and then the stack grows by one frame per op of a run.
+constexpr int32_t kMaxRun = 64;
 
 // Operand forms. A: the accumulator (the last float64 result), M: memory.
 // Binary forms name the two float64 operands: (a, b), or (b, c) of Switch.
@@ -159,7 +163,7 @@ Plan plan(const Bytecode& bc) {
   Plan p;
   for (int32_t i = 0; i < n;) {
     int32_t j = i;
-    while (j < n && fusable(j)) ++j;
+    while (j < n && j - i < kMaxRun && fusable(j)) ++j;
     if (j - i < 2) {
       p.steps.push_back({i, 1, -1});
       ++i;
