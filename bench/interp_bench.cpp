@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
       if (n == 1)
         std::snprintf(notes, sizeof notes, "0-d: %.2f ns/instr", tv / static_cast<double>(ninstr));
       else
-        std::snprintf(notes, sizeof notes, "n=1e6: %.2f ns/elem", tv / static_cast<double>(n));
+        std::snprintf(notes, sizeof notes, "n=%lld: %.2f ns/elem", static_cast<long long>(n), tv / static_cast<double>(n));
       std::printf("%-28s %5zu %5zu %5zu %4zu | %8.0fns %8.0fns %8.0fns | %5.2fx | %s; bits differ %.3g%%, finite %.0f%%\n",
                   cs.name, cs.c.nodes.size(), ninstr, cs.c.inputs.size(), cs.c.outputs.size(), tv, tf, tb,
                   tv / std::min(tf, tb), notes, 100 * mismatch(dv, df), 100 * finite_fraction(dv));

@@ -11,10 +11,12 @@
 
 #include "interp/bytecode.hpp"
 #include "interp/math/math.hpp"
+#include "interp/math/special.hpp"
 #include "interp/scalar_impl.hpp"
+#include "interp/vm_tile.hpp"
 
 #ifndef EMBER_VM_BLOCK
-#define EMBER_VM_BLOCK 256
+#define EMBER_VM_BLOCK 128
 #endif
 
 namespace ember::interp {
@@ -34,14 +36,27 @@ template <> struct ClsT<Cls::I64> { using type = int64_t; };
 template <Cls C> using ct = typename ClsT<C>::type;
 template <DType D> using dt_type = ct<cls_of(D)>;
 
-// The math library entry for each op in math.def.
+// The math library entry for each op in math.def: call() over arrays, one()
+// for one element through the batch function on a broadcast value (every
+// lane is computed alone, so lane 0 has the array function's bits, without
+// its tail handling's store-to-load round trip).
 template <ScalarOp OP> struct MathFn;
-#define M1(E, f) \
-  template <> struct MathFn<ScalarOp::E> { static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], y); } };
-#define M2(E, f) \
-  template <> struct MathFn<ScalarOp::E> { static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], a[1], y); } };
-#define M3(E, f) \
-  template <> struct MathFn<ScalarOp::E> { static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], a[1], a[2], y); } };
+namespace ms = ember::math::simd;
+#define M1(E, f)                                                                                              \
+  template <> struct MathFn<ScalarOp::E> {                                                                    \
+    static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], y); }          \
+    static double one(const double* x) { return ms::f(ms::D(x[0])).get(0); }                                \
+  };
+#define M2(E, f)                                                                                              \
+  template <> struct MathFn<ScalarOp::E> {                                                                    \
+    static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], a[1], y); }    \
+    static double one(const double* x) { return ms::f(ms::D(x[0]), ms::D(x[1])).get(0); }                   \
+  };
+#define M3(E, f)                                                                                              \
+  template <> struct MathFn<ScalarOp::E> {                                                                    \
+    static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], a[1], a[2], y); } \
+    static double one(const double* x) { return ms::f(ms::D(x[0]), ms::D(x[1]), ms::D(x[2])).get(0); }      \
+  };
 #include "interp/math/math.def"
 #undef M1
 #undef M2
@@ -231,12 +246,10 @@ inline void sk(Cell* c, const I& in, Acc& acc) {
   constexpr Shape sh = shape_of<OP, C>();
   if constexpr (sh == Shape::Math) {
     constexpr int ar = math_arity(OP);
-    double x[3] = {static_cast<double>(rd<C, M, 0>(c, in, acc)), 0, 0}, y;
+    double x[3] = {static_cast<double>(rd<C, M, 0>(c, in, acc)), 0, 0};
     if constexpr (ar >= 2) x[1] = rd<C, M, 1>(c, in, acc);
     if constexpr (ar >= 3) x[2] = rd<C, M, 2>(c, in, acc);
-    const double* a[3] = {&x[0], &x[1], &x[2]};
-    MathFn<OP>::call(1, a, &y);
-    wr<C>(c, in.d, static_cast<ct<C>>(y), acc);
+    wr<C>(c, in.d, static_cast<ct<C>>(MathFn<OP>::one(x)), acc);
   } else if constexpr (sh == Shape::Same) {
     constexpr int ar = same_arity<OP>();
     if constexpr (ar == 1) wr<C>(c, in.d, impl::Impl<OP>::f(rd<C, M, 0>(c, in, acc)), acc);
@@ -357,6 +370,7 @@ const void* const* scalar_exec(const SInstr* ip, size_t n, Cell* c) {
 // The scalar path's pre-decoded program, built from validated bytecode.
 struct Interpreted::Threaded {
   std::vector<SInstr> code;
+  tile::Plan vec;  // the vector path's steps (fused runs of float64 arithmetic)
 };
 
 namespace {
@@ -467,7 +481,7 @@ void splat(Cls c, const Cell& v, int64_t m, void* reg) {
 // Per-thread scratch, grow-only: steady calls allocate nothing.
 struct Scratch {
   std::vector<double> blocks;
-  std::vector<void*> slots;
+  std::vector<void*> slots, shifted;
   std::vector<Cell> cells;
   std::vector<uint8_t> mode, omode;
 };
@@ -490,7 +504,7 @@ enum : uint8_t { kInPlace, kGather, kBroadcast };
 
 bool in_place_ok(DType dt) { return dt == DType::Float64 || dt == DType::Float32 || dt == DType::Int64; }
 
-void run_vector(const Bytecode& bc, int64_t n, const StridedPtr* in, const StridedPtr* out) {
+void run_vector(const Bytecode& bc, const tile::Plan& plan, int64_t n, const StridedPtr* in, const StridedPtr* out) {
   const int32_t nslots = bc.num_slots(), nc = bc.num_consts();
   const int32_t ni = static_cast<int32_t>(bc.inputs.size());
   // Blocks: one per slot, then 4 float64 temporaries for float32 math.
@@ -500,7 +514,7 @@ void run_vector(const Bytecode& bc, int64_t n, const StridedPtr* in, const Strid
   const int64_t SP = B + 24;
   const size_t need = static_cast<size_t>(nslots) * SP + 4 * kMaxBlock;
   if (tls.blocks.size() < need) tls.blocks.resize(need);
-  if (tls.slots.size() < static_cast<size_t>(nslots)) tls.slots.resize(nslots);
+  if (tls.slots.size() < static_cast<size_t>(nslots)) tls.slots.resize(nslots), tls.shifted.resize(nslots);
   if (tls.mode.size() < static_cast<size_t>(ni)) tls.mode.resize(ni);
   double* base = tls.blocks.data();
   void** s = tls.slots.data();
@@ -538,7 +552,6 @@ void run_vector(const Bytecode& bc, int64_t n, const StridedPtr* in, const Strid
     omode[k] = direct;
   }
   const Instr* code = bc.code.data();
-  const size_t ncode = bc.code.size();
   for (int64_t start = 0; start < n; start += B) {
     const int64_t m = std::min<int64_t>(B, n - start);
     for (int32_t k = 0; k < ni; ++k) {
@@ -550,7 +563,22 @@ void run_vector(const Bytecode& bc, int64_t n, const StridedPtr* in, const Strid
     for (size_t k = 0; k < no; ++k)
       if (omode[k])
         s[bc.outputs[k].slot] = static_cast<char*>(out[k].data) + start * static_cast<int64_t>(dtype_size(bc.outputs[k].dtype));
-    for (size_t i = 0; i < ncode; ++i) kVec[code[i].op](s, code[i], m, tmp);
+    for (const tile::Step& st : plan.steps) {
+      if (st.ops_begin < 0) {
+        kVec[code[st.first].op](s, code[st.first], m, tmp);
+        continue;
+      }
+      // Whole tiles fused; the rest (< one tile) block-wise on the same slots
+      // shifted past the done elements (fused runs only touch float64 slots).
+      const int64_t done = tile::run(plan.ops.data() + st.ops_begin, s, m);
+      if (done == m) continue;
+      void** sh = s;
+      if (done > 0) {
+        sh = tls.shifted.data();
+        for (int32_t k = 0; k < nslots; ++k) sh[k] = static_cast<double*>(s[k]) + done;
+      }
+      for (int32_t i = st.first; i < st.first + st.count; ++i) kVec[code[i].op](sh, code[i], m - done, tmp);
+    }
     for (size_t k = 0; k < no; ++k) {
       if (omode[k]) continue;
       const DType dt = bc.outputs[k].dtype;
@@ -565,7 +593,7 @@ void run_fn(const ElemKernel* self, int64_t n, const StridedPtr* in, const Strid
   const Bytecode& bc = k->bytecode();
   if (n <= 0) return;
   if (n == 1) run_scalar(bc, k->threaded().code, in, out);
-  else run_vector(bc, n, in, out);
+  else run_vector(bc, k->threaded().vec, n, in, out);
 }
 
 }  // namespace
@@ -586,7 +614,7 @@ std::shared_ptr<const Interpreted> Interpreted::compile(const Composite& c) {
   if (std::string err = validate(*bc); !err.empty())
     throw std::logic_error("bytecode compiler produced an invalid program: " + err);
   std::shared_ptr<Interpreted> k(new Interpreted());
-  k->thr_ = std::make_unique<Threaded>(Threaded{predecode(*bc)});
+  k->thr_ = std::make_unique<Threaded>(Threaded{predecode(*bc), tile::plan(*bc)});
   k->bc_ = std::move(bc);
   return k;
 }

@@ -556,3 +556,78 @@ TEST_CASE("output_may_be_the_same_memory_as_an_input", "[vm]") {
     CHECK(x == want);
   }
 }
+
+namespace {
+
+// Runs of float64 arithmetic are fused over 32-element tiles: every operand
+// form (previous result on either side, both, none; unary on it or on
+// memory), comparisons and Switch, constants, values read again later and
+// outputs in mid-run.
+Composite fusable_chain() {
+  using S = ScalarOp;
+  const DType F = DType::Float64, B = DType::Bool;
+  Composite c;
+  c.inputs = {F, F, F};                                  // values 0, 1, 2
+  c.constants = {{F, 2.5, 0}, {F, -0.0, 0}};             // values 3, 4
+  c.nodes = {{S::Add, F, {0, 1}},                        // 5
+             {S::Mul, F, {5, 3}},                        // 6
+             {S::Sub, F, {2, 6}},                        // 7
+             {S::Sqr, F, {7}},                           // 8
+             {S::TrueDiv, F, {8, 5}},                    // 9
+             {S::Neg, F, {9}},                           // 10
+             {S::Mul, F, {10, 10}},                      // 11
+             {S::Maximum, F, {11, 1}},                   // 12
+             {S::Minimum, F, {0, 12}},                   // 13
+             {S::Abs, F, {2}},                           // 14
+             {S::Sub, F, {14, 13}},                      // 15
+             {S::Sqrt, F, {15}},                         // 16
+             {S::Sign, F, {16}},                         // 17
+             {S::Reciprocal, F, {9}},                    // 18
+             {S::IntDiv, F, {18, 3}},                    // 19
+             {S::Mod, F, {19, 1}},                       // 20
+             {S::Add, F, {20, 4}},                       // 21
+             {S::RoundHalfAwayFromZero, F, {21}},        // 22
+             {S::Floor, F, {12}},                        // 23
+             {S::Ceil, F, {23}},                         // 24
+             {S::Trunc, F, {0}},                         // 25
+             {S::RoundHalfToEven, F, {25}},              // 26
+             {S::Mul, F, {26, 22}},                      // 27
+             {S::Add, F, {27, 17}},                      // 28
+             {S::LT, B, {28, 0}},                        // 29
+             {S::Switch, F, {29, 28, 1}},                // 30
+             {S::NEQ, B, {2, 30}},                       // 31
+             {S::Switch, F, {31, 0, 30}},                // 32
+             {S::GE, B, {32, 32}},                       // 33
+             {S::Switch, F, {33, 32, 32}},               // 34
+             {S::EQ, B, {0, 1}},                         // 35
+             {S::Switch, F, {35, 1, 2}},                 // 36
+             {S::Add, F, {34, 36}}};                     // 37
+  c.outputs = {37, 9, 12, 24, 5, 29};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("fused_float64_runs_match_reference_at_tile_and_block_edges", "[vm]") {
+  Composite c = fusable_chain();
+  REQUIRE(c.validate() == "");
+  std::mt19937_64 rng(31);
+  const auto sp = specials(DType::Float64);
+  std::uniform_real_distribution<double> u(-4, 4);
+  Mismatch mm;
+  const int64_t saved = Interpreted::block_size();
+  // Block 16: no whole tile; 48: one tile and a 16-element rest per block.
+  for (int64_t block : {int64_t{16}, int64_t{48}, saved}) {
+    Interpreted::set_block_size_for_tuning(block);
+    for (int64_t n : {2, 31, 32, 33, 95, 255, 256, 257, 1000}) {
+      std::vector<std::vector<RV>> tuples(n);
+      for (auto& t : tuples)
+        for (int k = 0; k < 3; ++k)
+          t.push_back(test::make_float(DType::Float64, rng() % 3 == 0 ? sp[rng() % sp.size()].f : u(rng)));
+      check_composite(c, tuples, mm, "block " + std::to_string(block) + ", n " + std::to_string(n));
+    }
+  }
+  Interpreted::set_block_size_for_tuning(saved);
+  INFO(mm.first);
+  CHECK(mm.count == 0);
+}
