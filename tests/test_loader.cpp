@@ -13,6 +13,7 @@
 #include "test_util.hpp"
 
 using namespace ember;
+using ember::test::load_error;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -23,15 +24,6 @@ const char* kExpGraph = R"({"format": "ember-graph", "version": 1,
                 {"name": "y", "dtype": "float64", "shape": [null]}],
   "inputs": [{"var": 0}], "outputs": [1],
   "nodes": [{"op": "Elemwise", "inputs": [0], "outputs": [1], "attrs": {"scalar_op": {"op": "Exp"}}}]})";
-
-std::string load_error(const std::string& json) {
-  try {
-    Program::from_json(json);
-  } catch (const LoadError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 std::string with(std::string s, const std::string& from, const std::string& to) {
   const auto at = s.find(from);

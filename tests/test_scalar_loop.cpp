@@ -57,15 +57,6 @@ std::string loop_graph(const std::vector<std::string>& in_dtypes, const std::vec
 Array vec(std::vector<double> v) { return Array::of(Shape{1, {static_cast<int64_t>(v.size())}}, v); }
 template <class T> Array vec_of(std::vector<T> v) { return Array::of(Shape{1, {static_cast<int64_t>(v.size())}}, v); }
 
-std::string load_error(const std::string& json) {
-  try {
-    Program::from_json(json);
-  } catch (const LoadError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 // x' = x + c (float64), i' = i + 1 (int8): a for loop with a constant.
 const char* kForLoop = R"({"op": "ScalarLoop", "carried": 2, "until": false,
   "inputs": ["float64", "int8", "float64"], "constants": [{"dtype": "int8", "value": 1}],

@@ -21,6 +21,16 @@ inline std::string read_text(const std::string& path) {
 
 inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_text(path)); }
 
+// The LoadError message a graph document gives, or "(no error)".
+inline std::string load_error(const std::string& json) {
+  try {
+    Program::from_json(json);
+  } catch (const LoadError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 // |a - b| <= rtol * max(|a|, |b|), or both equal (incl. infinities).
 inline bool close(double a, double b, double rtol) {
   if (a == b) return true;
