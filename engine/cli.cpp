@@ -111,9 +111,8 @@ void configure_jit(const JitFlags& j) {
   tm.configure(c);
 }
 
-// Prints each Composite whose tier changed since the last look.
-void print_tier_changes(std::vector<int>& last, double t_ms) {
-  const JitStats s = TierManager::instance().stats();
+// Prints each Composite whose tier changed since the last look at `s`.
+void print_tier_changes(const JitStats& s, std::vector<int>& last, double t_ms) {
   last.resize(s.composites.size(), 0);
   for (size_t k = 0; k < s.composites.size(); ++k) {
     const CompositeStats& c = s.composites[k];
@@ -169,10 +168,15 @@ int cmd_run(const std::string& path, const std::vector<std::string>& input_specs
     times.push_back(std::chrono::duration<double, std::micro>(clock::now() - c0).count());
     if (jit.timeline && clock::now() - last_look > std::chrono::milliseconds(20)) {
       last_look = clock::now();
-      print_tier_changes(tiers, std::chrono::duration<double, std::milli>(last_look - t0).count());
+      print_tier_changes(TierManager::instance().stats(), tiers,
+                         std::chrono::duration<double, std::milli>(last_look - t0).count());
     }
   }
-  if (jit.timeline) print_tier_changes(tiers, std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+  // One snapshot for the last timeline lines and --stats, so they agree even
+  // when a swap lands meanwhile.
+  const JitStats final_stats = TierManager::instance().stats();
+  if (jit.timeline)
+    print_tier_changes(final_stats, tiers, std::chrono::duration<double, std::milli>(clock::now() - t0).count());
   for (size_t k = 0; k < out->size(); ++k) {
     const Tensor& t = (*out)[k];
     Array c = Array::copy_of(t);
@@ -193,7 +197,7 @@ int cmd_run(const std::string& path, const std::vector<std::string>& input_specs
   if (!jit.stats_path.empty()) {
     std::FILE* f = std::fopen(jit.stats_path.c_str(), "w");
     if (!f) throw CallError("--stats: cannot write " + jit.stats_path);
-    const std::string js = TierManager::instance().stats().to_json();
+    const std::string js = final_stats.to_json();
     std::fwrite(js.data(), 1, js.size(), f);
     std::fclose(f);
   }
