@@ -53,6 +53,7 @@ def collect(runs):
             row[f + "_range"] = (min(vals), max(vals)) if len(vals) > 1 else None
         row["n_sample"] = sum(1 for s in use if s.get("sample_s"))
         row["sample_wall"] = med([(s.get("compile_s") or 0) + s["sample_s"] for s in use if s.get("sample_s")])
+        row["wall_total_s"] = med([r["wall_total_s"] for r in rs])
         row["load"] = med([r["load_avg_before"][0] for r in rs])
         mid = sorted(use, key=lambda s: s.get("ttfg_s") or 0)[len(use) // 2]  # the median run's curve and stats
         row["curve"] = mid.get("curve")
@@ -165,7 +166,7 @@ def plots(rows):
                 ax.step(ts, vs, where="post", label=r["backend"],
                         linestyle="-" if r["backend"].startswith("ember") else "--")
             ax.set_xscale("log")
-            ax.set_yscale("symlog", linthresh=100)
+            ax.set_ylim(bottom=0)
             ax.set_xlabel("seconds since the model was handed over (log)")
             ax.set_ylabel("logp+gradient evaluations / s (Python loop)")
             ax.set_title(f"Warm-up: seed LogNormal {g}x{s} (median run)")
@@ -188,9 +189,16 @@ def plots(rows):
             xs = sorted(pts)
             ax.plot(xs, [pts[x] for x in xs], marker="o" if w == "gamma" else "s",
                     linestyle="-" if w == "gamma" else "--", label=f"{b} {w}")
-        killed = [r for r in rows if r["group"] == "large" and r["status"] != "ok"]
-        for r in killed:
-            ax.axvline(r["params"]["groups"] * r["params"]["shared"], color="grey", alpha=0.2)
+        killed = [r for r in rows if r["group"] in ("seed", "large") and r["status"] != "ok"
+                  and r["backend"] != "ember-warm"]
+        for i, r in enumerate(killed):  # where a cap stopped it: its RSS then, or the wall time it had used
+            x = r["params"]["groups"] * r["params"]["shared"]
+            y = r["tree_peak_rss_gb"] if field == "peak_rss_gb" else r.get("wall_total_s")
+            ax.axvline(x, color="grey", alpha=0.2)
+            if y:
+                ax.scatter([x], [y], marker="x", color="red", zorder=5,
+                           label="stopped by a cap (value then)" if i == 0 else None)
+                ax.annotate(r["backend"], (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
         if field == "peak_rss_gb":
             ax.axhline(2.0, color="red", linestyle=":", label="2 GB cap")
         ax.set_xscale("log")
