@@ -75,18 +75,21 @@ def grid(args, ember, jit):
                            "sample": rep == 0 and b in ("nutpie-numba", lead) and p.get("n", 0) < 10**4}, {}, rep)
                 for rep in reps for w, p in other for b in backends]
 
-    def big(backends):
+    def big(backends, sizes_=large):
         return [("large", {"backend": b, "workload": "lognormal", "params": {"groups": g, "shared": s},
                            "tiered": b in TIERED}, {"wall_cap_s": args.large_wall_cap}, 0)
-                for b in backends for g, s in large]
+                for b in backends for g, s in sizes_]
 
     main_pair = ["nutpie-numba", lead]
+    rep = list(range(1, R))
     return (seed(main_pair, [0], sample=True) + oth(main_pair, [0])        # 1. the goal pair, once
-            + seed(extra, [0]) + oth(extra, [0])                           # 2. ember's other modes
-            + seed(main_pair, range(1, R)) + oth(main_pair, range(1, R))   # 3. the goal pair's repeats
-            + big([lead, "nutpie-numba"])                                  # 4. past the seed grid
-            + seed(ctx, [0]) + oth(ctx, [0])                               # 5. PyTensor's backends
-            + big(ctx) + seed(extra, range(1, R)))                         # 6. the rest
+            + big([lead], large[:2])                                       # 2. ember past the seed grid
+            + seed(main_pair, rep[:1]) + oth(main_pair, rep[:1])           # 3. the goal pair again
+            + seed(extra, [0]) + oth(extra, [0])                           # 4. ember's other modes
+            + seed(main_pair, rep[1:]) + oth(main_pair, rep[1:])           # 5. the goal pair's other repeats
+            + big(["nutpie-numba"])                                        # 6. nutpie past the seed grid
+            + seed(ctx, [0]) + oth(ctx, [0])                               # 7. PyTensor's backends
+            + big([lead], large[2:]) + big(ctx) + seed(extra, rep))        # 8. the rest
 
 
 TIERED = ("ember-auto", "ember-eager", "ember-warm")
@@ -116,7 +119,8 @@ def main():
                     "unless time is left)")
     ap.add_argument("--only", default=None, help="run only groups starting with this")
     ap.add_argument("--backends", default=None, help="comma-separated: run only these backends")
-    ap.add_argument("--append", action="store_true", help="keep every earlier run in --out and add these")
+    ap.add_argument("--append", action="store_true",
+                    help="resume: keep every earlier run in --out and run only what it does not have")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "runs.json"))
     ap.add_argument("--wall-cap", type=float, default=420.0, help="seconds per run")
     ap.add_argument("--large-wall-cap", type=float, default=300.0, help="seconds per run past the seed grid")
@@ -136,6 +140,14 @@ def main():
             doc[k] = old.get(k, doc[k])
     specs = [x for x in grid(args, ember, jit)
              if (not args.only or x[0].startswith(args.only)) and (not bset or x[1]["backend"] in bset)]
+    if args.append:  # resume: what the earlier run already measured is not run again
+
+        def ident(group, spec, rep):
+            return json.dumps([group, spec["backend"], spec["workload"], spec["params"], rep], sort_keys=True)
+
+        have = {ident(r["group"], r["spec"], r.get("repeat", 0)) for r in doc["runs"]}
+        doc["skipped"] = [s for s in doc["skipped"] if s["why"] != "deadline"]
+        specs = [x for x in specs if ident(x[0], x[1], x[3]) not in have]
     n_total = sum(2 if sp.get("warm_after") and jit else 1 for _, sp, _, _ in specs)
     print(f"{n_total} runs ({args.repeats} repeats of the main pair), ember: {', '.join(ember)}", flush=True)
     stopped = {}  # (backend, workload) -> the size it was stopped at by a cap: larger sizes are not tried

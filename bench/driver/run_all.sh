@@ -3,7 +3,8 @@
 # Sets up .venv, builds the CLI, ember._core (with the JIT unless EMBER_BENCH_JIT=OFF) and the C++
 # micro-benchmarks, runs them, runs the model grid (fresh subprocess per run, 3 interleaved repeats), and
 # writes the report and plots. Options go to run.py, e.g. --quick (smallest sizes, checks the driver),
-# --repeats N, --deadline UNIX_TIME (start no run after it). EMBER_BENCH_BUILD picks the build directory.
+# --repeats N, --deadline UNIX_TIME (start no run after it), --append (resume: run only what runs.json lacks).
+# EMBER_BENCH_BUILD picks the build directory.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -18,7 +19,9 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_WITH_JI
 ninja -C "$build" -j2 ember _core
 export EMBER_NATIVE_DIR="$build/python/ember"
 t1=$(date +%s)
-bash bench/driver/micro.sh "$build" > bench/results/micro.txt 2>&1 || echo "micro-benchmarks failed (see bench/results/micro.txt)"
+if [ "${EMBER_BENCH_MICRO:-1}" != 0 ]; then  # EMBER_BENCH_MICRO=0 keeps the last micro.txt (resuming a grid)
+  bash bench/driver/micro.sh "$build" > bench/results/micro.txt 2>&1 || echo "micro-benchmarks failed (see bench/results/micro.txt)"
+fi
 t2=$(date +%s)
 PYTHONPATH="$root/python" .venv/bin/python bench/driver/run.py "$@"
 t3=$(date +%s)
