@@ -59,10 +59,10 @@ def grid(args, ember, jit):
     other = OTHER[:2] if args.quick else OTHER
     R = args.repeats
 
-    def seed(backends, reps, sample=False):
+    def seed(backends, reps, sample=False, only=None):
         out = []
         for rep in reps:
-            for g, s in sizes:
+            for g, s in (sizes if only is None else only):
                 for kind in ("gamma", "lognormal"):
                     for b in backends:
                         out.append(("seed", {"backend": b, "workload": kind, "params": {"groups": g, "shared": s},
@@ -70,10 +70,10 @@ def grid(args, ember, jit):
                                              "warm_after": b == "ember-auto" and rep == 0}, {}, rep))
         return out
 
-    def oth(backends, reps):
+    def oth(backends, reps, only=None):
         return [("other", {"backend": b, "workload": w, "params": p, "tiered": b in TIERED,
                            "sample": rep == 0 and b in ("nutpie-numba", lead) and p.get("n", 0) < 10**4}, {}, rep)
-                for rep in reps for w, p in other for b in backends]
+                for rep in reps for w, p in (other if only is None else only) for b in backends]
 
     def big(backends, sizes_=large):
         return [("large", {"backend": b, "workload": "lognormal", "params": {"groups": g, "shared": s},
@@ -84,8 +84,9 @@ def grid(args, ember, jit):
     rep = list(range(1, R))
     return (seed(main_pair, [0], sample=True) + oth(main_pair, [0])        # 1. the goal pair, once
             + big([lead], large[:2])                                       # 2. ember past the seed grid
-            + seed(main_pair, rep[:1]) + oth(main_pair, rep[:1])           # 3. the goal pair again
-            + seed(extra, [0]) + oth(extra, [0])                           # 4. ember's other modes
+            + seed(extra, [0], only=sizes[1:2]) + oth(extra, [0], only=[other[0], other[-1]])  # 3. ember's
+            + seed(main_pair, rep[:1]) + oth(main_pair, rep[:1])           # 4. the goal pair again  other modes
+            + seed(extra, [0], only=sizes[:1] + sizes[2:]) + oth(extra, [0], only=other[1:-1])
             + seed(main_pair, rep[1:]) + oth(main_pair, rep[1:])           # 5. the goal pair's other repeats
             + big(["nutpie-numba"])                                        # 6. nutpie past the seed grid
             + seed(ctx, [0]) + oth(ctx, [0])                               # 7. PyTensor's backends
