@@ -51,6 +51,7 @@ def collect(runs):
         for f in ("ttfg_s", "evals_per_s"):
             vals = [s[f] for s in use if s.get(f) is not None]
             row[f + "_range"] = (min(vals), max(vals)) if len(vals) > 1 else None
+        row["sample_compile"] = med([s.get("compile_s") for s in use if s.get("sample_s")])
         row["n_sample"] = sum(1 for s in use if s.get("sample_s"))
         row["sample_wall"] = med([(s.get("compile_s") or 0) + s["sample_s"] for s in use if s.get("sample_s")])
         row["wall_total_s"] = med([r["wall_total_s"] for r in rs])
@@ -251,7 +252,8 @@ def main():  # noqa: C901
         with open(tpath) as f:
             t = json.load(f)
         w(f"`run_all.sh` took {t['total_s'] / 60:.0f} min: setup and build {t['setup_and_build_s']} s, C++ "
-          f"micro-benchmarks {t['micro_s']} s, model grid {t['grid_s'] / 60:.0f} min. ")
+          f"micro-benchmarks {t['micro_s']} s, model grid {t['grid_s'] / 60:.0f} min"
+          + (f" ({t['note']})" if t.get("note") else "") + ". ")
     w("(the machine has 2 cores and is shared: other sessions build while this runs, so absolute times are "
       "inflated and noisy; every backend ran interleaved in the same run, so the ratios are the useful part).\n")
     w(f"Ember rows: {', '.join(f'`{e}`' for e in ember)} — ember's Python module (`ember.nutpie`, `ember._core`) "
@@ -368,11 +370,13 @@ def main():  # noqa: C901
     w("")
     sam = [r for r in rows if r["sample_wall"] is not None]
     w("## End-to-end sampling (4 chains, 1000 tune + 1000 draws, including compilation)\n")
+    w("From the first repeat only (under load ~15 for the seed grid), both backends side by side; `compile_s` is "
+      "that run's own compile time.\n")
     w("| how | model | params | n | compile_s | sample_s | wall_s | ratio vs nutpie |")
     w("|---|---|---|---|---|---|---|---|")
     for r in sorted(sam, key=lambda r: (r["group"], r["workload"], sorted(r["params"].items()), order(r["backend"]))):
         ref = find(rows, r["group"], REF, r["workload"], r["params"])
-        w(f"| {r['backend']} | {r['workload']} | {pstr(r['params'])} | {r['n_sample']} | {fmt(r['compile_s'], 1)} | "
+        w(f"| {r['backend']} | {r['workload']} | {pstr(r['params'])} | {r['n_sample']} | {fmt(r['sample_compile'], 1)} | "
           f"{fmt(r['sample_s'], 1)} | {fmt(r['sample_wall'], 1)} | "
           f"{fmt(ratio(r['sample_wall'], ref and ref['sample_wall']), 2)} |")
     w("")
@@ -513,6 +517,19 @@ def caveats(doc, rows, jit):
                         f" (repeat {s['repeat']})" for s in sk})
         out.append(f"Not run, the run's deadline had passed ({len(sk)} runs): " + "; ".join(names[:40])
                    + (" ..." if len(names) > 40 else ""))
+    warm = []
+    for r in doc["runs"]:
+        if r["spec"]["backend"] == "ember-warm" and r["summary"].get("evals_per_s"):
+            a = next((x for x in doc["runs"] if x["spec"]["backend"] == "ember-auto" and x["group"] == r["group"]
+                      and x["spec"]["workload"] == r["spec"]["workload"] and x["spec"]["params"] == r["spec"]["params"]
+                      and x.get("repeat") == r.get("repeat") and x["summary"].get("evals_per_s")), None)
+            if a:
+                warm.append(f"{r['spec']['workload'][:3]} {size(r['spec']['params'])}: "
+                            f"{r['summary']['evals_per_s'] / a['summary']['evals_per_s']:.2f}x")
+    if warm:
+        out.append("`ember-warm` ran only right after the first repeat's `ember-auto` run (both under the load at "
+                   "the start of the run), so compare it with that run, not with the medians: warm / cold steady "
+                   "rate " + ", ".join(warm) + ".")
     ones = sorted({f"{r['backend']} {r['workload']} {pstr(r['params'])}" for r in rows
                    if r["n"] == 1 and r["group"] != "large" and r["backend"] in EMBER_ORDER + [REF]})
     if ones:
