@@ -161,10 +161,10 @@ def _first_input_name(info_text):
 
 
 def backend_ember(model, spec, ev):
-    """ember's Python API (ember.nutpie.compile_pymc_model), when present."""
+    """ember's Python API (ember.nutpie.compile_pymc_model); the JIT mode comes from EMBER_JIT (set by the runner)."""
     import ember.nutpie as en
 
-    compiled = en.compile_pymc_model(model)  # JIT mode comes from EMBER_JIT (set by the runner)
+    compiled = en.compile_pymc_model(model)
     ev("compiled", t=time.perf_counter() - T0, timings=getattr(compiled, "timings", None))
     from ember import native
 
@@ -173,24 +173,55 @@ def backend_ember(model, spec, ev):
     return call, x0, {}, compiled
 
 
+def jit_summary():
+    """ember's compile-service counters, condensed (None without the JIT)."""
+    try:
+        from ember import native
+
+        if not native.jit_available:
+            return None
+        st = native.jit_stats()
+    except Exception:
+        return None
+    comps = st.get("composites", [])
+    tiers = {}
+    for c in comps:
+        tiers[str(c.get("tier", 0))] = tiers.get(str(c.get("tier", 0)), 0) + 1
+    cache = st.get("cache", {}) or {}
+    return {"composites": len(comps), "tiers": tiers, "compiles": st.get("compiles"),
+            "failures": st.get("failures"), "peak_bytes": st.get("peak_bytes"),
+            "resident_code_bytes": st.get("resident_code_bytes"), "budget_bytes": st.get("budget_bytes"),
+            "rejected_slower": st.get("rejected_slower"), "evictions": st.get("evictions"),
+            "compile_seconds": sum(c.get("compile_seconds", 0) or 0 for c in comps),
+            "cache_hits": cache.get("hits"), "cache_misses": cache.get("misses"),
+            "instructions": sum(c.get("instructions", 0) or 0 for c in comps)}
+
+
 BACKENDS = {
     "nutpie-numba": backend_nutpie_numba,
     "nutpie-jax": backend_nutpie_jax,
     "pytensor-numba": _pytensor_backend("NUMBA"),
     "pytensor-c": _pytensor_backend("FAST_RUN"),
+    "pytensor-jax": _pytensor_backend("JAX"),
     "ember-cli": backend_ember_cli,
-    "ember": backend_ember,
+    "ember-nojit": backend_ember,
+    "ember-auto": backend_ember,
+    "ember-off": backend_ember,
+    "ember-eager": backend_ember,
+    "ember-warm": backend_ember,
 }
 
 
 def warmup_curve(call, x0, ev, spec, t_first):
     """Evaluate repeatedly; one point per `bin_s` of wall time since T0 (evaluations/s in that bin)."""
     bin_s = spec.get("bin_s", 0.25)
-    until = max(spec.get("curve_s", 20.0), t_first + spec.get("steady_s", 3.0))
-    if not spec.get("tiered", False):  # a blocking backend's rate is flat after the first gradient
-        until = t_first + spec.get("steady_s", 3.0)
+    # A tiered backend (ember's JIT) keeps speeding up after its first gradient: follow it for curve_s;
+    # a blocking backend's rate is flat after the first gradient.
+    until = t_first + (spec.get("curve_s", 12.0) if spec.get("tiered") else spec.get("steady_s", 3.0))
     curve, n, bin_end = [], 0, time.perf_counter() - T0 + bin_s
     x = x0.copy()
+    track = spec["backend"].startswith("ember") and jit_summary() is not None
+    tiers, next_tiers = [], 0.0
     while True:
         call(x)
         n += 1
@@ -198,10 +229,17 @@ def warmup_curve(call, x0, ev, spec, t_first):
         if now >= bin_end:
             curve.append([round(now, 4), n / (bin_s + (now - bin_end))])
             n, bin_end = 0, now + bin_s
+            if track and now >= next_tiers:  # outside the timed bin: the next bin starts after this
+                j = jit_summary()
+                tiers.append([round(now, 3), j["tiers"], j["compiles"]])
+                next_tiers = now + 1.0
+                bin_end = time.perf_counter() - T0 + bin_s
             if now >= until:
                 break
     tail = [r for t, r in curve if t >= until - spec.get("steady_window_s", 2.0)]
     ev("curve", curve=curve)
+    if tiers:
+        ev("tier_curve", points=tiers)
     ev("steady", evals_per_s=float(np.median(tail)), source="python loop (median of last 2 s bins)")
 
 
@@ -248,16 +286,12 @@ def main():
         t_first = time.perf_counter() - T0
         ev("first_gradient", t=t_first, logp=float(logp), n_dim=int(len(grad)))
         warmup_curve(call, x0, ev, spec, t_first)
-        if spec["backend"] in ("nutpie-numba", "ember"):
+        if spec["backend"] == "nutpie-numba" or spec["backend"].startswith("ember"):
             ev("null_call", us=null_call_us(len(x0)))
-    prog = getattr(compiled, "logp_program", None)
-    for name in ("jit_stats", "stats"):
-        if prog is not None and hasattr(prog, name):
-            try:
-                ev("jit_stats", **dict(getattr(prog, name)()))
-            except Exception as e:  # the stats API is still moving: record, do not fail the run
-                ev("jit_stats_error", error=repr(e))
-            break
+    if spec["backend"].startswith("ember"):
+        j = jit_summary()
+        if j is not None:
+            ev("jit_stats", **j)
     ev("rss", vm_hwm_kb=vm_kb("VmHWM"), vm_peak_kb=vm_kb("VmPeak"))
     if spec.get("sample") and compiled is not None:
         import nutpie
@@ -265,6 +299,9 @@ def main():
         t = time.perf_counter()
         nutpie.sample(compiled, chains=4, tune=1000, draws=1000, cores=2, progress_bar=False, seed=1)
         ev("sampled", sample_s=time.perf_counter() - t, wall_incl_compile_s=time.perf_counter() - T0)
+        j = jit_summary() if spec["backend"].startswith("ember") else None
+        if j is not None:
+            ev("jit_stats_after_sample", **j)
         ev("rss", vm_hwm_kb=vm_kb("VmHWM"), vm_peak_kb=vm_kb("VmPeak"))
     ev("done", t=time.perf_counter() - T0)
 

@@ -54,6 +54,10 @@ def _rss_kb(pid):
     return 0
 
 
+# ember's rows and the EMBER_JIT mode each runs in (ember-warm: auto on a disk cache filled by ember-auto).
+JIT_MODE = {"ember-auto": "auto", "ember-off": "off", "ember-eager": "eager", "ember-warm": "auto"}
+
+
 def run_spec(spec, *, wall_cap_s, rss_cap_gb, python, as_limit_gb=None, ember_cache_dir=None):
     tmp = tempfile.mkdtemp(prefix="ember-bench-run-")
     env = dict(os.environ)
@@ -61,8 +65,9 @@ def run_spec(spec, *, wall_cap_s, rss_cap_gb, python, as_limit_gb=None, ember_ca
     env["PYTENSOR_FLAGS"] = f"compiledir={os.path.join(tmp, 'pytensor')}"
     env["EMBER_CACHE_DIR"] = ember_cache_dir or os.path.join(tmp, "ember")
     env["PYTHONHASHSEED"] = "0"
-    if spec.get("jit"):
-        env["EMBER_JIT"] = spec["jit"]
+    mode = JIT_MODE.get(spec["backend"])
+    if mode:
+        env["EMBER_JIT"] = mode
     events_path = os.path.join(tmp, "events.jsonl")
     pre = None
     if as_limit_gb:
@@ -72,6 +77,7 @@ def run_spec(spec, *, wall_cap_s, rss_cap_gb, python, as_limit_gb=None, ember_ca
             import resource
             resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
 
+    load_before = os.getloadavg()
     t0 = time.perf_counter()
     proc = subprocess.Popen([python, os.path.join(HERE, "child.py"), json.dumps(spec), events_path], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=pre, start_new_session=True)
@@ -119,7 +125,8 @@ def run_spec(spec, *, wall_cap_s, rss_cap_gb, python, as_limit_gb=None, ember_ca
             events = [json.loads(line) for line in f if line.strip()]
     result = {"spec": spec, "wall_total_s": wall, "returncode": proc.returncode, "killed": state["killed"],
               "peak_rss_kb": ru.ru_maxrss, "tree_peak_rss_kb": state["tree_peak_kb"], "events": events,
-              "rss_cap_gb": rss_cap_gb, "wall_cap_s": wall_cap_s, "as_limit_gb": as_limit_gb}
+              "rss_cap_gb": rss_cap_gb, "wall_cap_s": wall_cap_s, "as_limit_gb": as_limit_gb,
+              "load_before": load_before}
     if proc.returncode != 0 and not state["killed"]:
         result["error"] = err[0].decode(errors="replace")[-2000:] if err else ""
     shutil.rmtree(tmp, ignore_errors=True)
@@ -131,6 +138,8 @@ def summarize(result):
     s = {"status": "ok"}
     if result["killed"]:
         s["status"] = "killed: " + result["killed"]
+    elif result["returncode"] < 0:  # a signal from outside the driver (e.g. the kernel's OOM killer)
+        s["status"] = f"killed: signal {-result['returncode']}"
     elif result["returncode"] != 0:
         s["status"] = "error"
     for e in result["events"]:
@@ -161,6 +170,12 @@ def summarize(result):
             s["sample_s"] = e["sample_s"]
         elif k == "jit_stats":
             s["jit_stats"] = {a: b for a, b in e.items() if a != "event"}
+        elif k == "jit_stats_after_sample":
+            s["jit_stats_after_sample"] = {a: b for a, b in e.items() if a != "event"}
+        elif k == "tier_curve":
+            s["tier_curve"] = e["points"]
+        elif k == "rss":
+            s["vm_peak_kb"] = e["vm_peak_kb"]
         elif k == "logp_check":
             s["logp"] = e["ember_logp"]
     s["peak_rss_gb"] = result["peak_rss_kb"] / 2**20
