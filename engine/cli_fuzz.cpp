@@ -196,12 +196,15 @@ int write_corpus(const FuzzArgs& a) {
     // graph_load: an Elemwise case, a tensor graph, and the container form.
     std::string text;
     if (it % 2 == 0) {
-      DiffCase dc = fuzz::random_case(rng, small);
+      // One Elemwise case in four a ScalarLoop.
+      fuzz::CompositeGenOptions go = small;
+      go.loop_fraction = 0.25;
+      DiffCase dc = fuzz::random_case(rng, go);
       if (dc.n() > 4) {
         Rng r2(rng());
-        dc = fuzz::random_case(r2, small);
+        dc = fuzz::random_case(r2, go);
       }
-      text = fuzz::elemwise_graph(dc.c, dc.inputs).dump();
+      text = fuzz::case_graph(dc).dump();
     } else {
       text = fuzz::random_tensor_graph(rng);
     }
