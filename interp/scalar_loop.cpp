@@ -10,8 +10,10 @@
 namespace ember::interp {
 
 std::vector<DType> ScalarLoop::tensor_inputs() const {
-  std::vector<DType> v{n_steps};
-  v.insert(v.end(), body.inputs.begin(), body.inputs.end());
+  std::vector<DType> v;
+  v.reserve(body.inputs.size() + 1);
+  v.push_back(n_steps);
+  for (DType t : body.inputs) v.push_back(t);
   return v;
 }
 
