@@ -167,8 +167,8 @@ def plots(rows):
             for r in sorted(seed, key=lambda r: order(r["backend"])):
                 if (r["params"]["groups"], r["params"]["shared"]) != (g, s):
                     continue
-                ts = [r["ttfg_s"] * 0.999 if r["ttfg_s"] else r["curve"][0][0]] + [t for t, _ in r["curve"]]
-                vs = [0.0] + [v for _, v in r["curve"]]
+                ts = [r["ttfg_s"] * 0.999 if r["ttfg_s"] else r["curve"][0][0]] + [c[0] for c in r["curve"]]
+                vs = [0.0] + [c[1] for c in r["curve"]]
                 ax.step(ts, vs, where="post", label=r["backend"],
                         linestyle="-" if r["backend"].startswith("ember") else "--")
             ax.set_xscale("log")
@@ -606,9 +606,8 @@ def caveats(doc, rows, jit):
                 warm.append(f"{r['spec']['workload'][:3]} {size(r['spec']['params'])}: "
                             f"{r['summary']['evals_per_s'] / a['summary']['evals_per_s']:.2f}x")
     if warm:
-        out.append("`ember-warm` ran only right after the first repeat's `ember-auto` run (both under the load at "
-                   "the start of the run), so compare it with that run, not with the medians: warm / cold steady "
-                   "rate " + ", ".join(warm) + ".")
+        out.append("`ember-warm` ran only right after the first repeat's `ember-auto` run (under the same load), "
+                   "so compare it with that run, not with the medians: warm / cold steady rate " + ", ".join(warm) + ".")
     ones = sorted({f"{r['backend']} {r['workload']} {pstr(r['params'])}" for r in rows
                    if r["n"] == 1 and r["group"] != "large" and r["backend"] in EMBER_ORDER + [REF]})
     if ones:
