@@ -16,7 +16,9 @@ t0=$(date +%s)
 export EMBER_BENCH_T0="$t0"
 bash scripts/setup-python.sh
 .venv/bin/python -c "import matplotlib" 2>/dev/null || .venv/bin/python -m pip install -q matplotlib
-# JAX is optional: the pytensor-jax rows appear when it imports.
+# JAX is optional: the pytensor-jax rows appear when it imports (0.10.2 is the version PyTensor 2.38 was run with).
+.venv/bin/python -c "import jax" 2>/dev/null || .venv/bin/python -m pip install -q "jax==0.10.2" "jaxlib==0.10.2" \
+  || echo "run_all: JAX did not install; the report has no pytensor-jax rows"
 jit="${EMBER_BENCH_JIT:-ON}"
 build="${EMBER_BENCH_BUILD:-$root/build/bench-$jit}"
 results="$root/bench/results"
