@@ -151,6 +151,8 @@ struct TierManager::Impl {
   static constexpr int kMaxChunk[3] = {0, 2048, 256};
   // Scan intervals a new kernel is measured over before it is kept or dropped.
   static constexpr int kMeasureWindows = 8;
+  // Intervals the current kernel must have been measured over before it is replaced.
+  static constexpr int kBaseWindows = 3;
   Clock::time_point last_scan = Clock::now();
   struct Cand {
     TierEntry* e;
@@ -190,10 +192,7 @@ struct TierManager::Impl {
     e.measuring = measure;
     // The replaced kernel's speed: the median of its recent intervals, else
     // its lifetime average on that tier.
-    const int old_tier = e.previous ? e.previous->tier() : 0;
-    e.old_rate = e.nwin >= 3 ? e.median_window()
-                 : e.tier_elements[old_tier] ? double(e.tier_ns[old_tier]) / double(e.tier_elements[old_tier])
-                                             : 0;
+    e.old_rate = e.nwin >= kBaseWindows ? e.median_window() : 0;
     e.nwin = e.wpos = 0;
     e.skip = 1;  // the first interval mixes both kernels and runs cold code
   }
@@ -348,6 +347,10 @@ struct TierManager::Impl {
         free_retired_locked(e);
       }
       if (e.busy || e.measuring || cfg.mode != JitMode::Auto || e.vm->bytecode().code.empty()) continue;
+      // A baseline first: the replaced kernel's median over a few intervals
+      // (a lifetime average is skewed by the first, cold calls: on 1e5-element
+      // calls it kept a tier-1 kernel 3x slower than the VM).
+      if (e.nwin < kBaseWindows) continue;
       if (now < e.backoff_until || e.failures >= 4) continue;
       int next = e.tier + 1;
       while (next <= cfg.max_tier && e.no_retry[next]) ++next;
@@ -469,6 +472,19 @@ JitConfig TierManager::config() const {
 }
 
 void TierManager::enter(TierEntry* e) { e->inflight.fetch_add(1, std::memory_order_seq_cst); }
+
+bool TierManager::enter_sampled(TierEntry* e) {
+  e->inflight.fetch_add(1, std::memory_order_seq_cst);
+  return e->calls.fetch_add(1, std::memory_order_relaxed) % kSample == 0;
+}
+
+void TierManager::leave_sampled(TierEntry* e, bool timed, int64_t elements, int64_t ns) {
+  if (timed) {
+    e->elements.fetch_add(static_cast<uint64_t>(elements) * kSample, std::memory_order_relaxed);
+    e->ns.fetch_add(static_cast<uint64_t>(ns) * kSample, std::memory_order_relaxed);
+  }
+  e->inflight.fetch_sub(1, std::memory_order_release);
+}
 
 void TierManager::leave(TierEntry* e, int64_t elements, int64_t ns) {
   e->calls.fetch_add(1, std::memory_order_relaxed);
