@@ -104,7 +104,13 @@ struct TierEntry {
   static constexpr int kWindows = 16;
   double win[kWindows] = {};
   int nwin = 0, wpos = 0, skip = 0;
-  double old_rate = 0;  // the replaced kernel's median ns/element (0: unknown)
+  // While a new kernel is measured, the scan alternates the active pointer
+  // between it and the kernel it replaces, interval by interval, so both are
+  // timed under the same load (a compile, other processes), and compares
+  // the medians: ab[1] new, ab[0] old.
+  static constexpr int kAB = 8;
+  double ab[2][kAB] = {};
+  int ab_n[2] = {}, ab_side = 1;
   uint64_t seen_calls = 0, seen_elements = 0, seen_ns = 0;
   uint64_t tier_elements[3] = {}, tier_ns[3] = {};
   double recent_rate = 0;  // ns spent per second of wall time, smoothed
@@ -149,8 +155,6 @@ struct TierManager::Impl {
   // peak memory stay linear in the Composite's size (bench/jit_bench: tier
   // 2 costs more per instruction in larger functions, tier 1 does not).
   static constexpr int kMaxChunk[3] = {0, 2048, 256};
-  // Scan intervals a new kernel is measured over before it is kept or dropped.
-  static constexpr int kMeasureWindows = 8;
   // Intervals the current kernel must have been measured over before it is replaced.
   static constexpr int kBaseWindows = 3;
   Clock::time_point last_scan = Clock::now();
@@ -190,11 +194,20 @@ struct TierManager::Impl {
     e.tier = e.current->tier();
     e.owner->set_active(e.current.get());
     e.measuring = measure;
-    // The replaced kernel's speed: the median of its recent intervals, else
-    // its lifetime average on that tier.
-    e.old_rate = e.nwin >= kBaseWindows ? e.median_window() : 0;
+    e.ab_n[0] = e.ab_n[1] = 0;
+    e.ab_side = 1;
     e.nwin = e.wpos = 0;
     e.skip = 1;  // the first interval mixes both kernels and runs cold code
+  }
+
+  const interp::ElemKernel* replaced(const TierEntry& e) const {
+    return e.previous ? static_cast<const interp::ElemKernel*>(e.previous.get()) : e.vm.get();
+  }
+  static double median_of(const double* w, int n) {
+    double v[TierEntry::kAB];
+    std::copy(w, w + n, v);
+    std::nth_element(v, v + n / 2, v + n);
+    return v[n / 2];
   }
 
   // Back to the interpreter (eviction): the code is freed once no call is inside it.
@@ -322,27 +335,38 @@ struct TierManager::Impl {
       e.seen_ns = ns;
       e.recent_rate = 0.5 * e.recent_rate + 0.5 * (double(dns) / wall);
       if (del > 0) {
-        if (e.skip > 0) --e.skip;
-        else e.push_window(double(dns) / double(del));
+        if (e.skip > 0) {
+          --e.skip;
+        } else if (e.measuring) {
+          // A/B: record this interval for the kernel that ran it, then switch.
+          const int sd = e.ab_side;
+          if (e.ab_n[sd] < TierEntry::kAB) e.ab[sd][e.ab_n[sd]++] = double(dns) / double(del);
+          e.ab_side = e.ab_n[1 - sd] < TierEntry::kAB ? 1 - sd : sd;
+          e.owner->set_active(e.ab_side ? static_cast<const interp::ElemKernel*>(e.current.get()) : replaced(e));
+        } else {
+          e.push_window(double(dns) / double(del));
+        }
       }
       free_retired_locked(e);
-      if (e.measuring && e.nwin >= kMeasureWindows) {
+      if (e.measuring && e.ab_n[0] >= TierEntry::kAB && e.ab_n[1] >= TierEntry::kAB) {
         // Keep the new kernel only if it is faster per element than the one
-        // it replaced (medians over scan intervals, so noise cannot decide).
-        const double new_rate = e.median_window();
+        // it replaced (medians of interleaved intervals, so noise cannot decide).
+        const double new_rate = median_of(e.ab[1], e.ab_n[1]), old_rate = median_of(e.ab[0], e.ab_n[0]);
         const int old_tier = e.previous ? e.previous->tier() : 0;
         e.measuring = false;
-        if (e.old_rate > 0 && new_rate >= e.old_rate) {
+        if (new_rate >= old_rate) {
           e.no_retry[e.tier] = true;
           ++totals.rejected_slower;
-          e.owner->set_active(e.previous ? static_cast<const interp::ElemKernel*>(e.previous.get()) : e.vm.get());
+          e.owner->set_active(replaced(e));
           e.retired.push_back(std::move(e.current));
           e.current = std::move(e.previous);
           e.tier = old_tier;
           e.nwin = e.wpos = 0;
           e.skip = 1;
-        } else if (e.previous) {
-          e.retired.push_back(std::move(e.previous));
+        } else {
+          e.owner->set_active(e.current.get());
+          e.nwin = e.wpos = 0;
+          if (e.previous) e.retired.push_back(std::move(e.previous));
         }
         free_retired_locked(e);
       }
