@@ -15,19 +15,6 @@ namespace {
 // Byte offset of lane i in a float32 cell (jit.hpp).
 inline int64_t f32_off(int64_t i, int w) { return (i / w) * w * 8 + (i % w) * 4; }
 
-// m 8-byte lanes, 32 bytes at a time. Not memcpy: with m <= kBlock known,
-// GCC inlines memcpy as `rep movsq`, whose start-up cost made these copies
-// several times the compiled code's own time on 1e5-element calls.
-__attribute__((optimize("no-tree-loop-distribute-patterns"))) void copy8(char* d, const char* s, int64_t m) {
-  int64_t i = 0;
-  for (; i + 4 <= m; i += 4) {
-    double t[4];
-    std::memcpy(t, s + 8 * i, 32);
-    std::memcpy(d + 8 * i, t, 32);
-  }
-  for (; i < m; ++i) std::memcpy(d + 8 * i, s + 8 * i, 8);
-}
-
 template <class T> void widen_int(const char* p, int64_t stride, int64_t m, int64_t* r) {
   const T* x = reinterpret_cast<const T*>(p);
   for (int64_t i = 0; i < m; ++i) r[i] = x[i * stride];
@@ -39,7 +26,7 @@ void gather(DType dt, const char* p, int64_t stride, int64_t m, char* cell, int 
     case DType::Float64:
     case DType::Int64:
       if (stride == 1) {
-        copy8(cell, p, m);
+        std::memcpy(cell, p, m * 8);
       } else {
         for (int64_t i = 0; i < m; ++i) std::memcpy(cell + 8 * i, p + 8 * i * stride, 8);
       }
@@ -80,7 +67,7 @@ void scatter(DType dt, const char* cell, const interp::Cell& k, int64_t m, char*
     case DType::Float64:
     case DType::Int64:
       if (stride == 1) {
-        copy8(p, cell, m);
+        std::memcpy(p, cell, m * 8);
       } else {
         for (int64_t i = 0; i < m; ++i) std::memcpy(p + 8 * i * stride, cell + 8 * i, 8);
       }
