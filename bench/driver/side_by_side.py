@@ -1,5 +1,8 @@
 """Steady-state gradient throughput of ember vs nutpie's numba backend, side by side
-in one process: python side_by_side.py WORKLOAD [PARAMS_JSON] [--reps N]
+in one process: python side_by_side.py WORKLOAD [PARAMS_JSON] [--reps N] [--warmup SECONDS]
+
+--warmup calls ember alone in a loop for that long before timing (its JIT in
+`auto` mode compiles in the background meanwhile).
 
 Both backends are called through their nutpie logp function pointers from a
 small C timing loop (no Python or ctypes per call), in alternating batches of
@@ -28,10 +31,14 @@ from ctimer import Caller, load as timer_lib  # noqa: E402  (the C timing loop, 
 def main():
     warnings.filterwarnings("ignore")
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    reps = 201
+    reps, warmup = 201, 0.0
     if "--reps" in sys.argv:
         reps = int(sys.argv[sys.argv.index("--reps") + 1])
         args = [a for a in args if a != str(reps)]
+    if "--warmup" in sys.argv:
+        w = sys.argv[sys.argv.index("--warmup") + 1]
+        warmup = float(w)
+        args = [a for a in args if a != w]
     workload = args[0]
     params = json.loads(args[1]) if len(args) > 1 else {}
     import nutpie
@@ -55,6 +62,9 @@ def main():
         for _ in range(20):
             c.batch(1, record=False)
     a, b = callers
+    t_end = time.perf_counter() + warmup
+    while time.perf_counter() < t_end:
+        b.batch(200, record=False)
     logp_diff = abs(a.logp[0] - b.logp[0]) / max(1.0, abs(a.logp[0]))
     grad_diff = float(np.max(np.abs(a.grad - b.grad) / np.maximum(1.0, np.abs(a.grad))))
     sizes = {c.name: max(1, int(5e5 / max(min(c.batch(1, record=False) for _ in range(5)), 1.0))) for c in callers}
