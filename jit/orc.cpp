@@ -66,6 +66,14 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
   std::call_once(once, [] {
     InitializeNativeTarget();
     InitializeNativeTargetAsmPrinter();
+    // Tier 2's loops are plain counted loops over a block: Loop Strength
+    // Reduction (with its IVUsers and freeze canonicalization) took ~25 % of
+    // its codegen time for nothing measurable. EMBER_JIT_LSR=1 keeps it.
+    if (!std::getenv("EMBER_JIT_LSR")) {
+      auto& opts = cl::getRegisteredOptions();
+      if (auto it = opts.find("disable-lsr"); it != opts.end())
+        if (auto* o = static_cast<cl::opt<bool>*>(it->second)) o->setValue(true);
+    }
     // Diagnosis only: LLVM's own options, e.g. "-fast-isel-abort=1".
     if (const char* e = std::getenv("EMBER_JIT_LLVM_ARGS")) {
       static std::vector<std::string> words{"ember"};
@@ -88,6 +96,9 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
   // symbols, and FastISel can then select calls itself (with the large
   // model every call fell back to SelectionDAG).
   if (!std::getenv("EMBER_JIT_LARGE_CM")) jtmb->setCodeModel(CodeModel::Small);
+  // PIC: tier 1 loads vector constants from globals (codegen.cpp), and JIT
+  // memory is not in the low 2 GB that absolute 32-bit addresses need.
+  jtmb->setRelocationModel(Reloc::PIC_);
   // Tiers agree to the bit only without contraction (docs/fp-policy.md).
   jtmb->getOptions().AllowFPOpFusion = FPOpFusion::Strict;
   jtmb->getOptions().UnsafeFPMath = false;
@@ -152,9 +163,13 @@ Expected<std::unique_ptr<MemoryBuffer>> OrcJit::compile(Module& m, int tier, dou
   TargetMachine& tm = *tm_[tier >= 2 ? 2 : 1];
   m.setDataLayout(dl_);
   m.setTargetTriple(triple_);
-  if (tier >= 2) {
-    // The IR is already vectorized over the block: a short function
-    // pipeline (no vectorizers, no inliner, no loop passes) is enough.
+  // Tier 2 runs no IR passes by default: the IR is already vector code with
+  // each value loaded once per loop, and SelectionDAG's own combining and
+  // CSE left nothing measurable for EarlyCSE + InstCombine + SimplifyCFG
+  // (they cost 8 % of tier 2's compile time). EMBER_JIT_T2_PASSES=1 runs
+  // them, EMBER_JIT_T2_O2=1 the O2 pipeline (vectorizers off).
+  static const bool t2_passes = std::getenv("EMBER_JIT_T2_PASSES") || std::getenv("EMBER_JIT_T2_O2");
+  if (tier >= 2 && t2_passes) {
     FunctionPassManager fpm;
     fpm.addPass(EarlyCSEPass());
     fpm.addPass(InstCombinePass());
@@ -175,7 +190,7 @@ Expected<std::unique_ptr<MemoryBuffer>> OrcJit::compile(Module& m, int tier, dou
     ModulePassManager mpm;
     if (std::getenv("EMBER_JIT_T2_O2")) {
       mpm = pb.buildPerModuleDefaultPipeline(OptimizationLevel::O2);
-    } else if (!std::getenv("EMBER_JIT_T2_NOPASS")) {
+    } else {
       mpm.addPass(createModuleToFunctionPassAdaptor(std::move(fpm)));
     }
     mpm.run(m, mam);
