@@ -66,17 +66,24 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
   std::call_once(once, [] {
     InitializeNativeTarget();
     InitializeNativeTargetAsmPrinter();
-    // Tier 2's loops are plain counted loops over a block: Loop Strength
-    // Reduction (with its IVUsers and freeze canonicalization) took ~25 % of
-    // its codegen time for nothing measurable. EMBER_JIT_LSR=1 keeps it.
-    if (!std::getenv("EMBER_JIT_LSR")) {
-      auto& opts = cl::getRegisteredOptions();
-      if (auto it = opts.find("disable-lsr"); it != opts.end())
-        if (auto* o = static_cast<cl::opt<bool>*>(it->second)) o->setValue(true);
+    // Tier 2 codegen passes that cost compile time for no measured speed
+    // (docs/jit.md): Loop Strength Reduction with its IVUsers and freeze
+    // canonicalization (~25 %; these are plain counted loops), and the
+    // machine and post-RA schedulers (~15 %; the out-of-order core
+    // schedules these loops as well). Tier 1 (O0) runs none of them. They
+    // are given as parsed options: the schedulers only obey an option that
+    // occurred. An option this LLVM lacks is skipped (parsing would exit).
+    static std::vector<std::string> words{"ember"};
+    auto flag = [](const char* name, const char* arg) {
+      if (cl::getRegisteredOptions().count(name)) words.emplace_back(arg);
+    };
+    if (!std::getenv("EMBER_JIT_LSR")) flag("disable-lsr", "-disable-lsr");
+    if (!std::getenv("EMBER_JIT_SCHED")) {
+      flag("enable-misched", "-enable-misched=false");
+      flag("post-RA-scheduler", "-post-RA-scheduler=false");
     }
     // Diagnosis only: LLVM's own options, e.g. "-fast-isel-abort=1".
     if (const char* e = std::getenv("EMBER_JIT_LLVM_ARGS")) {
-      static std::vector<std::string> words{"ember"};
       for (const char* p = e; *p;) {
         while (*p == ' ') ++p;
         const char* q = p;
@@ -84,10 +91,10 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
         if (q > p) words.emplace_back(p, q);
         p = q;
       }
-      std::vector<const char*> argv;
-      for (const auto& w : words) argv.push_back(w.c_str());
-      cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data());
     }
+    std::vector<const char*> argv;
+    for (const auto& w : words) argv.push_back(w.c_str());
+    if (argv.size() > 1) cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data());
   });
   std::unique_ptr<OrcJit> self(new OrcJit());
   auto jtmb = JITTargetMachineBuilder::detectHost();
