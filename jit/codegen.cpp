@@ -33,8 +33,8 @@ const char* math_name(interp::ScalarOp op) {
 
 class Gen {
  public:
-  Gen(LLVMContext& c, Module& m, const Bytecode& bc, int lanes, bool isolate)
-      : C(c), M(m), B(c), bc_(bc), W(lanes), isolate_(isolate) {
+  Gen(LLVMContext& c, Module& m, const Bytecode& bc, int lanes, bool isolate, bool const_mem)
+      : C(c), M(m), B(c), bc_(bc), W(lanes), isolate_(isolate), const_mem_(const_mem) {
     const auto ec = ElementCount::getFixed(W);
     f64 = VectorType::get(Type::getDoubleTy(C), ec);
     f32 = VectorType::get(Type::getFloatTy(C), ec);
@@ -72,6 +72,27 @@ class Gen {
       k = e;
     }
     B.CreateRetVoid();
+    if (const_mem_) constants_from_memory();
+  }
+
+  // FastISel cannot materialize a vector constant (SelectionDAG would take
+  // the block above it): at tier 1 each use loads it from a constant global.
+  void constants_from_memory() {
+    std::unordered_map<Constant*, GlobalVariable*> globals;
+    for (BasicBlock& bb : *F)
+      for (Instruction& ins : bb) {
+        if (isa<PHINode>(ins)) continue;
+        for (Use& u : ins.operands()) {
+          auto* k = dyn_cast<Constant>(u.get());
+          if (!k || !k->getType()->isVectorTy() || isa<UndefValue>(k)) continue;
+          GlobalVariable*& gv = globals[k];
+          if (!gv) {
+            gv = new GlobalVariable(M, k->getType(), true, GlobalValue::PrivateLinkage, k, "k");
+            gv->setAlignment(Align(kCellAlign));
+          }
+          u.set(new LoadInst(k->getType(), gv, "", false, Align(kCellAlign), ins.getIterator()));
+        }
+      }
   }
 
  private:
@@ -96,9 +117,9 @@ class Gen {
   // Lanes of group g start at byte 8*W*g of a cell whatever the class (f32
   // lanes fill its first half), so a group never touches another's bytes:
   // the VM's register reuse may change a cell's class inside one loop.
-  Value* at(uint64_t off, Value* g) {
-    return B.CreateGEP(i8, B.CreateConstGEP1_64(i8, scratch_, off), B.CreateMul(g, ConstantInt::get(s64, 8 * W)));
-  }
+  // `g` is the address of the current group in cell 0 (loop() computes it
+  // once per iteration), so each access is one constant-offset GEP.
+  Value* at(uint64_t off, Value* g) { return off ? B.CreateConstGEP1_64(i8, g, off) : g; }
   Value* load(Type* t, Value* p) { return B.CreateAlignedLoad(t, p, Align(kCellAlign)); }
   void store(Value* v, Value* p) { B.CreateAlignedStore(v, p, Align(kCellAlign)); }
 
@@ -121,7 +142,8 @@ class Gen {
   Constant* fc(Type* t, double v) { return ConstantFP::get(t, v); }
   Constant* splat(Constant* c) { return ConstantVector::getSplat(ElementCount::getFixed(W), c); }
 
-  Value* constant(int32_t s) {
+  Value* constant(int32_t s) { return const_cls_value(s); }
+  Constant* const_cls_value(int32_t s) {
     const interp::Cell& c = bc_.constants[s];
     switch (bc_.const_cls[s]) {
       case Cls::F64: return splat(ConstantFP::get(C, APFloat(c.f64)));
@@ -149,7 +171,7 @@ class Gen {
     B.SetInsertPoint(hdr);
     PHINode* g = B.CreatePHI(s64, 2);
     g->addIncoming(ConstantInt::get(s64, 0), pre);
-    body(static_cast<Value*>(g));
+    body(B.CreateGEP(i8, scratch_, B.CreateMul(g, ConstantInt::get(s64, 8 * W))));
     Value* next = B.CreateAdd(g, ConstantInt::get(s64, 1));
     g->addIncoming(next, B.GetInsertBlock());
     B.CreateCondBr(B.CreateICmpSLT(next, groups_), hdr, after);
@@ -396,6 +418,7 @@ class Gen {
   const Bytecode& bc_;
   const int W;
   const bool isolate_;
+  const bool const_mem_;  // tier 1: vector constants loaded from globals
   Type *f64, *f32, *i64, *s64, *i8, *ptr;
   Function* F = nullptr;
   Value *m_ = nullptr, *scratch_ = nullptr, *groups_ = nullptr;
@@ -406,9 +429,9 @@ class Gen {
 }  // namespace
 
 std::unique_ptr<Module> emit_chunk(LLVMContext& ctx, const Bytecode& bc, int lo, int hi, const std::string& name,
-                                   int lanes, int max_run, bool isolate) {
+                                   int lanes, int max_run, bool isolate, bool const_mem) {
   auto m = std::make_unique<Module>(name, ctx);
-  Gen(ctx, *m, bc, lanes, isolate).run(lo, hi, name, max_run);
+  Gen(ctx, *m, bc, lanes, isolate, const_mem).run(lo, hi, name, max_run);
   return m;
 }
 

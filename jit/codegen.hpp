@@ -18,8 +18,10 @@ namespace ember::jit {
 // it cannot emit. Fused loops hold at most max_run instructions: one huge
 // basic block makes instruction selection and scheduling superlinear.
 // `isolate` (for FastISel, tier 1) puts each op FastISel cannot select at
-// the head of its own basic block.
+// the head of its own basic block. `const_mem` (tier 1) loads vector
+// constants from constant globals: FastISel cannot materialize them.
 std::unique_ptr<llvm::Module> emit_chunk(llvm::LLVMContext& ctx, const interp::Bytecode& bc, int lo, int hi,
-                                         const std::string& name, int lanes, int max_run, bool isolate);
+                                         const std::string& name, int lanes, int max_run, bool isolate,
+                                         bool const_mem);
 
 }  // namespace ember::jit

@@ -149,6 +149,17 @@ bool isolate(int tier) {
   return tier == 1 && on;
 }
 
+bool env_flag(const char* name, bool dflt) {
+  const char* e = std::getenv(name);
+  return e && *e ? *e != '0' : dflt;
+}
+// Tier 1 loads vector constants from memory (codegen.hpp), so that
+// FastISel selects the ops that use them. EMBER_JIT_T1_KMEM=0: immediate.
+bool const_mem(int tier) {
+  static const bool on = env_flag("EMBER_JIT_T1_KMEM", true);
+  return tier == 1 && on;
+}
+
 // Objects carry their chunk's symbol name in a small trailer so that a
 // cached object can be linked without rebuilding anything.
 constexpr char kTrailer[] = "EMBERSYM";
@@ -190,7 +201,7 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
   const auto t_emit = std::chrono::steady_clock::now();
   {
     auto ctx = std::make_unique<llvm::LLVMContext>();
-    auto m = emit_chunk(*ctx, bc, lo, hi, name, lanes(tier), max_run(tier), isolate(tier));
+    auto m = emit_chunk(*ctx, bc, lo, hi, name, lanes(tier), max_run(tier), isolate(tier), const_mem(tier));
     for (const auto& f : *m)
       for (const auto& b : f) nir += b.size();
     std::string err;
@@ -236,7 +247,7 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
 
 void dump_ir(const interp::Bytecode& bc, int lo, int hi) {
   llvm::LLVMContext ctx;
-  auto m = emit_chunk(ctx, bc, lo, hi, "ember_chunk", lanes(2), max_run(2), false);
+  auto m = emit_chunk(ctx, bc, lo, hi, "ember_chunk", lanes(2), max_run(2), false, false);
   m->print(llvm::errs(), nullptr);
 }
 

@@ -66,9 +66,24 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
   std::call_once(once, [] {
     InitializeNativeTarget();
     InitializeNativeTargetAsmPrinter();
+    // Tier 2 codegen passes that cost compile time for no measured speed
+    // (docs/jit.md): Loop Strength Reduction with its IVUsers and freeze
+    // canonicalization (~25 %; these are plain counted loops), and the
+    // machine and post-RA schedulers (~15 %; the out-of-order core
+    // schedules these loops as well). Tier 1 (O0) runs none of them. They
+    // are given as parsed options: the schedulers only obey an option that
+    // occurred. An option this LLVM lacks is skipped (parsing would exit).
+    static std::vector<std::string> words{"ember"};
+    auto flag = [](const char* name, const char* arg) {
+      if (cl::getRegisteredOptions().count(name)) words.emplace_back(arg);
+    };
+    if (!std::getenv("EMBER_JIT_LSR")) flag("disable-lsr", "-disable-lsr");
+    if (!std::getenv("EMBER_JIT_SCHED")) {
+      flag("enable-misched", "-enable-misched=false");
+      flag("post-RA-scheduler", "-post-RA-scheduler=false");
+    }
     // Diagnosis only: LLVM's own options, e.g. "-fast-isel-abort=1".
     if (const char* e = std::getenv("EMBER_JIT_LLVM_ARGS")) {
-      static std::vector<std::string> words{"ember"};
       for (const char* p = e; *p;) {
         while (*p == ' ') ++p;
         const char* q = p;
@@ -76,10 +91,10 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
         if (q > p) words.emplace_back(p, q);
         p = q;
       }
-      std::vector<const char*> argv;
-      for (const auto& w : words) argv.push_back(w.c_str());
-      cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data());
     }
+    std::vector<const char*> argv;
+    for (const auto& w : words) argv.push_back(w.c_str());
+    if (argv.size() > 1) cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data());
   });
   std::unique_ptr<OrcJit> self(new OrcJit());
   auto jtmb = JITTargetMachineBuilder::detectHost();
@@ -88,6 +103,9 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
   // symbols, and FastISel can then select calls itself (with the large
   // model every call fell back to SelectionDAG).
   if (!std::getenv("EMBER_JIT_LARGE_CM")) jtmb->setCodeModel(CodeModel::Small);
+  // PIC: tier 1 loads vector constants from globals (codegen.cpp), and JIT
+  // memory is not in the low 2 GB that absolute 32-bit addresses need.
+  jtmb->setRelocationModel(Reloc::PIC_);
   // Tiers agree to the bit only without contraction (docs/fp-policy.md).
   jtmb->getOptions().AllowFPOpFusion = FPOpFusion::Strict;
   jtmb->getOptions().UnsafeFPMath = false;
@@ -152,9 +170,13 @@ Expected<std::unique_ptr<MemoryBuffer>> OrcJit::compile(Module& m, int tier, dou
   TargetMachine& tm = *tm_[tier >= 2 ? 2 : 1];
   m.setDataLayout(dl_);
   m.setTargetTriple(triple_);
-  if (tier >= 2) {
-    // The IR is already vectorized over the block: a short function
-    // pipeline (no vectorizers, no inliner, no loop passes) is enough.
+  // Tier 2 runs no IR passes by default: the IR is already vector code with
+  // each value loaded once per loop, and SelectionDAG's own combining and
+  // CSE left nothing measurable for EarlyCSE + InstCombine + SimplifyCFG
+  // (they cost 8 % of tier 2's compile time). EMBER_JIT_T2_PASSES=1 runs
+  // them, EMBER_JIT_T2_O2=1 the O2 pipeline (vectorizers off).
+  static const bool t2_passes = std::getenv("EMBER_JIT_T2_PASSES") || std::getenv("EMBER_JIT_T2_O2");
+  if (tier >= 2 && t2_passes) {
     FunctionPassManager fpm;
     fpm.addPass(EarlyCSEPass());
     fpm.addPass(InstCombinePass());
@@ -175,7 +197,7 @@ Expected<std::unique_ptr<MemoryBuffer>> OrcJit::compile(Module& m, int tier, dou
     ModulePassManager mpm;
     if (std::getenv("EMBER_JIT_T2_O2")) {
       mpm = pb.buildPerModuleDefaultPipeline(OptimizationLevel::O2);
-    } else if (!std::getenv("EMBER_JIT_T2_NOPASS")) {
+    } else {
       mpm.addPass(createModuleToFunctionPassAdaptor(std::move(fpm)));
     }
     mpm.run(m, mam);
