@@ -28,7 +28,13 @@ class ElemwiseKernel : public OpKernel {
   // swapper has stored a new kernel and then seen the count at zero, no call
   // can still hold the old one.
   const interp::ElemKernel* active() const { return active_.load(std::memory_order_seq_cst); }
-  void set_active(const interp::ElemKernel* k) const { active_.store(k, std::memory_order_seq_cst); }
+  // Also times the next kExactCalls calls exactly, for the tier manager's
+  // comparison of the new kernel with the old.
+  void set_active(const interp::ElemKernel* k) const {
+    exact_calls_.store(kExactCalls, std::memory_order_relaxed);
+    active_.store(k, std::memory_order_seq_cst);
+  }
+  static constexpr int32_t kExactCalls = 64;
 
  private:
   interp::Composite composite_;
@@ -36,6 +42,7 @@ class ElemwiseKernel : public OpKernel {
   int ndim_;
   int64_t parallel_threshold_;
   mutable std::atomic<const interp::ElemKernel*> active_;
+  mutable std::atomic<int32_t> exact_calls_{0};  // calls still to time exactly (see set_active)
   std::shared_ptr<TierEntry> tier_;  // null when the JIT is off
 };
 

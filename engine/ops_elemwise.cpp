@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
+#include <new>
 
 #include <tbb/parallel_for.h>
 
@@ -145,7 +147,7 @@ namespace {
 // A broadcast loop nest after merging: `m` dims, operand strides in elements.
 struct LoopNest {
   int nin = 0, nops = 0, m = 0;
-  int64_t dims[kMaxRank] = {};
+  int64_t dims[kMaxRank];            // [0, m) set; not zeroed (per-call cost)
   const int64_t* st = nullptr;       // nops x kMaxRank
   interp::StridedPtr const* base = nullptr;
   const int64_t* esize = nullptr;    // bytes per element, per operand
@@ -153,8 +155,14 @@ struct LoopNest {
 
 // Runs rows [r0, r1) of the nest, each over inner elements [c0, c1).
 void run_rows(const interp::ElemKernel* k, const LoopNest& L, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  thread_local std::vector<interp::StridedPtr> ops;
-  ops.resize(L.nops);
+  constexpr int kSmall = 32;
+  interp::StridedPtr small[kSmall];
+  thread_local std::vector<interp::StridedPtr> big;
+  interp::StridedPtr* ops = small;
+  if (L.nops > kSmall) {
+    if (big.size() < static_cast<size_t>(L.nops)) big.resize(L.nops);
+    ops = big.data();
+  }
   const int in = L.m - 1;
   for (int64_t r = r0; r < r1; ++r) {
     for (int i = 0; i < L.nops; ++i) {
@@ -167,7 +175,7 @@ void run_rows(const interp::ElemKernel* k, const LoopNest& L, int64_t r0, int64_
       ops[i].data = static_cast<char*>(L.base[i].data) + off * L.esize[i];
       ops[i].stride = L.st[i * kMaxRank + in];
     }
-    k->run(c1 - c0, ops.data(), ops.data() + L.nin);
+    k->run(c1 - c0, ops, ops + L.nin);
   }
 }
 
@@ -175,28 +183,43 @@ void run_rows(const interp::ElemKernel* k, const LoopNest& L, int64_t r0, int64_
 
 namespace {
 // Counts a call in for the tier manager (hotness, per-tier speed, and when
-// replaced code may be freed).
+// replaced code may be freed). Calls and elements are exact; the clock is read
+// on about one call in kSample (chosen at random per thread, so a fixed node
+// order cannot alias with a fixed stride) and that call's time is scaled by
+// kSample. The first calls after a kernel swap are all timed (scale 1): the
+// tier manager compares the new kernel's speed over its first few calls.
+constexpr int64_t kSample = 16;
 struct Hot {
   TierEntry* e;
   int64_t elements = 0;
+  int64_t scale = 0;  // 0: this call is not timed
   std::chrono::steady_clock::time_point t0;
-  explicit Hot(TierEntry* te) : e(te) {
-    if (e) {
-      TierManager::enter(e);
-      t0 = std::chrono::steady_clock::now();
+  Hot(TierEntry* te, std::atomic<int32_t>& exact) : e(te) {
+    if (!e) return;
+    TierManager::enter(e);
+    if (exact.load(std::memory_order_relaxed) > 0) {
+      exact.fetch_sub(1, std::memory_order_relaxed);
+      scale = 1;
+    } else {
+      thread_local uint64_t rng = 0;
+      rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+      if ((rng >> 60) == 0) scale = kSample;
     }
+    if (scale) t0 = std::chrono::steady_clock::now();
   }
   ~Hot() {
-    if (e)
-      TierManager::leave(e, elements,
-                         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+    if (!e) return;
+    int64_t ns = 0;
+    if (scale)
+      ns = scale * std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    TierManager::leave(e, elements, ns);
   }
 };
 }  // namespace
 
 void ElemwiseKernel::run(Frame& f) const {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
-  Hot hot(tier_.get());
+  Hot hot(tier_.get(), exact_calls_);
   const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
   if (ndim_ == 0) {  // 0-d: most Composites of small models; no loop nest
     constexpr int kSmall = 64;
@@ -214,7 +237,10 @@ void ElemwiseKernel::run(Frame& f) const {
     k->run(1, ops, ops + nin);
     return;
   }
-  Shape out;
+  // Not zero-initialized (a Shape is 136 bytes): only dims [0, ndim_) are
+  // used. The bytes hold an implicitly created Shape (C++20 implicit-lifetime).
+  alignas(Shape) std::byte out_raw[sizeof(Shape)];
+  Shape& out = *std::launder(reinterpret_cast<Shape*>(out_raw));
   out.ndim = ndim_;
   for (int d = 0; d < ndim_; ++d) {
     int64_t size = 1;
@@ -229,12 +255,24 @@ void ElemwiseKernel::run(Frame& f) const {
     }
     out.dims[d] = size;
   }
-  thread_local std::vector<int64_t> st, esize;
-  thread_local std::vector<interp::StridedPtr> base;
-  // Grow-only, not zeroed: the merge below writes every entry it reads.
-  if (st.size() < static_cast<size_t>(nops) * kMaxRank) st.resize(static_cast<size_t>(nops) * kMaxRank);
-  esize.resize(nops);
-  base.resize(nops);
+  // Per-operand tables on the stack for the usual operand counts (no
+  // thread_local lookups, no zeroing: the merge below writes every entry it
+  // reads); thread-local, grow-only beyond that.
+  constexpr int kSmallOps = 24;
+  int64_t st_small[kSmallOps * kMaxRank], esize_small[kSmallOps];
+  interp::StridedPtr base_small[kSmallOps];
+  int64_t* st = st_small;
+  int64_t* esize = esize_small;
+  interp::StridedPtr* base = base_small;
+  if (nops > kSmallOps) {
+    thread_local std::vector<int64_t> st_big, esize_big;
+    thread_local std::vector<interp::StridedPtr> base_big;
+    if (st_big.size() < static_cast<size_t>(nops) * kMaxRank) st_big.resize(static_cast<size_t>(nops) * kMaxRank);
+    if (esize_big.size() < static_cast<size_t>(nops)) esize_big.resize(nops), base_big.resize(nops);
+    st = st_big.data();
+    esize = esize_big.data();
+    base = base_big.data();
+  }
   for (int i = 0; i < nin; ++i) {
     base[i] = {f.in(i).data, 0};
     esize[i] = static_cast<int64_t>(dtype_size(f.in(i).dtype));
@@ -282,12 +320,12 @@ void ElemwiseKernel::run(Frame& f) const {
     L.dims[L.m++] = n;
   }
   if (L.m == 0) {  // 0-d, or every dim has size 1
-    k->run(1, base.data(), base.data() + nin);
+    k->run(1, base, base + nin);
     return;
   }
-  L.st = st.data();
-  L.base = base.data();
-  L.esize = esize.data();
+  L.st = st;
+  L.base = base;
+  L.esize = esize;
   const int64_t inner = L.dims[L.m - 1];
   const int64_t rows = total / inner;
   if (total < parallel_threshold_) {
