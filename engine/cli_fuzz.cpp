@@ -1,5 +1,5 @@
-// `ember fuzz`: random Composites run every way the engine can run them,
-// compared bit for bit; on the first mismatch, a shrunk graph file that
+// `ember fuzz`: random Composites (and ScalarLoops) run every way the engine
+// can run them, compared bit for bit; on the first mismatch, a shrunk graph file that
 // reproduces it.
 #include "engine/cli_fuzz.hpp"
 
@@ -39,6 +39,7 @@ struct FuzzArgs {
   std::string corpus_dir;
   int keep_going = 0;
   int jit_every = 8;  // > 0: report up to this many distinct mismatches, then stop
+  double loops = 0.1;  // share of cases that are ScalarLoops
 };
 
 int g_jit_every = 8;
@@ -57,6 +58,7 @@ bool fails(const DiffCase& dc) {
 // What a shrunk case is about: the path that differs and the ops involved.
 std::string signature(const DiffCase& dc, const DiffResult& r) {
   std::string s = r.rejected ? "rejected" : r.message.substr(0, r.message.find(':'));
+  if (dc.loop) s += dc.loop->until ? " ScalarLoop(until)" : " ScalarLoop";
   for (const auto& n : dc.c.nodes) s += " " + std::string(interp::op_info(n.op).name) + "/" + std::string(dtype_name(n.dtype));
   return s;
 }
@@ -72,7 +74,7 @@ int report_mismatch(const FuzzArgs& a, const DiffCase& dc, const DiffResult& r, 
   std::fprintf(stderr, "ember fuzz: mismatch in case seed %" PRIu64 ": %s\n", case_seed, r.message.c_str());
   const DiffResult rs = fuzz::run_case(small, diff_options());
   const std::string path = a.out.empty() ? "fuzz-repro-" + std::to_string(case_seed) + ".json" : a.out;
-  const std::string text = rs.graph.empty() ? fuzz::elemwise_graph(small.c, small.inputs).dump(1) : rs.graph;
+  const std::string text = rs.graph.empty() ? fuzz::case_graph(small).dump(1) : rs.graph;
   std::ofstream(path) << text << "\n";
   std::fprintf(stderr, "shrunk to %zu scalar nodes, %zu inputs, %" PRId64 " elements: %s\n", small.c.nodes.size(),
                small.c.inputs.size(), small.n(), rs.message.c_str());
@@ -194,12 +196,15 @@ int write_corpus(const FuzzArgs& a) {
     // graph_load: an Elemwise case, a tensor graph, and the container form.
     std::string text;
     if (it % 2 == 0) {
-      DiffCase dc = fuzz::random_case(rng, small);
+      // One Elemwise case in four a ScalarLoop.
+      fuzz::CompositeGenOptions go = small;
+      go.loop_fraction = 0.25;
+      DiffCase dc = fuzz::random_case(rng, go);
       if (dc.n() > 4) {
         Rng r2(rng());
-        dc = fuzz::random_case(r2, small);
+        dc = fuzz::random_case(r2, go);
       }
-      text = fuzz::elemwise_graph(dc.c, dc.inputs).dump();
+      text = fuzz::case_graph(dc).dump();
     } else {
       text = fuzz::random_tensor_graph(rng);
     }
@@ -251,6 +256,7 @@ int run(const FuzzArgs& a) {
   Rng rng(a.seed);
   fuzz::CompositeGenOptions go;
   go.max_nodes = a.max_nodes;
+  go.loop_fraction = a.loops;
   int64_t done = 0, elements = 0, mismatches = 0;
   std::set<std::string> seen;
   for (; done < a.iterations; ++done) {
@@ -302,6 +308,7 @@ void add_fuzz_command(CLI::App& app) {
   sub->add_option("--write-corpus", a->corpus_dir, "write --iterations seed inputs per libFuzzer target into DIR");
   sub->add_option("--jit-every", a->jit_every, "check the JIT tiers on one case in N (0: never)")
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--loops", a->loops, "share of cases that are ScalarLoops (default 0.1)")->check(CLI::Range(0.0, 1.0));
   sub->add_flag("--tensor-graphs", a->tensor_graphs, "fuzz small tensor graphs (serial vs parallel) instead");
   sub->callback([a] {
     int rc;

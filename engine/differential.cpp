@@ -1,11 +1,13 @@
 #include "engine/differential.hpp"
 
+#include <array>
 #include <cinttypes>
 #include <cmath>
 #include <cstring>
 
 #include "engine/elemwise.hpp"
 #include "engine/program_impl.hpp"
+#include "engine/scalar_loop_kernel.hpp"
 #include "interp/vm.hpp"
 #if defined(EMBER_WITH_JIT) && __has_include("jit/jit.hpp")
 #include "jit/jit.hpp"
@@ -71,6 +73,7 @@ char* elem(const Array& a, int64_t i) { return static_cast<char*>(a.t.data) + i 
 // Compares `got` against `want` element by element; names the first difference.
 bool compare(const DiffCase& dc, const std::vector<Array>& want, const std::vector<Array>& got,
              const std::string& path, DiffResult& r) {
+  const char* ref = dc.loop ? "the per-element reference" : "vector path";
   if (got.size() != want.size()) {
     r.ok = false;
     r.message = path + ": " + std::to_string(got.size()) + " outputs, expected " + std::to_string(want.size());
@@ -88,7 +91,7 @@ bool compare(const DiffCase& dc, const std::vector<Array>& want, const std::vect
       if (same_value(dt, elem(want[k], i), elem(got[k], i))) continue;
       r.ok = false;
       r.message = path + ": output " + std::to_string(k) + " element " + std::to_string(i) + " is " +
-                  show(dt, elem(got[k], i)) + ", vector path gives " + show(dt, elem(want[k], i)) + "; inputs:";
+                  show(dt, elem(got[k], i)) + ", " + ref + " gives " + show(dt, elem(want[k], i)) + "; inputs:";
       for (size_t j = 0; j < dc.inputs.size(); ++j) r.message += " " + show(dc.inputs[j].t.dtype, elem(dc.inputs[j], i));
       return false;
     }
@@ -209,7 +212,30 @@ std::vector<NamedKernel> jit_tiers(const Composite& c) {
 }
 #endif
 
+DiffCase random_loop_case(Rng& rng, const CompositeGenOptions& go) {
+  DiffCase dc;
+  const interp::ScalarLoop l = random_loop(rng, go);
+  dc.c = l.body;
+  dc.loop = LoopShape{l.n_steps, l.carried, l.until};
+  // Fewer elements than Composites: each runs up to 70 iterations.
+  const int r = static_cast<int>(rng() % 10);
+  const int64_t n = r < 6 ? 1 + static_cast<int64_t>(rng() % 16)
+                          : r < 9 ? 17 + static_cast<int64_t>(rng() % 64) : 200 + static_cast<int64_t>(rng() % 400);
+  const bool b0 = rng() % 5 == 0;
+  dc.broadcast.push_back(b0);
+  dc.inputs.push_back(random_steps(rng, l.n_steps, n, b0));
+  for (DType t : dc.c.inputs) {
+    const bool b = rng() % 5 == 0;
+    dc.broadcast.push_back(b);
+    dc.inputs.push_back(random_values(rng, t, n, b));
+  }
+  dc.layout_seed = rng();
+  return dc;
+}
+
 DiffCase random_case(Rng& rng, const CompositeGenOptions& go) {
+  if (go.loop_fraction > 0 && std::uniform_real_distribution<double>(0, 1)(rng) < go.loop_fraction)
+    return random_loop_case(rng, go);
   DiffCase dc;
   dc.c = random_composite(rng, go);
   const int r = static_cast<int>(rng() % 10);
@@ -225,7 +251,115 @@ DiffCase random_case(Rng& rng, const CompositeGenOptions& go) {
   return dc;
 }
 
+interp::ScalarLoop loop_of(const DiffCase& dc) {
+  interp::ScalarLoop l;
+  l.body = dc.c;
+  if (dc.loop) {
+    l.n_steps = dc.loop->n_steps;
+    l.carried = dc.loop->carried;
+    l.until = dc.loop->until;
+  }
+  return l;
+}
+
+std::vector<Array> loop_reference(const DiffCase& dc) {
+  const interp::ScalarLoop l = loop_of(dc);
+  auto body = interp::Interpreted::compile(l.body);
+  const int64_t n = dc.n();
+  auto out = fresh_outputs(dc.c, n);
+  const size_t ni = l.body.inputs.size(), nout = l.body.outputs.size();
+  // One element of each body input and output, as its dtype stores it.
+  std::vector<std::array<char, 8>> cur(ni), next(nout);
+  std::vector<StridedPtr> in(ni), o(nout);
+  for (size_t j = 0; j < ni; ++j) in[j] = {cur[j].data(), 1};
+  for (size_t q = 0; q < nout; ++q) o[q] = {next[q].data(), 1};
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t steps = dtype_dispatch(l.n_steps, [&](auto z) -> int64_t {
+      using T = decltype(z);
+      T v;
+      std::memcpy(&v, elem(dc.inputs[0], i), sizeof v);
+      return static_cast<int64_t>(v);
+    });
+    for (size_t j = 0; j < ni; ++j) std::memcpy(cur[j].data(), elem(dc.inputs[1 + j], i), dtype_size(l.body.inputs[j]));
+    bool stopped = true;  // PyTensor's C backend: true when no iteration ran
+    for (int64_t s = 0; s < steps; ++s) {
+      body->run(1, in.data(), o.data());
+      for (int32_t j = 0; j < l.carried; ++j) std::memcpy(cur[j].data(), next[j].data(), 8);
+      if (l.until) {
+        stopped = next[l.carried][0] != 0;
+        if (stopped) break;
+      }
+    }
+    for (int32_t j = 0; j < l.carried; ++j) std::memcpy(elem(out[j], i), cur[j].data(), dtype_size(l.body.inputs[j]));
+    if (l.until) *elem(out[l.carried], i) = stopped;
+  }
+  return out;
+}
+
+nlohmann::json case_graph(const DiffCase& dc, const std::vector<bool>& one, bool zero_d) {
+  return dc.loop ? loop_graph(loop_of(dc), dc.inputs, one, zero_d) : elemwise_graph(dc.c, dc.inputs, one, zero_d);
+}
+
+namespace {
+
+// The loaded-graph path: broadcast inputs sometimes as shape (1,), one
+// element sometimes as 0-d.
+bool check_loaded_graph(const DiffCase& dc, const std::vector<Array>& want, Rng& rng, DiffResult& r) {
+  std::vector<Array> got;
+  try {
+    std::vector<bool> one;
+    // (At least one input keeps length n, so the output's shape is n.)
+    bool full = false;
+    for (bool b : dc.broadcast) {
+      one.push_back(b && rng() % 2);
+      full |= !one.back();
+    }
+    if (!full) one[0] = false;
+    const bool zero_d = dc.n() == 1 && rng() % 2;
+    r.graph = case_graph(dc, one, zero_d).dump(1);
+    auto prog = Program::from_json(r.graph);
+    got = prog->call(std::span<const Tensor>());
+  } catch (const std::exception& e) {
+    r.ok = false;
+    r.message = std::string("loaded graph failed: ") + e.what();
+    return false;
+  }
+  if (!compare(dc, want, got, "loaded graph", r)) return false;
+  r.graph.clear();
+  return true;
+}
+
+DiffResult run_loop_case(const DiffCase& dc, const DiffOptions& o) {
+  DiffResult r;
+  const interp::ScalarLoop l = loop_of(dc);
+  if (std::string err = l.validate(); !err.empty()) {
+    r.ok = false;
+    r.message = "generated an invalid ScalarLoop: " + err;
+    return r;
+  }
+  std::shared_ptr<const interp::ElemKernel> k;
+  try {
+    k = o.loop_kernel ? o.loop_kernel(l) : interp::LoopKernel::compile(l);
+  } catch (const std::exception& e) {
+    r.rejected = true;
+    r.message = std::string("loop kernel rejected a valid ScalarLoop: ") + e.what();
+    return r;
+  }
+  Rng rng(dc.layout_seed);
+  const auto want = loop_reference(dc);
+  if (!compare(dc, want, run_vector(*k, dc), "loop kernel", r)) return r;
+  if (!compare(dc, want, run_scalar(*k, dc), "loop kernel one element at a time", r)) return r;
+  if (!compare(dc, want, run_chunked(*k, dc, rng), "loop kernel in uneven chunks", r)) return r;
+  if (!compare(dc, want, run_strided(*k, dc, rng), "loop kernel strided/broadcast layout", r)) return r;
+  // (A planted kernel is not what the loader builds: skip the graph then.)
+  if (o.check_program && !o.loop_kernel) check_loaded_graph(dc, want, rng, r);
+  return r;
+}
+
+}  // namespace
+
 DiffResult run_case(const DiffCase& dc, const DiffOptions& o) {
+  if (dc.loop) return run_loop_case(dc, o);
   DiffResult r;
   if (std::string err = dc.c.validate(); !err.empty()) {
     r.ok = false;
@@ -260,30 +394,7 @@ DiffResult run_case(const DiffCase& dc, const DiffOptions& o) {
     if (!compare(dc, want, run_vector(*t.kernel, dc), t.name + " vector", r)) return r;
     if (!compare(dc, want, run_scalar(*t.kernel, dc), t.name + " scalar", r)) return r;
   }
-  if (o.check_program && !dc.inputs.empty()) {
-    std::vector<Array> got;
-    try {
-      // Broadcast inputs sometimes as shape (1,); one element sometimes as 0-d.
-      std::vector<bool> one;
-      // (At least one input keeps length n, so the output's shape is n.)
-      bool full = false;
-      for (bool b : dc.broadcast) {
-        one.push_back(b && rng() % 2);
-        full |= !one.back();
-      }
-      if (!full) one[0] = false;
-      const bool zero_d = dc.n() == 1 && rng() % 2;
-      r.graph = elemwise_graph(dc.c, dc.inputs, one, zero_d).dump(1);
-      auto prog = Program::from_json(r.graph);
-      got = prog->call(std::span<const Tensor>());
-    } catch (const std::exception& e) {
-      r.ok = false;
-      r.message = std::string("loaded graph failed: ") + e.what();
-      return r;
-    }
-    if (!compare(dc, want, got, "loaded graph", r)) return r;
-    r.graph.clear();
-  }
+  if (o.check_program && !dc.inputs.empty()) check_loaded_graph(dc, want, rng, r);
   return r;
 }
 
@@ -373,12 +484,12 @@ DiffCase shrink(DiffCase dc, const std::function<bool(const DiffCase&)>& still_f
     if (budget-- <= 0 || !cand.c.validate().empty()) return false;
     return still_fails(cand);
   };
-  dc = compact(dc);
+  if (!dc.loop) dc = compact(dc);
   for (bool progress = true; progress && budget > 0;) {
     progress = false;
     std::vector<DiffCase> cands;
     const Composite& c = dc.c;
-    if (c.outputs.size() > 1)
+    if (c.outputs.size() > 1 && !dc.loop)
       for (int32_t o : c.outputs) {
         DiffCase d = dc;
         d.c.outputs = {o};
@@ -391,8 +502,10 @@ DiffCase shrink(DiffCase dc, const std::function<bool(const DiffCase&)>& still_f
       cands.push_back(slice_elements(dc, 1, n - 1));
       cands.push_back(slice_elements(dc, 0, n - 1));
     }
+    // A loop's body keeps its shape (one update per carried value): only
+    // its elements shrink.
     const int32_t first = c.first_node_value();
-    for (size_t j = 0; j < c.outputs.size(); ++j) {
+    for (size_t j = 0; j < c.outputs.size() && !dc.loop; ++j) {
       const int32_t o = c.outputs[j];
       if (o < first) continue;
       for (int32_t in : c.nodes[o - first].inputs) {
@@ -401,7 +514,7 @@ DiffCase shrink(DiffCase dc, const std::function<bool(const DiffCase&)>& still_f
         cands.push_back(compact(d));
       }
     }
-    for (size_t k = 0; k < c.nodes.size(); ++k)
+    for (size_t k = 0; k < c.nodes.size() && !dc.loop; ++k)
       for (size_t s = 0; s < c.nodes[k].inputs.size(); ++s)
         for (int32_t v = 0; v < c.nodes[k].inputs[s]; ++v)
           if (v < first && c.value_dtype(v) == c.value_dtype(c.nodes[k].inputs[s])) {
@@ -410,7 +523,7 @@ DiffCase shrink(DiffCase dc, const std::function<bool(const DiffCase&)>& still_f
             cands.push_back(compact(d));
             break;
           }
-    for (size_t k = 0; k < c.nodes.size(); ++k)
+    for (size_t k = 0; k < c.nodes.size() && !dc.loop; ++k)
       for (size_t s = 0; s < c.nodes[k].inputs.size(); ++s)
         if (c.nodes[k].inputs[s] >= first) cands.push_back(compact(lift(dc, k, s)));
     for (const DiffCase& cand : cands)
@@ -428,9 +541,16 @@ DiffCase case_from_graph(const std::string& path) {
   const ProgramImpl& p = prog->impl();
   for (const Step& st : p.steps) {
     auto* ew = dynamic_cast<const ElemwiseKernel*>(st.kernel);
-    if (!ew) continue;
+    auto* lk = dynamic_cast<const ScalarLoopKernel*>(st.kernel);
+    if (!ew && !lk) continue;
     DiffCase dc;
-    dc.c = ew->composite();
+    if (ew) {
+      dc.c = ew->composite();
+    } else {
+      const interp::ScalarLoop& l = lk->loop().loop();
+      dc.c = l.body;
+      dc.loop = LoopShape{l.n_steps, l.carried, l.until};
+    }
     int64_t n = 1;
     for (int v : st.in) n = std::max(n, p.graph.vars[v].static_shape.size());
     for (int v : st.in) {

@@ -123,13 +123,11 @@ Array random_values(Rng& rng, DType dt, int64_t n, bool broadcast) {
   return a;
 }
 
-Composite random_composite(Rng& rng, const CompositeGenOptions& o) {
-  Composite c;
-  const int nin = irange(rng, 1, o.max_inputs);
-  for (int k = 0; k < nin; ++k) c.inputs.push_back(random_dtype(rng));
-  const int ncst = irange(rng, 0, o.max_constants);
-  for (int k = 0; k < ncst; ++k) c.constants.push_back(random_const(rng, random_dtype(rng)));
+namespace {
 
+// Appends `nnodes` random nodes (any op of scalar_ops.def, respecting the
+// type rules) to c.
+void add_random_nodes(Rng& rng, Composite& c, int nnodes) {
   auto pick_value = [&](auto&& ok) -> int32_t {
     // Prefer recent values (deep chains), then any earlier value.
     const int32_t nv = c.num_values();
@@ -144,7 +142,6 @@ Composite random_composite(Rng& rng, const CompositeGenOptions& o) {
   auto any = [](DType) { return true; };
   auto non_float = [](DType t) { return !dtype_is_float(t); };
 
-  const int nnodes = irange(rng, 1, o.max_nodes);
   for (int k = 0; k < nnodes; ++k) {
     const auto& info = interp::kScalarOps[irange(rng, 0, interp::kNumScalarOps - 1)];
     ScalarNode n{info.op, DType::Float64, {}};
@@ -175,12 +172,90 @@ Composite random_composite(Rng& rng, const CompositeGenOptions& o) {
     while (static_cast<int>(n.inputs.size()) < arity) n.inputs.push_back(pick_value(any));
     c.nodes.push_back(std::move(n));
   }
+}
+
+// A value of dtype dt for a loop output: usually a node's, else any value's;
+// if none has dt, a Cast node of a random value.
+int32_t value_of_dtype(Rng& rng, Composite& c, DType dt) {
+  std::vector<int32_t> nodes, others;
+  for (int32_t v = 0; v < c.num_values(); ++v)
+    if (c.value_dtype(v) == dt) (v >= c.first_node_value() ? nodes : others).push_back(v);
+  if (!nodes.empty() && (others.empty() || chance(rng, 0.85))) return nodes[irange(rng, 0, int(nodes.size()) - 1)];
+  if (!others.empty() && chance(rng, 0.7)) return others[irange(rng, 0, int(others.size()) - 1)];
+  c.nodes.push_back(ScalarNode{ScalarOp::Cast, dt, {irange(rng, 0, c.num_values() - 1)}});
+  return c.num_values() - 1;
+}
+
+}  // namespace
+
+Composite random_composite(Rng& rng, const CompositeGenOptions& o) {
+  Composite c;
+  const int nin = irange(rng, 1, o.max_inputs);
+  for (int k = 0; k < nin; ++k) c.inputs.push_back(random_dtype(rng));
+  const int ncst = irange(rng, 0, o.max_constants);
+  for (int k = 0; k < ncst; ++k) c.constants.push_back(random_const(rng, random_dtype(rng)));
+  add_random_nodes(rng, c, irange(rng, 1, o.max_nodes));
   c.outputs.push_back(c.num_values() - 1);
   const int nout = irange(rng, 1, o.max_outputs);
   for (int k = 1; k < nout; ++k)
     c.outputs.push_back(chance(rng, 0.85) ? irange(rng, c.first_node_value(), c.num_values() - 1)
                                           : irange(rng, 0, c.num_values() - 1));
   return c;
+}
+
+interp::ScalarLoop random_loop(Rng& rng, const CompositeGenOptions& o) {
+  interp::ScalarLoop l;
+  l.n_steps = pick(rng, {DType::Int64, DType::Int32, DType::Int16, DType::Int8, DType::UInt8});
+  l.carried = irange(rng, 1, 3);
+  l.until = chance(rng, 0.5);
+  Composite& c = l.body;
+  const int nconst_in = irange(rng, 0, 2);  // loop constants: inputs that are not carried
+  for (int k = 0; k < l.carried + nconst_in; ++k) c.inputs.push_back(random_dtype(rng));
+  const int ncst = irange(rng, 0, o.max_constants);
+  for (int k = 0; k < ncst; ++k) c.constants.push_back(random_const(rng, random_dtype(rng)));
+  add_random_nodes(rng, c, irange(rng, 0, std::max(1, o.max_nodes / 2)));
+  for (int32_t j = 0; j < l.carried; ++j) c.outputs.push_back(value_of_dtype(rng, c, c.inputs[j]));
+  if (l.until) {
+    if (chance(rng, 0.6)) {
+      // A comparison against a threshold, so loops often run a few steps.
+      const int32_t a = chance(rng, 0.7) ? c.outputs[irange(rng, 0, l.carried - 1)] : irange(rng, 0, c.num_values() - 1);
+      c.constants.push_back(random_const(rng, chance(rng, 0.5) ? c.value_dtype(a) : random_dtype(rng)));
+      // The new constant is numbered after the inputs and old constants: shift node references.
+      const int32_t cv = static_cast<int32_t>(c.inputs.size() + c.constants.size()) - 1;
+      for (ScalarNode& n : c.nodes)
+        for (int32_t& in : n.inputs)
+          if (in >= cv) ++in;
+      for (int32_t& out : c.outputs)
+        if (out >= cv) ++out;
+      const int32_t a2 = a >= cv ? a + 1 : a;
+      const ScalarOp cmp = pick(rng, {ScalarOp::LT, ScalarOp::GT, ScalarOp::LE, ScalarOp::GE, ScalarOp::EQ, ScalarOp::NEQ});
+      c.nodes.push_back(ScalarNode{cmp, DType::Bool, {a2, cv}});
+      c.outputs.push_back(c.num_values() - 1);
+    } else {
+      c.outputs.push_back(value_of_dtype(rng, c, DType::Bool));
+    }
+  }
+  return l;
+}
+
+Array random_steps(Rng& rng, DType dt, int64_t n, bool broadcast) {
+  Array a = random_values(rng, dt, n, broadcast);
+  dtype_dispatch(dt, [&](auto z) {
+    using T = decltype(z);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      T* p = a.data<T>();
+      for (int64_t i = 0; i < n; ++i) {
+        if (broadcast && i > 0) {
+          p[i] = p[0];
+          continue;
+        }
+        const int r = irange(rng, 0, 19);
+        const int v = r < 2 ? irange(rng, -3, 0) : r < 17 ? irange(rng, 0, 9) : irange(rng, 10, 70);
+        p[i] = static_cast<T>(std::is_signed_v<T> ? v : std::max(v, 0));
+      }
+    }
+  });
+  return a;
 }
 
 Composite single_op_composite(ScalarOp op, DType dt) {
@@ -228,28 +303,30 @@ json composite_json(const Composite& c) {
   return j;
 }
 
-json elemwise_graph(const Composite& c, const std::vector<Array>& inputs, const std::vector<bool>& one,
-                    bool zero_d) {
+namespace {
+
+// One Elemwise node applying scalar_op to `inputs` (n elements each; see
+// elemwise_graph), giving outputs of the dtypes `outs`.
+json one_node_graph(const json& scalar_op, const std::vector<DType>& outs_dt, const std::vector<Array>& inputs,
+                    const std::vector<bool>& one, bool zero_d) {
   const int64_t n = inputs.empty() ? 1 : inputs[0].size();
   auto shape = [&](int64_t len) { return zero_d ? json::array() : json::array({len}); };
   json vars = json::array(), consts = json::array(), outs = json::array(), node_in = json::array(),
        node_out = json::array();
-  for (size_t k = 0; k < c.inputs.size(); ++k) {
+  for (size_t k = 0; k < inputs.size(); ++k) {
     const bool single = k < one.size() && one[k];
-    vars.push_back({{"name", "x" + std::to_string(k)}, {"dtype", std::string(dtype_name(c.inputs[k]))},
+    const Array& a = inputs[k];
+    vars.push_back({{"name", "x" + std::to_string(k)}, {"dtype", std::string(dtype_name(a.t.dtype))},
                     {"shape", shape(single ? 1 : n)}});
     json data = json::array();
-    const Array& a = inputs[k];
     const size_t es = dtype_size(a.t.dtype);
     for (int64_t i = 0; i < (single ? 1 : a.size()); ++i) data.push_back(value_json(a.t.dtype, static_cast<char*>(a.t.data) + i * es));
     consts.push_back({{"var", static_cast<int>(k)}, {"data", data}});
     node_in.push_back(static_cast<int>(k));
   }
-  for (size_t k = 0; k < c.outputs.size(); ++k) {
+  for (size_t k = 0; k < outs_dt.size(); ++k) {
     const int v = static_cast<int>(vars.size());
-    vars.push_back({{"name", "y" + std::to_string(k)},
-                    {"dtype", std::string(dtype_name(c.value_dtype(c.outputs[k])))},
-                    {"shape", shape(n)}});
+    vars.push_back({{"name", "y" + std::to_string(k)}, {"dtype", std::string(dtype_name(outs_dt[k]))}, {"shape", shape(n)}});
     outs.push_back(v);
     node_out.push_back(v);
   }
@@ -261,7 +338,33 @@ json elemwise_graph(const Composite& c, const std::vector<Array>& inputs, const 
           {"outputs", outs},
           {"constants", consts},
           {"nodes", {{{"op", "Elemwise"}, {"inputs", node_in}, {"outputs", node_out},
-                      {"attrs", {{"scalar_op", composite_json(c)}}}}}}};
+                      {"attrs", {{"scalar_op", scalar_op}}}}}}};
+}
+
+std::vector<DType> output_dtypes(const Composite& c) {
+  std::vector<DType> r;
+  for (int32_t o : c.outputs) r.push_back(c.value_dtype(o));
+  return r;
+}
+
+}  // namespace
+
+json elemwise_graph(const Composite& c, const std::vector<Array>& inputs, const std::vector<bool>& one,
+                    bool zero_d) {
+  return one_node_graph(composite_json(c), output_dtypes(c), inputs, one, zero_d);
+}
+
+json loop_json(const interp::ScalarLoop& l) {
+  json j = composite_json(l.body);
+  j["op"] = "ScalarLoop";
+  j["carried"] = l.carried;
+  j["until"] = l.until;
+  return j;
+}
+
+json loop_graph(const interp::ScalarLoop& l, const std::vector<Array>& inputs, const std::vector<bool>& one,
+                bool zero_d) {
+  return one_node_graph(loop_json(l), output_dtypes(l.body), inputs, one, zero_d);
 }
 
 std::string random_tensor_graph(Rng& rng) {

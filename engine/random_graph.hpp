@@ -11,6 +11,7 @@
 
 #include "engine/ember.hpp"
 #include "interp/composite.hpp"
+#include "interp/scalar_loop.hpp"
 
 namespace ember::fuzz {
 
@@ -21,11 +22,23 @@ struct CompositeGenOptions {
   int max_constants = 3;
   int max_nodes = 10;
   int max_outputs = 3;
+  // random_case: the share of cases that are ScalarLoops (0: none, and the
+  // random stream of Composite cases is as without loops).
+  double loop_fraction = 0;
 };
 
 // A Composite that passes Composite::validate(), over any op of
 // interp/scalar_ops.def and any dtype of interp/dtype.def.
 interp::Composite random_composite(Rng& rng, const CompositeGenOptions& o = {});
+
+// A ScalarLoop that passes ScalarLoop::validate(): 1-3 carried values and
+// 0-2 loop constants of any dtype, a random body of up to max_nodes / 2
+// nodes, any n_steps dtype, and with `until` often a comparison of an update
+// against a constant (so loops run a few steps, not always one).
+interp::ScalarLoop random_loop(Rng& rng, const CompositeGenOptions& o = {});
+// n trip counts of integer dtype dt: mostly 0-9, some negative (no
+// iteration), a few up to 70.
+Array random_steps(Rng& rng, DType dt, int64_t n, bool broadcast = false);
 
 // A one-node Composite applying `op` (arity 1-3) in `dt` to inputs of `dt`.
 interp::Composite single_op_composite(interp::ScalarOp op, DType dt);
@@ -42,6 +55,8 @@ Array random_values(Rng& rng, DType dt, int64_t n, bool broadcast = false);
 
 // attrs.scalar_op of an Elemwise node holding c.
 nlohmann::json composite_json(const interp::Composite& c);
+// attrs.scalar_op of an Elemwise{ScalarLoop} node holding l.
+nlohmann::json loop_json(const interp::ScalarLoop& l);
 // A scalar value as the graph format writes it ("nan", "inf", -0.0, ...).
 nlohmann::json value_json(DType dt, const void* p);
 
@@ -52,6 +67,10 @@ nlohmann::json value_json(DType dt, const void* p);
 // every variable as 0-d (n must be 1).
 nlohmann::json elemwise_graph(const interp::Composite& c, const std::vector<Array>& inputs,
                               const std::vector<bool>& one = {}, bool zero_d = false);
+
+// The same for a ScalarLoop: inputs[0] is n_steps, then the body's inputs.
+nlohmann::json loop_graph(const interp::ScalarLoop& l, const std::vector<Array>& inputs,
+                          const std::vector<bool>& one = {}, bool zero_d = false);
 
 // A small random tensor graph (Elemwise, DimShuffle, Sum, ...) as a JSON
 // document; its inputs are float64 with static shapes.

@@ -98,10 +98,34 @@ struct TierEntry {
   std::vector<std::shared_ptr<jit::JitKernel>> retired;
 #endif
   bool measuring = false;
-  uint64_t m_calls = 0, m_elements = 0, m_ns = 0;  // counters when `current` was installed
+  // Speed of the kernel in use: ns/element of each scan interval it ran in
+  // (a ring of the last kWindows). Medians of these decide whether a new
+  // kernel is kept: one preempted or cache-cold interval cannot drop it.
+  static constexpr int kWindows = 16;
+  double win[kWindows] = {};
+  int nwin = 0, wpos = 0, skip = 0;
+  // While a new kernel is measured, the scan alternates the active pointer
+  // between it and the kernel it replaces, interval by interval, so both are
+  // timed under the same load (a compile, other processes), and compares
+  // the medians: ab[1] new, ab[0] old.
+  static constexpr int kAB = 8;
+  double ab[2][kAB] = {};
+  int ab_n[2] = {}, ab_side = 1;
   uint64_t seen_calls = 0, seen_elements = 0, seen_ns = 0;
   uint64_t tier_elements[3] = {}, tier_ns[3] = {};
   double recent_rate = 0;  // ns spent per second of wall time, smoothed
+
+  void push_window(double r) {
+    win[wpos] = r;
+    wpos = (wpos + 1) % kWindows;
+    nwin = std::min(nwin + 1, kWindows);
+  }
+  double median_window() const {
+    double v[kWindows];
+    std::copy(win, win + nwin, v);
+    std::nth_element(v, v + nwin / 2, v + nwin);
+    return v[nwin / 2];
+  }
   bool no_retry[3] = {};
   int failures = 0;
   Clock::time_point backoff_until{};
@@ -117,8 +141,13 @@ struct TierManager::Impl {
   bool stop = false, compiling = false;
   size_t queued = 0;
   JitStats totals;
-  // Per-tier compile model, recalibrated from measurements.
-  double us_per_instr[3] = {0, 20, 60};
+  // Per-tier compile model (CPU µs = chunks x base + per instruction x n),
+  // recalibrated from measurements. The fixed part dominates the small
+  // Composites of real models (tier 1: ~2.4 ms whatever the size,
+  // docs/jit.md); without it, per-instruction figures learnt from them
+  // over-predict large Composites many times over.
+  double base_us[3] = {0, 2400, 6000};
+  double us_per_instr[3] = {0, 17, 80};
   double peak_per_instr[3] = {0, 6000, 12000};
   double code_per_instr[3] = {0, 120, 120};
   static constexpr double kPeakBase = 2 << 20;  // LLVM's fixed per-compile cost
@@ -126,6 +155,8 @@ struct TierManager::Impl {
   // peak memory stay linear in the Composite's size (bench/jit_bench: tier
   // 2 costs more per instruction in larger functions, tier 1 does not).
   static constexpr int kMaxChunk[3] = {0, 2048, 256};
+  // Intervals the current kernel must have been measured over before it is replaced.
+  static constexpr int kBaseWindows = 3;
   Clock::time_point last_scan = Clock::now();
   struct Cand {
     TierEntry* e;
@@ -163,9 +194,20 @@ struct TierManager::Impl {
     e.tier = e.current->tier();
     e.owner->set_active(e.current.get());
     e.measuring = measure;
-    e.m_calls = e.calls.load();
-    e.m_elements = e.elements.load();
-    e.m_ns = e.ns.load();
+    e.ab_n[0] = e.ab_n[1] = 0;
+    e.ab_side = 1;
+    e.nwin = e.wpos = 0;
+    e.skip = 1;  // the first interval mixes both kernels and runs cold code
+  }
+
+  const interp::ElemKernel* replaced(const TierEntry& e) const {
+    return e.previous ? static_cast<const interp::ElemKernel*>(e.previous.get()) : e.vm.get();
+  }
+  static double median_of(const double* w, int n) {
+    double v[TierEntry::kAB];
+    std::copy(w, w + n, v);
+    std::nth_element(v, v + n / 2, v + n);
+    return v[n / 2];
   }
 
   // Back to the interpreter (eviction): the code is freed once no call is inside it.
@@ -176,6 +218,7 @@ struct TierManager::Impl {
     e.current = e.previous = nullptr;
     e.tier = 0;
     e.measuring = false;
+    e.nwin = e.wpos = 0;
   }
 
   void free_retired_locked(TierEntry& e) {
@@ -224,10 +267,16 @@ struct TierManager::Impl {
           std::lock_guard<std::mutex> g(mu);
           ++totals.cache_write_failures;
         }
-        // Recalibrate the per-tier model (smoothed, never below a floor).
+        // Recalibrate the per-tier model (smoothed, within bounds): small
+        // compiles correct the fixed part, large ones the per-instruction part.
         std::lock_guard<std::mutex> g(mu);
         const double ni = std::max(1, hi - lo);
-        us_per_instr[p.tier] = 0.7 * us_per_instr[p.tier] + 0.3 * (cs.seconds * 1e6 / ni);
+        const double t_us = (cs.cpu_seconds > 0 ? cs.cpu_seconds : cs.seconds) * 1e6;
+        const double resid = t_us - (base_us[p.tier] + us_per_instr[p.tier] * ni);
+        if (ni < 128)
+          base_us[p.tier] = std::clamp(base_us[p.tier] + 0.3 * resid, 300.0, 50000.0);
+        else
+          us_per_instr[p.tier] = std::clamp(us_per_instr[p.tier] + 0.3 * resid / ni, 1.0, 2000.0);
         peak_per_instr[p.tier] =
             std::max(500.0, 0.7 * peak_per_instr[p.tier] + 0.3 * (double(cs.peak_bytes) / ni));
         code_per_instr[p.tier] = std::max(16.0, 0.7 * code_per_instr[p.tier] + 0.3 * (double(cs.code_bytes) / ni));
@@ -285,32 +334,54 @@ struct TierManager::Impl {
       e.seen_elements = el;
       e.seen_ns = ns;
       e.recent_rate = 0.5 * e.recent_rate + 0.5 * (double(dns) / wall);
+      if (del > 0) {
+        if (e.skip > 0) {
+          --e.skip;
+        } else if (e.measuring) {
+          // A/B: record this interval for the kernel that ran it, then switch.
+          const int sd = e.ab_side;
+          if (e.ab_n[sd] < TierEntry::kAB) e.ab[sd][e.ab_n[sd]++] = double(dns) / double(del);
+          e.ab_side = e.ab_n[1 - sd] < TierEntry::kAB ? 1 - sd : sd;
+          e.owner->set_active(e.ab_side ? static_cast<const interp::ElemKernel*>(e.current.get()) : replaced(e));
+        } else {
+          e.push_window(double(dns) / double(del));
+        }
+      }
       free_retired_locked(e);
-      if (e.measuring && c - e.m_calls >= 8) {
-        // Keep the new kernel only if it is faster per element than the one it replaced.
-        const double new_rate = double(ns - e.m_ns) / std::max<uint64_t>(1, el - e.m_elements);
+      if (e.measuring && e.ab_n[0] >= TierEntry::kAB && e.ab_n[1] >= TierEntry::kAB) {
+        // Keep the new kernel only if it is faster per element than the one
+        // it replaced (medians of interleaved intervals, so noise cannot decide).
+        const double new_rate = median_of(e.ab[1], e.ab_n[1]), old_rate = median_of(e.ab[0], e.ab_n[0]);
         const int old_tier = e.previous ? e.previous->tier() : 0;
-        const double old_rate = double(e.tier_ns[old_tier]) / std::max<uint64_t>(1, e.tier_elements[old_tier]);
         e.measuring = false;
-        if (e.tier_elements[old_tier] > 0 && new_rate >= old_rate) {
+        if (new_rate >= old_rate) {
           e.no_retry[e.tier] = true;
           ++totals.rejected_slower;
-          e.owner->set_active(e.previous ? static_cast<const interp::ElemKernel*>(e.previous.get()) : e.vm.get());
+          e.owner->set_active(replaced(e));
           e.retired.push_back(std::move(e.current));
           e.current = std::move(e.previous);
           e.tier = old_tier;
-        } else if (e.previous) {
-          e.retired.push_back(std::move(e.previous));
+          e.nwin = e.wpos = 0;
+          e.skip = 1;
+        } else {
+          e.owner->set_active(e.current.get());
+          e.nwin = e.wpos = 0;
+          if (e.previous) e.retired.push_back(std::move(e.previous));
         }
         free_retired_locked(e);
       }
       if (e.busy || e.measuring || cfg.mode != JitMode::Auto || e.vm->bytecode().code.empty()) continue;
+      // A baseline first: the replaced kernel's median over a few intervals
+      // (a lifetime average is skewed by the first, cold calls: on 1e5-element
+      // calls it kept a tier-1 kernel 3x slower than the VM).
+      if (e.nwin < kBaseWindows) continue;
       if (now < e.backoff_until || e.failures >= 4) continue;
       int next = e.tier + 1;
       while (next <= cfg.max_tier && e.no_retry[next]) ++next;
       if (next > cfg.max_tier) continue;
       const double n = static_cast<double>(e.vm->bytecode().code.size());
-      const double predicted_s = (us_per_instr[next] * n + 200) * 1e-6;
+      const double chunks = std::ceil(n / kMaxChunk[next]);
+      const double predicted_s = (base_us[next] * chunks + us_per_instr[next] * n) * 1e-6;
       const double spent_s = e.tier_ns[e.tier] * 1e-9;
       const double factor = cfg.hot_factor * (next == 2 ? 4 : 1);
       cands.push_back({&e, next, spent_s / (factor * predicted_s)});
@@ -425,6 +496,19 @@ JitConfig TierManager::config() const {
 }
 
 void TierManager::enter(TierEntry* e) { e->inflight.fetch_add(1, std::memory_order_seq_cst); }
+
+bool TierManager::enter_sampled(TierEntry* e) {
+  e->inflight.fetch_add(1, std::memory_order_seq_cst);
+  return e->calls.fetch_add(1, std::memory_order_relaxed) % kSample == 0;
+}
+
+void TierManager::leave_sampled(TierEntry* e, bool timed, int64_t elements, int64_t ns) {
+  if (timed) {
+    e->elements.fetch_add(static_cast<uint64_t>(elements) * kSample, std::memory_order_relaxed);
+    e->ns.fetch_add(static_cast<uint64_t>(ns) * kSample, std::memory_order_relaxed);
+  }
+  e->inflight.fetch_sub(1, std::memory_order_release);
+}
 
 void TierManager::leave(TierEntry* e, int64_t elements, int64_t ns) {
   e->calls.fetch_add(1, std::memory_order_relaxed);

@@ -83,6 +83,15 @@ class TierManager {
   // kernel and leaves after its last use.
   static void enter(TierEntry* e);
   static void leave(TierEntry* e, int64_t elements, int64_t ns);
+  // The same, timing only one call in kSample per kernel (reading the clock
+  // twice costs more than a small Composite's whole call): enter_sampled says
+  // whether to time this call; leave_sampled counts a timed call's elements
+  // and ns kSample times, so the counters stay unbiased estimates. The
+  // counter is the kernel's own: a per-thread one would alias with the
+  // program's node count and time the same nodes every call.
+  static constexpr uint64_t kSample = 16;
+  static bool enter_sampled(TierEntry* e);
+  static void leave_sampled(TierEntry* e, bool timed, int64_t elements, int64_t ns);
 
   ~TierManager();
 

@@ -1,5 +1,6 @@
 #include "interp/scalar_loop.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
@@ -9,8 +10,10 @@
 namespace ember::interp {
 
 std::vector<DType> ScalarLoop::tensor_inputs() const {
-  std::vector<DType> v{n_steps};
-  v.insert(v.end(), body.inputs.begin(), body.inputs.end());
+  std::vector<DType> v;
+  v.reserve(body.inputs.size() + 1);
+  v.push_back(n_steps);
+  for (DType t : body.inputs) v.push_back(t);
   return v;
 }
 
@@ -46,86 +49,124 @@ std::string ScalarLoop::validate() const {
 
 namespace {
 
-// One element of typed memory into a register cell (bool as 0/1, integers
-// widened to int64), and back.
-Cell load(DType dt, const void* p) {
-  Cell c{};
-  dtype_dispatch(dt, [&](auto z) {
-    using T = decltype(z);
-    if constexpr (std::is_same_v<T, bool>) {
-      c.i64 = *static_cast<const uint8_t*>(p) != 0;
-    } else {
-      T v;
-      std::memcpy(&v, p, sizeof v);
-      if constexpr (std::is_same_v<T, double>) c.f64 = v;
-      else if constexpr (std::is_same_v<T, float>) c.f32 = v;
-      else c.i64 = v;
-    }
-  });
-  return c;
-}
-
-void store(DType dt, const Cell& c, void* p) {
-  dtype_dispatch(dt, [&](auto z) {
-    using T = decltype(z);
-    T v;
-    if constexpr (std::is_same_v<T, bool>) {
-      *static_cast<uint8_t*>(p) = c.i64 != 0;
-      return;
-    } else if constexpr (std::is_same_v<T, double>) {
-      v = c.f64;
-    } else if constexpr (std::is_same_v<T, float>) {
-      v = c.f32;
-    } else {
-      v = static_cast<T>(c.i64);
-    }
-    std::memcpy(p, &v, sizeof v);
-  });
-}
-
 inline const char* at(const StridedPtr& s, int64_t i, size_t esize) {
   return static_cast<const char*>(s.data) + i * s.stride * static_cast<int64_t>(esize);
 }
 
-// Per-thread scratch: the body's slots, then one cell per body output.
-thread_local std::vector<Cell> tls_cells;
+inline void copy_elem(char* dst, const char* src, size_t es) {
+  switch (es) {
+    case 1: *dst = *src; break;
+    case 2: std::memcpy(dst, src, 2); break;
+    case 4: std::memcpy(dst, src, 4); break;
+    default: std::memcpy(dst, src, 8); break;
+  }
+}
 
+int64_t load_steps(DType dt, const char* p) {
+  return dtype_dispatch(dt, [&](auto z) -> int64_t {
+    using T = decltype(z);
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return static_cast<int64_t>(v);
+  });
+}
+
+// Lanes per block: the body runs on the VM's vector path over the lanes
+// still iterating, so math calls go through the batch functions.
+constexpr int64_t kLanes = 256;
+
+// Per-thread scratch (grow-only, so calls after a thread's first allocate
+// nothing): element sizes, the body's input and output pointers, and one
+// buffer holding each body input's and output's values for the live lanes,
+// their trip counts and their element indices.
+struct LoopScratch {
+  std::vector<size_t> is, os;
+  std::vector<StridedPtr> ip, op;
+  std::vector<int64_t> buf;  // int64 for alignment
+};
+thread_local LoopScratch tls;
+
+// The block of elements [b, b + m): lanes with n_steps > 0 are packed into
+// the scratch; each round runs the body once on every live lane (an
+// iteration computes all updates from the old values into `next`, then the
+// carried values take them at once), then drops the lanes that are done
+// (their trip count reached, or with `until` their condition true) after
+// writing their outputs. Each lane sees exactly the iterations the
+// element-by-element loop would run, and the VM's vector and scalar paths
+// give the same bits, so the result does not depend on the blocking.
 void run_loop(const ElemKernel* self, int64_t n, const StridedPtr* in, const StridedPtr* out) {
   const auto* k = static_cast<const LoopKernel*>(self);
   const ScalarLoop& l = k->loop();
-  const Bytecode& bc = k->body().bytecode();
-  const int32_t nc = bc.num_consts(), ni = static_cast<int32_t>(bc.inputs.size());
-  const int32_t nslots = bc.num_slots(), carried = l.carried;
-  const int32_t nout = static_cast<int32_t>(bc.outputs.size());
-  if (tls_cells.size() < static_cast<size_t>(nslots + nout)) tls_cells.resize(nslots + nout);
-  Cell* c = tls_cells.data();
-  Cell* next = c + nslots;
-  // Constant slots are never written by the program: fill them once.
-  if (nc) std::memcpy(c, bc.constants.data(), nc * sizeof(Cell));
+  const std::vector<DType>& idt = l.body.inputs;
+  const int32_t ni = static_cast<int32_t>(idt.size()), carried = l.carried;
+  const int32_t nout = carried + (l.until ? 1 : 0);
+  LoopScratch& t = tls;
+  if (t.is.size() < static_cast<size_t>(ni)) t.is.resize(ni), t.ip.resize(ni);
+  if (t.os.size() < static_cast<size_t>(nout)) t.os.resize(nout), t.op.resize(nout);
+  size_t* is = t.is.data();
+  size_t* os = t.os.data();
+  size_t bytes = 2 * sizeof(int64_t) * kLanes;
+  for (int32_t j = 0; j < ni; ++j) bytes += (is[j] = dtype_size(idt[j])) * kLanes;
+  for (int32_t q = 0; q < nout; ++q) bytes += (os[q] = q < carried ? is[q] : 1) * kLanes;
+  if (t.buf.size() * sizeof(int64_t) < bytes) t.buf.resize(bytes / sizeof(int64_t) + 1);
+  int64_t* steps = t.buf.data();
+  int64_t* lane = steps + kLanes;
+  char* p = reinterpret_cast<char*>(lane + kLanes);
+  for (int32_t j = 0; j < ni; ++j) {
+    t.ip[j] = {p, 1};
+    p += is[j] * kLanes;
+  }
+  for (int32_t q = 0; q < nout; ++q) {
+    t.op[q] = {p, 1};
+    p += os[q] * kLanes;
+  }
+  const StridedPtr* ip = t.ip.data();
+  const StridedPtr* op = t.op.data();
+  auto cur = [&](int32_t j) { return static_cast<char*>(const_cast<void*>(ip[j].data)); };
+  auto next = [&](int32_t q) { return static_cast<char*>(op[q].data); };
   const size_t nsize = dtype_size(l.n_steps);
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t steps = load(l.n_steps, at(in[0], i, nsize)).i64;
-    for (int32_t j = 0; j < ni; ++j) c[nc + j] = load(bc.inputs[j], at(in[1 + j], i, dtype_size(bc.inputs[j])));
-    bool done = true;  // no iteration ran: PyTensor's C code reports convergence
-    for (int64_t s = 0; s < steps; ++s) {
-      k->body().run_cells(c);
-      // Read every output before replacing any carried value: an output's
-      // slot may be a carried input's (an update that is another's Identity).
-      for (int32_t o = 0; o < nout; ++o) next[o] = c[bc.outputs[o].slot];
-      for (int32_t j = 0; j < carried; ++j) c[nc + j] = next[j];
-      if (l.until) {
-        done = next[carried].i64 != 0;
-        if (done) break;
+
+  for (int64_t b = 0; b < n; b += kLanes) {
+    const int64_t m = std::min(kLanes, n - b);
+    int64_t live = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t e = b + i;
+      const int64_t s = load_steps(l.n_steps, at(in[0], e, nsize));
+      if (s <= 0) {  // no iteration: the initial values; PyTensor's C code reports convergence
+        for (int32_t j = 0; j < carried; ++j) {
+          char* dst = const_cast<char*>(at(out[j], e, is[j]));
+          if (idt[j] == DType::Bool) *dst = *at(in[1 + j], e, 1) != 0;
+          else copy_elem(dst, at(in[1 + j], e, is[j]), is[j]);
+        }
+        if (l.until) *const_cast<char*>(at(out[carried], e, 1)) = 1;
+        continue;
       }
+      steps[live] = s;
+      lane[live] = e;
+      for (int32_t j = 0; j < ni; ++j) copy_elem(cur(j) + live * is[j], at(in[1 + j], e, is[j]), is[j]);
+      ++live;
     }
-    for (int32_t j = 0; j < carried; ++j) {
-      const DType dt = bc.inputs[j];
-      store(dt, c[nc + j], const_cast<char*>(at(out[j], i, dtype_size(dt))));
-    }
-    if (l.until) {
-      Cell d{};
-      d.i64 = done;
-      store(DType::Bool, d, const_cast<char*>(at(out[carried], i, 1)));
+    for (int64_t iter = 1; live > 0; ++iter) {
+      k->body().run(live, ip, op);
+      for (int32_t j = 0; j < carried; ++j) std::memcpy(cur(j), next(j), static_cast<size_t>(live) * is[j]);
+      const char* cond = l.until ? next(carried) : nullptr;
+      int64_t w = 0;
+      for (int64_t a = 0; a < live; ++a) {
+        const bool stop = cond && cond[a] != 0;
+        if (stop || iter >= steps[a]) {
+          const int64_t e = lane[a];
+          for (int32_t j = 0; j < carried; ++j) copy_elem(const_cast<char*>(at(out[j], e, is[j])), cur(j) + a * is[j], is[j]);
+          if (l.until) *const_cast<char*>(at(out[carried], e, 1)) = stop;
+          continue;
+        }
+        if (w != a) {
+          steps[w] = steps[a];
+          lane[w] = lane[a];
+          for (int32_t j = 0; j < ni; ++j) copy_elem(cur(j) + w * is[j], cur(j) + a * is[j], is[j]);
+        }
+        ++w;
+      }
+      live = w;
     }
   }
 }

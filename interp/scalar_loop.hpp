@@ -1,8 +1,9 @@
 // PyTensor's ScalarLoop: a scalar body run up to n_steps times per element,
 // its first `carried` outputs fed back as its first inputs. With `until`, the
-// body's last output (bool) stops the loop once true. Loops have
-// data-dependent trip counts, so they run element by element on the VM's
-// scalar path; the JIT never sees them.
+// body's last output (bool) stops the loop once true. Trip counts are
+// per element; the kernel runs the body on the VM's vector path over blocks
+// of lanes, dropping each lane when its loop ends (same bits as running
+// each element alone); the JIT never sees loops.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -120,19 +120,73 @@ size_t JitKernel::code_bytes() const {
   return n;
 }
 
+namespace {
+
+thread_local std::vector<double> t_scratch;  // grow-only; kernels never nest
+
+char* scratch_for(size_t bytes) {
+  const size_t need = bytes / 8 + kCellAlign / 8;
+  if (t_scratch.size() < need) t_scratch.resize(need);
+  char* s = reinterpret_cast<char*>(t_scratch.data());
+  return s + (kCellAlign - reinterpret_cast<uintptr_t>(s) % kCellAlign) % kCellAlign;
+}
+
+// One element of an input into lane 0 of its cell, widened as gather() does.
+inline void load_one(DType dt, const void* p, char* cell) {
+  switch (dt) {
+    case DType::Float64:
+    case DType::Int64: std::memcpy(cell, p, 8); break;
+    case DType::Float32: std::memcpy(cell, p, 4); break;
+    case DType::Int32: *reinterpret_cast<int64_t*>(cell) = *static_cast<const int32_t*>(p); break;
+    case DType::Int16: *reinterpret_cast<int64_t*>(cell) = *static_cast<const int16_t*>(p); break;
+    case DType::Int8: *reinterpret_cast<int64_t*>(cell) = *static_cast<const int8_t*>(p); break;
+    case DType::UInt8: *reinterpret_cast<int64_t*>(cell) = *static_cast<const uint8_t*>(p); break;
+    case DType::Bool: *reinterpret_cast<int64_t*>(cell) = *static_cast<const uint8_t*>(p) != 0; break;
+  }
+}
+
+// Lane 0 of a cell (or the constant k) to one output element, as scatter() does.
+inline void store_one(DType dt, const char* cell, const interp::Cell& k, void* p) {
+  if (!cell) cell = reinterpret_cast<const char*>(&k);  // a Cell keeps f32 at offset 0, like lane 0
+  int64_t r;
+  std::memcpy(&r, cell, 8);
+  switch (dt) {
+    case DType::Float64:
+    case DType::Int64: std::memcpy(p, cell, 8); break;
+    case DType::Float32: std::memcpy(p, cell, 4); break;
+    case DType::Int32: *static_cast<int32_t*>(p) = static_cast<int32_t>(r); break;
+    case DType::Int16: *static_cast<int16_t*>(p) = static_cast<int16_t>(r); break;
+    case DType::Int8: *static_cast<int8_t*>(p) = static_cast<int8_t>(r); break;
+    case DType::UInt8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(r); break;
+    case DType::Bool: *static_cast<uint8_t*>(p) = r != 0; break;
+  }
+}
+
+}  // namespace
+
 void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,
                        const interp::StridedPtr* out) {
   const auto* k = static_cast<const JitKernel*>(self);
-  thread_local std::vector<double> buf;  // grow-only; kernels never nest
-  const size_t need = k->scratch_ / 8 + kCellAlign / 8;
-  if (buf.size() < need) buf.resize(need);
-  char* s = reinterpret_cast<char*>(buf.data());
-  s += (kCellAlign - reinterpret_cast<uintptr_t>(s) % kCellAlign) % kCellAlign;
+  char* s = scratch_for(k->scratch_);
+  if (n == 1) {
+    // 0-d calls (most Composites of small models): one element per operand,
+    // no block loop, no per-element loops or memcpy calls.
+    const Slot* x = k->ins_.data();
+    for (size_t j = 0, e = k->ins_.size(); j < e; ++j) load_one(x[j].dt, in[j].data, s + x[j].cell);
+    for (const Piece& p : k->pieces_) p.fn(1, s);
+    const Slot* o = k->outs_.data();
+    for (size_t j = 0, e = k->outs_.size(); j < e; ++j)
+      store_one(o[j].dt, o[j].cell >= 0 ? s + o[j].cell : nullptr, o[j].k, out[j].data);
+    return;
+  }
   const int w = k->lanes_;
   for (int64_t base = 0; base < n; base += kBlock) {
     const int64_t m = std::min(kBlock, n - base);
     for (size_t j = 0; j < k->ins_.size(); ++j) {
       const Slot& x = k->ins_[j];
+      // Generated code never writes an input's cell: a broadcast input is
+      // filled once, for the first (largest) block.
+      if (in[j].stride == 0 && base > 0) continue;
       const int64_t es = static_cast<int64_t>(dtype_size(x.dt));
       gather(x.dt, static_cast<const char*>(in[j].data) + base * in[j].stride * es, in[j].stride, m, s + x.cell, w);
     }

@@ -33,19 +33,21 @@ void check_close(const Array& got, const Array& want, double rtol, const std::st
   }
 }
 
-// One Elemwise{ScalarLoop} node: inputs n_steps then the body's inputs, all
-// vectors of unknown length.
+// One Elemwise{ScalarLoop} node: inputs n_steps then the body's inputs, by
+// default all vectors of unknown length; `shapes` gives each variable's
+// static shape (inputs, then outputs) instead.
 std::string loop_graph(const std::vector<std::string>& in_dtypes, const std::vector<std::string>& out_dtypes,
-                       const std::string& scalar_op) {
+                       const std::string& scalar_op, const std::vector<std::string>& shapes = {}) {
   std::string vars, ins, outs, node_in, node_out;
   int v = 0;
+  auto shape = [&](int k) { return k < static_cast<int>(shapes.size()) ? shapes[k] : std::string("[null]"); };
   for (const auto& d : in_dtypes) {
-    vars += (v ? ", " : "") + std::string(R"({"dtype": ")") + d + R"(", "shape": [null]})";
+    vars += (v ? ", " : "") + std::string(R"({"dtype": ")") + d + R"(", "shape": )" + shape(v) + "}";
     ins += (v ? ", " : "") + std::to_string(v);
     ++v;
   }
   for (size_t k = 0; k < out_dtypes.size(); ++k, ++v) {
-    vars += R"(, {"dtype": ")" + out_dtypes[k] + R"(", "shape": [null]})";
+    vars += R"(, {"dtype": ")" + out_dtypes[k] + R"(", "shape": )" + shape(v) + "}";
     outs += (k ? ", " : "") + std::to_string(v);
   }
   return R"({"format": "ember-graph", "version": 1, "variables": [)" + vars + R"(],
@@ -216,4 +218,29 @@ TEST_CASE("scalar_loop_malformed_entry_is_a_load_error_naming_the_node") {
   msg = load_error(loop_graph({"float64", "float64", "int8", "float64"}, outs, kForLoop));
   CHECK_THAT(msg, Contains("field 'inputs[0]'"));
   CHECK_THAT(msg, Contains("n_steps"));
+}
+
+TEST_CASE("scalar_loop_output_static_shape_that_inputs_do_not_broadcast_to_is_a_load_error") {
+  const std::vector<std::string> ins = {"int32", "float64", "int8", "float64"}, outs = {"float64", "int8"};
+  // Inputs (1,), (3,), (1,), (3,) broadcast to (3,); an output declared (2,) would otherwise load.
+  std::string msg = load_error(loop_graph(ins, outs, kForLoop, {"[1]", "[3]", "[1]", "[3]", "[3]", "[2]"}));
+  CHECK_THAT(msg, Contains("node 0 (Elemwise)"));
+  CHECK_THAT(msg, Contains("outputs[1]"));
+  CHECK_THAT(msg, Contains("broadcast to 3 at dim 0"));
+  // All inputs (1,): the outputs are (1,), never (4,).
+  msg = load_error(loop_graph(ins, outs, kForLoop, {"[1]", "[1]", "[1]", "[1]", "[4]", "[1]"}));
+  CHECK_THAT(msg, Contains("node 0 (Elemwise)"));
+  CHECK_THAT(msg, Contains("outputs[0]"));
+  // Known input sizes that cannot broadcast (n_steps (2,) against (3,)): named at the second.
+  msg = load_error(loop_graph(ins, outs, kForLoop, {"[2]", "[3]", "[1]", "[1]", "[null]", "[null]"}));
+  CHECK_THAT(msg, Contains("node 0 (Elemwise)"));
+  CHECK_THAT(msg, Contains("inputs[1]"));
+  CHECK_THAT(msg, Contains("does not broadcast with input 0"));
+  // Shapes that do broadcast still load; an unknown dim next to a known 3 is 3.
+  for (const auto& sh : std::vector<std::vector<std::string>>{{"[1]", "[3]", "[1]", "[3]", "[3]", "[3]"},
+                                                              {"[null]", "[3]", "[1]", "[1]", "[3]", "[null]"},
+                                                              {"[1]", "[1]", "[1]", "[1]", "[1]", "[1]"}})
+    CHECK(load_error(loop_graph(ins, outs, kForLoop, sh)) == "(no error)");
+  CHECK_THAT(load_error(loop_graph(ins, outs, kForLoop, {"[null]", "[3]", "[1]", "[1]", "[5]", "[null]"})),
+             Contains("broadcast to 3 at dim 0"));
 }

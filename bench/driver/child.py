@@ -2,7 +2,8 @@
 
 Builds the model, then (clock starts) compiles it with one backend, takes the
 first gradient, and keeps evaluating it to record the warm-up curve and the
-steady-state rate; optionally samples with nutpie. Every milestone is appended
+steady-state rate (nutpie's and ember's function pointer from a C timing loop,
+ctimer.py; PyTensor's functions from Python); optionally samples with nutpie. Every milestone is appended
 to EVENTS_FILE as one JSON line at once, so a run killed by the parent's caps
 still leaves what it reached.
 """
@@ -19,6 +20,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import ctimer  # noqa: E402
 
 
 class Events:
@@ -82,9 +84,10 @@ def backend_nutpie_numba(model, spec, ev):
 
     compiled = nutpie.compile_pymc_model(model, backend="numba")
     ev("compiled", t=time.perf_counter() - T0)
-    call = c_logp_caller(compiled.compiled_logp_func.address, compiled.user_data.ctypes.data, compiled.n_dim)
+    ptr = (compiled.compiled_logp_func.address, compiled.user_data.ctypes.data)
+    call = c_logp_caller(*ptr, compiled.n_dim)
     x0 = np.asarray(compiled.initial_point_func(1), dtype="float64")
-    return call, x0, {}, compiled
+    return call, x0, {"ptr": ptr}, compiled
 
 
 def backend_nutpie_jax(model, spec, ev):
@@ -168,9 +171,10 @@ def backend_ember(model, spec, ev):
     ev("compiled", t=time.perf_counter() - T0, timings=getattr(compiled, "timings", None))
     from ember import native
 
-    call = c_logp_caller(native.logp_address, compiled.logp_program.nutpie_handle(), compiled.n_dim)
+    ptr = (native.logp_address, compiled.logp_program.nutpie_handle())
+    call = c_logp_caller(*ptr, compiled.n_dim)
     x0 = np.asarray(compiled.initial_point_func(1), dtype="float64")
-    return call, x0, {}, compiled
+    return call, x0, {"ptr": ptr}, compiled
 
 
 def jit_summary():
@@ -212,53 +216,77 @@ BACKENDS = {
 }
 
 
-def warmup_curve(call, x0, ev, spec, t_first):
-    """Evaluate repeatedly; one point per `bin_s` of wall time since T0 (evaluations/s in that bin)."""
-    bin_s = spec.get("bin_s", 0.25)
-    # A tiered backend (ember's JIT) keeps speeding up after its first gradient: follow it for curve_s;
-    # a blocking backend's rate is flat after the first gradient.
-    until = t_first + (spec.get("curve_s", 12.0) if spec.get("tiered") else spec.get("steady_s", 3.0))
-    curve, n, bin_end = [], 0, time.perf_counter() - T0 + bin_s
-    x = x0.copy()
+def follow_s(spec):
+    """How long the throughput loop runs after the first gradient: a tiered backend (ember's JIT in auto mode)
+    keeps speeding up after it, so it is followed for curve_s; the others are flat after the first gradient."""
+    return spec.get("curve_s", 8.0) if spec.get("tiered") else spec.get("steady_s", 2.5)
+
+
+class PyCaller:
+    """ctimer.Caller's interface for a Python callable (PyTensor's Function): batches timed in Python."""
+
+    def __init__(self, fn, x):
+        self.fn, self.x = fn, x
+        self.wall, self.cpu = [], []
+
+    def batch(self, n, record=True):
+        fn, x = self.fn, self.x
+        w0, c0 = time.perf_counter_ns(), time.process_time_ns()
+        for _ in range(n):
+            fn(x)
+        w, c = time.perf_counter_ns() - w0, time.process_time_ns() - c0
+        if record:
+            self.wall.append(w / n)
+            self.cpu.append(c / n)
+        return w / n
+
+    def batch_size(self, target_ns=5e5):
+        return max(1, int(target_ns / max(min(self.batch(1, record=False) for _ in range(5)), 1.0)))
+
+
+def throughput(caller, ev, spec, t_first, source):
+    """Warm-up curve and steady state from batches of ~0.5 ms of back-to-back calls.
+
+    One curve point per bin_s of wall time since T0: [t, evaluations/s of the bin's median batch, evaluations/s
+    over the bin's wall time]. Steady = the median batch over the last steady_window_s. On a shared machine
+    the median batch is one the scheduler did not interrupt; the wall-clock rate falls with the load."""
+    bin_s, window = spec.get("bin_s", 0.25), spec.get("steady_window_s", 2.0)
+    until = t_first + follow_s(spec)
     track = spec["backend"].startswith("ember") and jit_summary() is not None
     tiers, next_tiers = [], 0.0
-    while True:
-        call(x)
-        n += 1
-        now = time.perf_counter() - T0
-        if now >= bin_end:
-            curve.append([round(now, 4), n / (bin_s + (now - bin_end))])
-            n, bin_end = 0, now + bin_s
-            if track and now >= next_tiers:  # outside the timed bin: the next bin starts after this
-                j = jit_summary()
-                tiers.append([round(now, 3), j["tiers"], j["compiles"]])
-                next_tiers = now + 1.0
-                bin_end = time.perf_counter() - T0 + bin_s
-            if now >= until:
-                break
-    tail = [r for t, r in curve if t >= until - spec.get("steady_window_s", 2.0)]
+    n = caller.batch_size()
+    curve, ends = [], []  # ends[i]: time since T0 at the end of batch i
+    now = time.perf_counter() - T0
+    while now < until:
+        b0, k0, bin_end = now, len(caller.wall), now + bin_s
+        while now < bin_end:
+            caller.batch(n)
+            now = time.perf_counter() - T0
+            ends.append(now)
+        per = caller.wall[k0:]
+        curve.append([round(now, 4), 1e9 / float(np.median(per)), len(per) * n / (now - b0)])
+        if track and now >= next_tiers:  # between bins: not inside any timed batch
+            j = jit_summary()
+            tiers.append([round(now, 3), j["tiers"], j["compiles"]])
+            next_tiers = now + 1.0
+            now = time.perf_counter() - T0
+    tail = [i for i, t in enumerate(ends) if t >= until - window] or list(range(len(ends)))
+    wall = float(np.median([caller.wall[i] for i in tail]))
+    cpu = float(np.median([caller.cpu[i] for i in tail]))
     ev("curve", curve=curve)
     if tiers:
         ev("tier_curve", points=tiers)
-    ev("steady", evals_per_s=float(np.median(tail)), source="python loop (median of last 2 s bins)")
+    ev("steady", evals_per_s=1e9 / wall, median_us=wall / 1e3, cpu_us=cpu / 1e3, batch=n, batches=len(tail),
+       window_s=window, source=source)
 
 
-def null_call_us(n_dim, secs=1.0):
-    """Per-call cost of the Python+ctypes loop itself, on a no-op function of nutpie's logp signature."""
-    import numba
-
-    @numba.cfunc(numba.types.int64(numba.types.uint64, numba.types.voidptr, numba.types.voidptr,
-                                   numba.types.voidptr, numba.types.voidptr))
-    def noop(dim, x, g, lp, ud):
-        return 0
-
-    call = c_logp_caller(noop.address, 0, n_dim)
-    x = np.zeros(n_dim)
-    n, t = 0, time.perf_counter()
+def ctypes_loop(call, x0, ev, secs=0.5):
+    """The old method, kept as a cross-check: a Python loop of ctypes calls, rate over wall-clock time."""
+    x, k, t = x0.copy(), 0, time.perf_counter()
     while time.perf_counter() - t < secs:
         call(x)
-        n += 1
-    return 1e6 * (time.perf_counter() - t) / n
+        k += 1
+    ev("ctypes_loop", evals_per_s=k / (time.perf_counter() - t))
 
 
 def main():
@@ -279,15 +307,19 @@ def main():
     model = workloads.build(spec["workload"], spec["params"])
     ev("model_built", import_and_build_s=time.perf_counter() - t_imp, rss_kb=vm_kb("VmRSS"),
        n_free_rvs=len(model.free_RVs))
+    timer = ctimer.load()  # compiled by run.py once per grid (EMBER_BENCH_TIMER_SO), else here: before the clock
     T0 = time.perf_counter()
     call, x0, extra, compiled = BACKENDS[spec["backend"]](model, spec, ev)
     if call is not None:
         logp, grad = call(x0)
         t_first = time.perf_counter() - T0
         ev("first_gradient", t=t_first, logp=float(logp), n_dim=int(len(grad)))
-        warmup_curve(call, x0, ev, spec, t_first)
-        if spec["backend"] == "nutpie-numba" or spec["backend"].startswith("ember"):
-            ev("null_call", us=null_call_us(len(x0)))
+        if "ptr" in extra:  # nutpie's and ember's nutpie-ABI function pointer
+            throughput(ctimer.Caller(timer, spec["backend"], *extra["ptr"], x0), ev, spec, t_first,
+                       "C timing loop over the nutpie-ABI function pointer")
+            ctypes_loop(call, x0, ev)
+        else:
+            throughput(PyCaller(call, x0), ev, spec, t_first, "Python loop of the compiled PyTensor function")
     if spec["backend"].startswith("ember"):
         j = jit_summary()
         if j is not None:

@@ -1,6 +1,6 @@
-"""bench/results/runs.json (+ micro.txt) -> docs/benchmarks.md and docs/img/bench_*.png.
+"""bench/results/runs.json (+ micro.txt, timing.json) -> docs/benchmarks.md and docs/img/bench_*.png.
 
-    python bench/driver/report.py
+    python bench/driver/report.py [--results DIR] [--md FILE]   (plots go to img/ beside FILE)
 """
 
 import json
@@ -17,7 +17,11 @@ REF = "nutpie-numba"
 EMBER_ORDER = ["ember-auto", "ember-off", "ember-eager", "ember-warm", "ember-nojit"]
 PEER_ORDER = ["nutpie-numba", "pytensor-numba", "pytensor-c", "pytensor-jax"]
 FIELDS = ("ttfg_s", "compile_s", "peak_rss_gb", "tree_peak_rss_gb", "evals_per_s", "sample_s", "null_call_us",
-          "baseline_rss_kb", "n_dim", "graph_ready_s", "logp", "vm_peak_kb")
+          "baseline_rss_kb", "n_dim", "graph_ready_s", "logp", "vm_peak_kb", "cpu_us_per_eval", "ctypes_evals_per_s")
+PHASES = {1: "goal pair (nutpie-numba, ember's default mode), repeat 1, with sampling and ember-warm",
+          2: "goal pair, repeat 2", 3: "goal pair, repeat 3 (and further)",
+          4: "memory-cap ladder: seed LogNormal past the seed grid", 5: "ember's other JIT modes, once",
+          6: "PyTensor's backends, once", 7: "largest sizes, only if time is left"}
 
 
 def order(b):
@@ -81,7 +85,8 @@ def rng(r, f, d=1):
 
 
 def net_rate(row):
-    """Evaluations/s with the Python+ctypes loop's own per-call cost removed (when measured)."""
+    """Evaluations/s with the Python+ctypes loop's own per-call cost removed (runs before the C timing loop
+    measured a no-op call's cost; later runs have none to remove)."""
     r, null = row["evals_per_s"], row["null_call_us"]
     if r is None or null is None:
         return r
@@ -162,14 +167,14 @@ def plots(rows):
             for r in sorted(seed, key=lambda r: order(r["backend"])):
                 if (r["params"]["groups"], r["params"]["shared"]) != (g, s):
                     continue
-                ts = [r["ttfg_s"] * 0.999 if r["ttfg_s"] else r["curve"][0][0]] + [t for t, _ in r["curve"]]
-                vs = [0.0] + [v for _, v in r["curve"]]
+                ts = [r["ttfg_s"] * 0.999 if r["ttfg_s"] else r["curve"][0][0]] + [c[0] for c in r["curve"]]
+                vs = [0.0] + [c[1] for c in r["curve"]]
                 ax.step(ts, vs, where="post", label=r["backend"],
                         linestyle="-" if r["backend"].startswith("ember") else "--")
             ax.set_xscale("log")
             ax.set_ylim(bottom=0)
             ax.set_xlabel("seconds since the model was handed over (log)")
-            ax.set_ylabel("logp+gradient evaluations / s (Python loop)")
+            ax.set_ylabel("logp+gradient evaluations / s\n(median ~0.5 ms batch per 0.25 s bin)")
             ax.set_title(f"Warm-up: seed LogNormal {g}x{s} (median run)")
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=7)
@@ -223,11 +228,14 @@ def main():  # noqa: C901
 
     global IMG
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", default=os.path.join(RESULTS, "runs.json"))
+    global RESULTS
+    ap.add_argument("--results", default=RESULTS, help="directory of runs.json, micro.txt and timing.json")
+    ap.add_argument("--runs", default=None, help="default: RESULTS/runs.json")
     ap.add_argument("--md", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     args_ = ap.parse_args()
     IMG = os.path.join(os.path.dirname(os.path.abspath(args_.md)), "img")
-    with open(args_.runs) as f:
+    RESULTS = args_.results
+    with open(args_.runs or os.path.join(RESULTS, "runs.json")) as f:
         doc = json.load(f)
     rows = collect(doc["runs"])
     ember = doc.get("ember_backend") or ["ember-nojit"]
@@ -245,8 +253,8 @@ def main():  # noqa: C901
     w(f"Machine: {ms['nproc']} cores, {ms['platform']}, Python {ms['python']}; "
       + ", ".join(f"{k} {v}" for k, v in doc.get("versions", {}).items()) + ". "
       f"Run {ms['time']} – {me['time']}" + (f" ({dur:.0f} min for the model runs)" if dur else "") + ". "
-      f"**Load average** (1 min) at start {ms['load_avg'][0]:.1f}, at end {me['load_avg'][0]:.1f}, "
-      f"median before a run {statistics.median(loads):.1f}, max {max(loads):.1f} " if loads else "")
+      + (f"**Load average** (1 min) at start {ms['load_avg'][0]:.1f}, at end {me['load_avg'][0]:.1f}, "
+         f"median before a run {statistics.median(loads):.1f}, max {max(loads):.1f}. " if loads else ""))
     tpath = os.path.join(RESULTS, "timing.json")
     if os.path.exists(tpath):
         with open(tpath) as f:
@@ -254,6 +262,11 @@ def main():  # noqa: C901
         w(f"`run_all.sh` took {t['total_s'] / 60:.0f} min: setup and build {t['setup_and_build_s']} s, C++ "
           f"micro-benchmarks {t['micro_s']} s, model grid {t['grid_s'] / 60:.0f} min"
           + (f" ({t['note']})" if t.get("note") else "") + ". ")
+    bud = doc.get("budget") or {}
+    if bud.get("deadline"):
+        t0 = bud["t0"]
+        w(f"Budget (enforced by the driver, counted from `run_all.sh`'s start): no run starts after "
+          f"{(bud['deadline'] - t0) / 60:.0f} min, none runs past {(bud['finish'] - t0) / 60:.0f} min. ")
     w("(the machine has 2 cores and is shared: other sessions build while this runs, so absolute times are "
       "inflated and noisy; every backend ran interleaved in the same run, so the ratios are the useful part).\n")
     w(f"Ember rows: {', '.join(f'`{e}`' for e in ember)} — ember's Python module (`ember.nutpie`, `ember._core`) "
@@ -263,10 +276,15 @@ def main():  # noqa: C901
          "`ember-auto` run before it filled. **The goals are judged on `ember-auto`.**"
          if jit else "built WITHOUT the JIT (interpreter only).") + "\n")
     w("## Method\n")
+    c_loop = any("C timing loop" in (r["summary"].get("steady_source") or "") for r in doc["runs"])
     w(f"* Every (backend, model, size) runs in a fresh subprocess with fresh caches (`NUMBA_CACHE_DIR`, PyTensor "
-      f"`compiledir`, `EMBER_CACHE_DIR` in a new temp dir), repeated {args.get('repeats', '?')} times, the "
-      f"repeats interleaved (the whole grid once, then again). Tables show **medians**; `n` = runs made. "
-      f"The PyTensor backends (context, not goal targets) and the sizes past the seed grid ran once.\n"
+      f"`compiledir`, `EMBER_CACHE_DIR` in a new temp dir). `nutpie-numba` and `{lead}` (the goal pair) run "
+      f"{args.get('repeats', '?')} times on the seed grid and the other workloads, one repeat per phase, each "
+      "repeat's models in the same interleaved order so every repeat sees similar machine load; ember's other "
+      "modes, the PyTensor backends (context, not goal targets) and the sizes past the seed grid run **once** "
+      "(`n` in the tables = runs made). Tables show **medians**.\n"
+      "* Run order (most important first, so a run cut short by the budget keeps what matters): "
+      + "; ".join(f"{k}. {v}" for k, v in PHASES.items()) + ". The phases' times are in the table below.\n"
       "* Clock starts after the PyMC model is built (imports and model construction excluded); "
       "**ttfg** = time from the model to the first logp+gradient value (for nutpie: `compile_pymc_model` then "
       "one call of its C logp function).\n"
@@ -274,34 +292,66 @@ def main():  # noqa: C901
       "the model built is ~0.35-0.45 GB of every backend's figure: `incr_GB` is the peak minus that baseline.\n"
       f"* Caps on **every** run: {args.get('wall_cap', 420):.0f} s wall ({args.get('large_wall_cap', 300):.0f} s "
       f"past the seed grid) and {args.get('rss_cap', 2.0):g} GB RSS. The RSS cap is a watchdog that sums the "
-      "RSS of the child's process tree every 50 ms and SIGKILLs the tree above the cap — a hard limit on "
+      "resident memory of the child's process tree every 50 ms (RSS; PSS while there are several processes, so "
+      "a forked child's copy-on-write pages count once) and SIGKILLs the tree above the cap — a hard limit on "
       "resident memory that needs no cgroup (this machine's cgroups belong to its sandbox, so none was created). "
       "`prlimit --as` was not used: it "
       "limits address space, and every backend reserves far more than it touches (this run's VmPeak: "
       + vm_peak_note(rows) + "), so an address-space cap fails runs that need a fraction of it. "
-      "A killed run is recorded as killed, never dropped.\n"
-      "* Steady state: a Python loop calling the compiled function (nutpie and ember: the same ctypes call of "
-      "the nutpie-ABI C function pointer; PyTensor: `Function.__call__` with `trust_input`); rate = median of "
-      "0.25 s bins over the last 2 s; ember's JIT modes are followed for "
-      f"{args.get('curve_s', 12):g} s after the first gradient first. The ctypes loop's own cost per call "
-      "(measured on a no-op C function of the same signature) is removed in `net evals/s`; the nutpie/ember "
-      "throughput ratio uses the net rates.\n"
-      "* Sampling wall = ttfg-phase compile time + `nutpie.sample(chains=4, tune=1000, draws=1000, cores=2)`, "
-      "in the same process after the steady-state loop.\n")
+      "A killed run is recorded as killed, never dropped. Near the end of the budget a run's wall cap is cut "
+      "so that it ends in time; such a kill says so.")
+    if c_loop:
+        w("* Steady-state throughput (`evals/s`): nutpie's and ember's nutpie-ABI C function pointer is called from "
+          "a small C timing loop (`bench/driver/ctimer.py`, the same loop as `side_by_side.py`; no Python or "
+          "ctypes per call) in batches of about 0.5 ms at nutpie's initial point; rate = 1 / the **median** batch's "
+          "time per call over the last 2 s of the loop. On a shared "
+          "machine the median batch is one the scheduler did not interrupt, where a rate over wall-clock time falls "
+          "with the load. The loop runs "
+          f"{args.get('curve_s', 8):g} s after the first gradient for `ember-auto`/`ember-warm` (the JIT keeps "
+          f"swapping in compiled kernels) and {args.get('steady_s', 2.5):g} s for every other backend. The "
+          "PyTensor backends have no C entry point: their batches are timed in Python around "
+          "`Function.__call__` (`trust_input`), so their rate includes Python's call overhead and is not "
+          "comparable 1:1 with the C-loop rows. `CPU us/eval` = process CPU time per call (all threads: "
+          "ember may split large nodes across cores, and ember-auto's JIT compiles on another thread). "
+          "`ctypes evals/s` = the old method, kept as a cross-check: 0.5 s of a Python loop of ctypes calls, rate "
+          "over wall-clock time.\n"
+          "* Warm-up curve: the same loop's batches in 0.25 s bins from the first gradient; each point = the bin's "
+          "median batch, plotted against time since the model was handed over.")
+    else:
+        w("* Steady state: a Python loop calling the compiled function (nutpie and ember: the same ctypes call of "
+          "the nutpie-ABI C function pointer; PyTensor: `Function.__call__` with `trust_input`); rate = median of "
+          "0.25 s bins over the last 2 s; ember's JIT modes are followed for "
+          f"{args.get('curve_s', 12):g} s after the first gradient first. The ctypes loop's own cost per call "
+          "(measured on a no-op C function of the same signature) is removed in `net evals/s`; the nutpie/ember "
+          "throughput ratio uses the net rates.")
+    w("* Sampling wall = ttfg-phase compile time + `nutpie.sample(chains=4, tune=1000, draws=1000, cores=2)`, "
+      "in the same process after the steady-state loop, in the first repeat only.\n")
+    w(phase_table(doc))
     seed_rows = sorted([r for r in rows if r["group"] == "seed"],
                        key=lambda r: (r["params"]["groups"], r["workload"], order(r["backend"])))
+    if c_loop:
+        rate_hdr = "CPU us/eval | ctypes evals/s"
+
+        def rate_cols(r):
+            return f"{fmt(r['cpu_us_per_eval'], 2)} | {fmt(r['ctypes_evals_per_s'], 0)}"
+    else:
+        rate_hdr = "net evals/s"
+
+        def rate_cols(r):
+            return fmt(net_rate(r), 0)
+    ncol = rate_hdr.count("|")
     w("## Seed grid\n")
     w("Laid out like the seed report's table (`wall_s` = time to first gradient). Ratios are against "
       "`nutpie-numba` on the same row's model.\n")
-    w("| how | kind | groups | shared | peak_rss_GB | wall_s | n | wall_s range | incr_GB | evals/s | net evals/s | "
+    w(f"| how | kind | groups | shared | peak_rss_GB | wall_s | n | wall_s range | incr_GB | evals/s | {rate_hdr} | "
       "ttfg ratio | RSS ratio | incr ratio | throughput ratio | JIT composites: tiers | JIT peak MB | status |")
-    w("|" + "---|" * 18)
+    w("|" + "---|" * (18 + ncol))
     for r in seed_rows:
         ref = find(rows, "seed", REF, r["workload"], r["params"])
         j = r["jit_stats"]
         w(f"| {r['backend']} | {r['workload']} | {r['params']['groups']} | {r['params']['shared']} | "
           f"{fmt(r['peak_rss_gb'])} | {fmt(r['ttfg_s'], 1)} | {r['n']} | {rng(r, 'ttfg_s')} | {fmt(incr(r), 3)} | "
-          f"{fmt(r['evals_per_s'], 0)} | {fmt(net_rate(r), 0)} | {fmt(ratio(r['ttfg_s'], ref and ref['ttfg_s']), 3)} | "
+          f"{fmt(r['evals_per_s'], 0)} | {rate_cols(r)} | {fmt(ratio(r['ttfg_s'], ref and ref['ttfg_s']), 3)} | "
           f"{fmt(ratio(r['peak_rss_gb'], ref and ref['peak_rss_gb']), 2)} | {fmt(ratio(incr(r), incr(ref)), 3)} | "
           f"{fmt(tput_ratio(r, ref), 2)} | {tiers_str(j)} | "
           f"{fmt(j and j.get('peak_bytes') and j['peak_bytes'] / 2**20, 1)} | {status(r)} |")
@@ -357,20 +407,22 @@ def main():  # noqa: C901
     w("Eight schools (non-centered), a radon-style hierarchical model (12 counties, 120 observations), and the "
       "same radon model over 10^5 observations (vector-heavy: every logp/gradient call runs its element-wise "
       "likelihood over 10^5 values).\n")
-    w("| how | model | params | n_dim | peak_rss_GB | ttfg_s | n | evals/s | net evals/s | ttfg ratio | RSS ratio | "
+    w(f"| how | model | params | n_dim | peak_rss_GB | ttfg_s | n | evals/s | {rate_hdr} | ttfg ratio | RSS ratio | "
       "throughput ratio | status |")
-    w("|" + "---|" * 13)
+    w("|" + "---|" * (13 + ncol))
     for r in sorted([r for r in rows if r["group"] == "other"],
                     key=lambda r: (r["workload"], sorted(r["params"].items()), order(r["backend"]))):
         ref = find(rows, "other", REF, r["workload"], r["params"])
         w(f"| {r['backend']} | {r['workload']} | {pstr(r['params'])} | {fmt(r['n_dim'], 0)} | {fmt(r['peak_rss_gb'])} | "
-          f"{fmt(r['ttfg_s'], 1)} | {r['n']} | {fmt(r['evals_per_s'], 0)} | {fmt(net_rate(r), 0)} | "
+          f"{fmt(r['ttfg_s'], 1)} | {r['n']} | {fmt(r['evals_per_s'], 0)} | {rate_cols(r)} | "
           f"{fmt(ratio(r['ttfg_s'], ref and ref['ttfg_s']), 3)} | "
           f"{fmt(ratio(r['peak_rss_gb'], ref and ref['peak_rss_gb']), 2)} | {fmt(tput_ratio(r, ref), 2)} | {status(r)} |")
     w("")
     sam = [r for r in rows if r["sample_wall"] is not None]
     w("## End-to-end sampling (4 chains, 1000 tune + 1000 draws, including compilation)\n")
-    w("From the first repeat only (under load ~15 for the seed grid), both backends side by side; `compile_s` is "
+    sload = [r["load_avg_before"][0] for r in doc["runs"] if r["summary"].get("sample_s")]
+    w("From the first repeat only (1-min load average before these runs: "
+      + (f"{min(sload):.1f}–{max(sload):.1f}" if sload else "–") + "), both backends side by side; `compile_s` is "
       "that run's own compile time.\n")
     w("| how | model | params | n | compile_s | sample_s | wall_s | ratio vs nutpie |")
     w("|---|---|---|---|---|---|---|---|")
@@ -381,13 +433,16 @@ def main():  # noqa: C901
           f"{fmt(ratio(r['sample_wall'], ref and ref['sample_wall']), 2)} |")
     w("")
     w(f"## Seed LogNormal under the {args.get('rss_cap', 2.0):g} GB memory cap, every backend, growing size\n")
-    w("Seed sizes are the seed-grid runs (they ran under the same caps); larger sizes ran once per backend, "
-      "each backend moving to the next size only while it finished the previous one.\n")
+    w("Seed sizes are the seed-grid runs (they ran under the same caps); the larger sizes ran once, for ember's "
+      "default mode and nutpie-numba only (the other backends are not planned there: the hour's budget), each "
+      "backend moving to the next size only while it finished the previous one.\n")
     ml = [r for r in rows if r["workload"] == "lognormal" and r["group"] in ("seed", "large")
           and r["backend"] != "ember-warm"]
     for s in doc.get("skipped", []):
-        if s["group"] == "large" and s["why"] != "deadline" and s["repeat"] == 0:
-            ml.append({"backend": s["spec"]["backend"], "params": s["spec"]["params"], "status": "not tried: " + s["why"],
+        if s["group"] == "large" and s["repeat"] == 0:
+            timed = s["why"] == "deadline" or s["why"].startswith("budget")
+            ml.append({"backend": s["spec"]["backend"], "params": s["spec"]["params"],
+                       "status": "not run (time budget)" if timed else "not tried: " + s["why"],
                        "peak_rss_gb": None, "tree_peak_rss_gb": None, "ttfg_s": None, "n": 0, "failures": []})
     backs = sorted({r["backend"] for r in ml}, key=order)
     sizes_ = sorted({(r["params"]["groups"], r["params"]["shared"]) for r in ml})
@@ -431,6 +486,29 @@ def main():  # noqa: C901
     with open(args_.md, "w") as f:
         f.write("\n".join(out) + "\n")
     print("wrote", args_.md)
+
+
+def phase_table(doc):
+    """Per phase of the run order: runs made, runs not made, wall time; then every run not made and why."""
+    runs, sk = doc["runs"], doc.get("skipped", [])
+    if not any("phase" in r for r in runs):
+        return ""
+    lines = ["### Phases and what was not run\n", "| phase | what | runs made | not run | wall min |",
+             "|---|---|---|---|---|"]
+    for ph in sorted({r["phase"] for r in runs if "phase" in r} | {s["phase"] for s in sk if "phase" in s}):
+        made = [r for r in runs if r.get("phase") == ph]
+        lines.append(f"| {ph} | {PHASES.get(ph, '')} | {len(made)} | {sum(1 for s in sk if s.get('phase') == ph)} | "
+                     f"{sum(r['wall_total_s'] for r in made) / 60:.1f} |")
+    lines.append("")
+    if sk:
+        lines.append("Not run:\n")
+        for s in sk:
+            sp = s["spec"]
+            lines.append(f"* phase {s.get('phase', '?')}: {sp['backend']} {sp['workload']} {pstr(sp['params'])} "
+                         f"(repeat {s['repeat'] + 1}) — {s['why']}")
+    else:
+        lines.append("Every planned run was made.")
+    return "\n".join(lines) + "\n"
 
 
 def pstr(p):
@@ -511,8 +589,9 @@ def goals(rows, lead, args):
 
 def caveats(doc, rows, jit):
     out = []
+    c_loop = any("C timing loop" in (r["summary"].get("steady_source") or "") for r in doc["runs"])
     sk = [s for s in doc.get("skipped", []) if s["why"] == "deadline"]
-    if sk:
+    if sk and not any("phase" in r for r in doc["runs"]):  # newer runs list these under "Phases"
         names = sorted({f"{s['group']} {s['spec']['backend']} {s['spec']['workload']} {pstr(s['spec']['params'])}"
                         f" (repeat {s['repeat']})" for s in sk})
         out.append(f"Not run, the run's deadline had passed ({len(sk)} runs): " + "; ".join(names[:40])
@@ -527,9 +606,8 @@ def caveats(doc, rows, jit):
                 warm.append(f"{r['spec']['workload'][:3]} {size(r['spec']['params'])}: "
                             f"{r['summary']['evals_per_s'] / a['summary']['evals_per_s']:.2f}x")
     if warm:
-        out.append("`ember-warm` ran only right after the first repeat's `ember-auto` run (both under the load at "
-                   "the start of the run), so compare it with that run, not with the medians: warm / cold steady "
-                   "rate " + ", ".join(warm) + ".")
+        out.append("`ember-warm` ran only right after the first repeat's `ember-auto` run (under the same load), "
+                   "so compare it with that run, not with the medians: warm / cold steady rate " + ", ".join(warm) + ".")
     ones = sorted({f"{r['backend']} {r['workload']} {pstr(r['params'])}" for r in rows
                    if r["n"] == 1 and r["group"] != "large" and r["backend"] in EMBER_ORDER + [REF]})
     if ones:
@@ -540,8 +618,10 @@ def caveats(doc, rows, jit):
             "Peak RSS is of the whole Python process: PyMC+PyTensor+nutpie imported with the model built is about "
             "0.35-0.45 GB of every backend's figure, so the <= 1/5 goal cannot be met at these sizes by any engine "
             "running inside that process; `incr_GB` shows what compiling added.",
-            "The throughput loop calls through ctypes from Python (~5-10 us per call, measured and removed in the net "
-            "rates); nutpie's sampler calls the same C functions without Python.",
+            ("Throughput of nutpie's and ember's rows is measured without Python in the loop (C timing loop), as "
+             "nutpie's sampler calls them; the PyTensor rows' rate includes Python's call overhead." if c_loop else
+             "The throughput loop calls through ctypes from Python (~5-10 us per call, measured and removed in the "
+             "net rates); nutpie's sampler calls the same C functions without Python."),
             f"On this stack ({', '.join(f'{k} {v}' for k, v in doc.get('versions', {}).items())}) nutpie's "
             "LogNormal/Gamma memory ratio stays near 1 at the seed sizes; the seed report's 3.4x blow-up was on "
             "PyTensor 3.0.5, whose numba wrapper differs."]

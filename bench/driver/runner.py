@@ -2,8 +2,9 @@
 
 Fresh caches per run: NUMBA_CACHE_DIR, PyTensor's compiledir and EMBER_CACHE_DIR
 point into a new temp dir (EMBER_CACHE_DIR can be given to reuse a warm one).
-Memory: a watchdog polls the summed RSS of the child's process tree every
-50 ms and kills the tree above the cap (a cgroup-free RSS cap; RLIMIT_AS is not
+Memory: a watchdog polls the resident memory of the child's process tree
+every 50 ms (RSS, or the summed PSS while there are several processes) and
+kills the tree above the cap (a cgroup-free RSS cap; RLIMIT_AS is not
 used by default because numba/LLVM reserve far more virtual memory than they
 touch). Peak RSS is the child's ru_maxrss from wait4 (the maximum over the
 child and every descendant it waited for), cross-checked with the watchdog's
@@ -43,15 +44,25 @@ def _tree(pid):
     return out
 
 
-def _rss_kb(pid):
+def _rss_kb(pid, path="status", field="VmRSS:"):
     try:
-        with open(f"/proc/{pid}/status") as f:
+        with open(f"/proc/{pid}/{path}") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field):
                     return int(line.split()[1])
     except OSError:
         pass
     return 0
+
+
+def _tree_kb(pid):
+    """Resident memory of the process tree. One process: its RSS. Several: the sum of their PSS, which splits
+    shared pages between the processes sharing them, so a forked child (copy-on-write: the parent's RSS again
+    until it execs) is not counted twice."""
+    pids = _tree(pid)
+    if len(pids) == 1:
+        return _rss_kb(pid)
+    return sum(_rss_kb(p, "smaps_rollup", "Pss:") for p in pids)
 
 
 # ember's rows and the EMBER_JIT mode each runs in (ember-warm: auto on a disk cache filled by ember-auto).
@@ -88,7 +99,7 @@ def run_spec(spec, *, wall_cap_s, rss_cap_gb, python, as_limit_gb=None, ember_ca
 
     def watch():  # never poll()/wait() here: wait4 below must reap the child to get its rusage
         while not finished.is_set():
-            total = sum(_rss_kb(p) for p in _tree(proc.pid))
+            total = _tree_kb(proc.pid)
             state["tree_peak_kb"] = max(state["tree_peak_kb"], total)
             elapsed = time.perf_counter() - t0
             why = None
@@ -160,10 +171,14 @@ def summarize(result):
         elif k == "steady":
             s["evals_per_s"] = e["evals_per_s"]
             s["steady_source"] = e["source"]
+            if "cpu_us" in e:
+                s["cpu_us_per_eval"] = e["cpu_us"]
             if "cli_maxrss_kb" in e:
                 s["cli_maxrss_kb"] = e["cli_maxrss_kb"]
         elif k == "curve":
             s["curve"] = e["curve"]
+        elif k == "ctypes_loop":
+            s["ctypes_evals_per_s"] = e["evals_per_s"]
         elif k == "null_call":
             s["null_call_us"] = e["us"]
         elif k == "sampled":
