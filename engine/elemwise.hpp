@@ -19,6 +19,9 @@ class ElemwiseKernel : public OpKernel {
   void run(Frame& f) const override;
   // Registers with the tier manager (JIT builds; no-op when the JIT is off).
   void attach_tier();
+  // From the load: an output whose dims are all statically 1 lets calls whose
+  // inputs are all 1s skip the broadcast loop nest.
+  void set_static_output_shape(const Shape& s);
 
   const interp::Composite& composite() const { return composite_; }
   const interp::Interpreted& interpreter() const { return *vm_; }
@@ -28,21 +31,16 @@ class ElemwiseKernel : public OpKernel {
   // swapper has stored a new kernel and then seen the count at zero, no call
   // can still hold the old one.
   const interp::ElemKernel* active() const { return active_.load(std::memory_order_seq_cst); }
-  // Also times the next kExactCalls calls exactly, for the tier manager's
-  // comparison of the new kernel with the old.
-  void set_active(const interp::ElemKernel* k) const {
-    exact_calls_.store(kExactCalls, std::memory_order_relaxed);
-    active_.store(k, std::memory_order_seq_cst);
-  }
-  static constexpr int32_t kExactCalls = 64;
+  void set_active(const interp::ElemKernel* k) const { active_.store(k, std::memory_order_seq_cst); }
 
  private:
   interp::Composite composite_;
   std::shared_ptr<const interp::Interpreted> vm_;
   int ndim_;
   int64_t parallel_threshold_;
+  bool all_ones_ = false;
+  Shape ones_;  // ndim_ dims of 1 (0-d when ndim_ is 0)
   mutable std::atomic<const interp::ElemKernel*> active_;
-  mutable std::atomic<int32_t> exact_calls_{0};  // calls still to time exactly (see set_active)
   std::shared_ptr<TierEntry> tier_;  // null when the JIT is off
 };
 

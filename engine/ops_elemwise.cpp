@@ -136,6 +136,13 @@ ElemwiseKernel::ElemwiseKernel(interp::Composite c, std::shared_ptr<const interp
                                int64_t parallel_threshold)
     : composite_(std::move(c)), vm_(std::move(vm)), ndim_(ndim), parallel_threshold_(parallel_threshold) {
   active_.store(vm_.get());
+  ones_.ndim = ndim;
+  for (int d = 0; d < ndim; ++d) ones_.dims[d] = 1;
+}
+
+void ElemwiseKernel::set_static_output_shape(const Shape& s) {
+  all_ones_ = ndim_ > 0 && s.ndim == ndim_;
+  for (int d = 0; d < s.ndim && all_ones_; ++d) all_ones_ = s.dims[d] == 1;
 }
 
 ElemwiseKernel::~ElemwiseKernel() { TierManager::instance().detach(tier_); }
@@ -183,45 +190,41 @@ void run_rows(const interp::ElemKernel* k, const LoopNest& L, int64_t r0, int64_
 
 namespace {
 // Counts a call in for the tier manager (hotness, per-tier speed, and when
-// replaced code may be freed). Calls and elements are exact; the clock is read
-// on about one call in kSample (chosen at random per thread, so a fixed node
-// order cannot alias with a fixed stride) and that call's time is scaled by
-// kSample. The first calls after a kernel swap are all timed (scale 1): the
-// tier manager compares the new kernel's speed over its first few calls.
-constexpr int64_t kSample = 16;
+// replaced code may be freed). The clock is read on one call in
+// TierManager::kSample per kernel (two clock reads cost more than a small
+// Composite's whole call); calls stay exact, elements and ns are scaled.
 struct Hot {
   TierEntry* e;
   int64_t elements = 0;
-  int64_t scale = 0;  // 0: this call is not timed
+  bool timed = false;
   std::chrono::steady_clock::time_point t0;
-  Hot(TierEntry* te, std::atomic<int32_t>& exact) : e(te) {
+  explicit Hot(TierEntry* te) : e(te) {
     if (!e) return;
-    TierManager::enter(e);
-    if (exact.load(std::memory_order_relaxed) > 0) {
-      exact.fetch_sub(1, std::memory_order_relaxed);
-      scale = 1;
-    } else {
-      thread_local uint64_t rng = 0;
-      rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-      if ((rng >> 60) == 0) scale = kSample;
-    }
-    if (scale) t0 = std::chrono::steady_clock::now();
+    timed = TierManager::enter_sampled(e);
+    if (timed) t0 = std::chrono::steady_clock::now();
   }
   ~Hot() {
     if (!e) return;
-    int64_t ns = 0;
-    if (scale)
-      ns = scale * std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-    TierManager::leave(e, elements, ns);
+    const int64_t ns =
+        timed ? std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count() : 0;
+    TierManager::leave_sampled(e, timed, elements, ns);
   }
 };
 }  // namespace
 
 void ElemwiseKernel::run(Frame& f) const {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
-  Hot hot(tier_.get(), exact_calls_);
+  Hot hot(tier_.get());
   const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
-  if (ndim_ == 0) {  // 0-d: most Composites of small models; no loop nest
+  // One element: 0-d (most Composites of small models), or every dim
+  // statically 1 (checked here: then the output is `ones_`). No loop nest.
+  bool single = ndim_ == 0;
+  if (all_ones_) {
+    single = true;
+    for (int i = 0; i < nin && single; ++i)
+      for (int d = 0; d < ndim_; ++d) single = single && f.in(i).dim(d) == 1;
+  }
+  if (single) {
     constexpr int kSmall = 64;
     interp::StridedPtr small[kSmall];
     thread_local std::vector<interp::StridedPtr> big;
@@ -231,8 +234,7 @@ void ElemwiseKernel::run(Frame& f) const {
       ops = big.data();
     }
     for (int i = 0; i < nin; ++i) ops[i] = {f.in(i).data, 0};
-    static constexpr Shape kScalar{};
-    for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, kScalar).data, 0};
+    for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, ones_).data, 0};
     hot.elements = 1;
     k->run(1, ops, ops + nin);
     return;
@@ -412,6 +414,7 @@ std::unique_ptr<OpKernel> make_elemwise(NodeContext& ctx) {
     ctx.fail("attrs.scalar_op", e.what());
   }
   auto k = std::make_unique<ElemwiseKernel>(std::move(c), std::move(vm), nd, ctx.options().parallel_threshold);
+  k->set_static_output_shape(ctx.out(0).static_shape);
   k->attach_tier();
   return k;
 }
