@@ -369,8 +369,11 @@ const void* const* scalar_exec(const SInstr* ip, size_t n, Cell* c) {
 
 // The scalar path's pre-decoded program, built from validated bytecode.
 // Scalar-path loads and stores, decided once: most operands are float64 or
-// int64 (an 8-byte copy), the rest go through the dtype switch.
-enum : uint8_t { kIo8, kIoOther };
+// int64 (a plain copy), the rest go through the dtype switch. float64 is
+// copied as double: chains of 0-d nodes pass each value from one node's
+// output store to the next node's input load, and a double store forwarded
+// to a double load is the short path.
+enum : uint8_t { kIoF64, kIoI64, kIoOther };
 struct Io {
   int32_t slot;
   DType dtype;
@@ -504,7 +507,7 @@ std::vector<Io> io_list(const Bytecode& bc, bool loads) {
   for (size_t k = 0; k < n; ++k) {
     const DType dt = loads ? bc.inputs[k] : bc.outputs[k].dtype;
     const int32_t slot = loads ? bc.num_consts() + static_cast<int32_t>(k) : bc.outputs[k].slot;
-    v.push_back({slot, dt, dt == DType::Float64 || dt == DType::Int64 ? kIo8 : kIoOther});
+    v.push_back({slot, dt, dt == DType::Float64 ? kIoF64 : dt == DType::Int64 ? kIoI64 : kIoOther});
   }
   return v;
 }
@@ -517,13 +520,15 @@ void run_scalar(const Bytecode& bc, const Interpreted::Threaded& t, const Stride
   if (!bc.constants.empty()) std::memcpy(c, bc.constants.data(), bc.constants.size() * sizeof(Cell));
   const Io* io = t.loads.data();
   for (size_t k = 0, n = t.loads.size(); k < n; ++k) {
-    if (io[k].kind == kIo8) std::memcpy(&c[io[k].slot], in[k].data, 8);
+    if (io[k].kind == kIoF64) c[io[k].slot].f64 = *static_cast<const double*>(in[k].data);
+    else if (io[k].kind == kIoI64) c[io[k].slot].i64 = *static_cast<const int64_t*>(in[k].data);
     else load_cell(c[io[k].slot], io[k].dtype, in[k].data);
   }
   scalar_exec(t.code.data(), t.code.size(), c);
   io = t.stores.data();
   for (size_t k = 0, n = t.stores.size(); k < n; ++k) {
-    if (io[k].kind == kIo8) std::memcpy(out[k].data, &c[io[k].slot], 8);
+    if (io[k].kind == kIoF64) *static_cast<double*>(out[k].data) = c[io[k].slot].f64;
+    else if (io[k].kind == kIoI64) *static_cast<int64_t*>(out[k].data) = c[io[k].slot].i64;
     else store_cell(c[io[k].slot], io[k].dtype, out[k].data);
   }
 }
