@@ -212,39 +212,18 @@ struct Hot {
 };
 }  // namespace
 
-void ElemwiseKernel::run(Frame& f) const {
+namespace {
+// The broadcast loop nest; returns the element count. Out of line: its
+// operand tables make a frame of several KB, which the one-element path
+// (most calls on small models) should not carry.
+[[gnu::noinline]] int64_t run_nest(Frame& f, const interp::ElemKernel* k, int ndim, int64_t parallel_threshold) {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
-  Hot hot(tier_.get());
-  const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
-  // One element: 0-d (most Composites of small models), or every dim
-  // statically 1 (checked here: then the output is `ones_`). No loop nest.
-  bool single = ndim_ == 0;
-  if (all_ones_) {
-    single = true;
-    for (int i = 0; i < nin && single; ++i)
-      for (int d = 0; d < ndim_; ++d) single = single && f.in(i).dim(d) == 1;
-  }
-  if (single) {
-    constexpr int kSmall = 64;
-    interp::StridedPtr small[kSmall];
-    thread_local std::vector<interp::StridedPtr> big;
-    interp::StridedPtr* ops = small;
-    if (nops > kSmall) {
-      big.resize(nops);
-      ops = big.data();
-    }
-    for (int i = 0; i < nin; ++i) ops[i] = {f.in(i).data, 0};
-    for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, ones_).data, 0};
-    hot.elements = 1;
-    k->run(1, ops, ops + nin);
-    return;
-  }
-  // Not zero-initialized (a Shape is 136 bytes): only dims [0, ndim_) are
+  // Not zero-initialized (a Shape is 136 bytes): only dims [0, ndim) are
   // used. The bytes hold an implicitly created Shape (C++20 implicit-lifetime).
   alignas(Shape) std::byte out_raw[sizeof(Shape)];
   Shape& out = *std::launder(reinterpret_cast<Shape*>(out_raw));
-  out.ndim = ndim_;
-  for (int d = 0; d < ndim_; ++d) {
+  out.ndim = ndim;
+  for (int d = 0; d < ndim; ++d) {
     int64_t size = 1;
     for (int i = 0; i < nin; ++i) {
       const int64_t s = f.in(i).dim(d);
@@ -285,8 +264,7 @@ void ElemwiseKernel::run(Frame& f) const {
     esize[nin + o] = static_cast<int64_t>(dtype_size(t.dtype));
   }
   const int64_t total = out.size();
-  hot.elements = total;
-  if (total == 0) return;
+  if (total == 0) return 0;
 
   // Drop size-1 dims (broadcast inputs get stride 0), then merge dims that
   // are contiguous for every operand.
@@ -296,12 +274,12 @@ void ElemwiseKernel::run(Frame& f) const {
   int64_t out_stride[kMaxRank];
   {
     int64_t s = 1;
-    for (int d = ndim_ - 1; d >= 0; --d) {
+    for (int d = ndim - 1; d >= 0; --d) {
       out_stride[d] = s;
       s *= out.dims[d];
     }
   }
-  for (int d = 0; d < ndim_; ++d) {
+  for (int d = 0; d < ndim; ++d) {
     if (out.dims[d] == 1) continue;
     const int64_t n = out.dims[d];
     auto stride_of = [&](int i) {
@@ -323,16 +301,16 @@ void ElemwiseKernel::run(Frame& f) const {
   }
   if (L.m == 0) {  // 0-d, or every dim has size 1
     k->run(1, base, base + nin);
-    return;
+    return total;
   }
   L.st = st;
   L.base = base;
   L.esize = esize;
   const int64_t inner = L.dims[L.m - 1];
   const int64_t rows = total / inner;
-  if (total < parallel_threshold_) {
+  if (total < parallel_threshold) {
     run_rows(k, L, 0, rows, 0, inner);
-    return;
+    return total;
   }
   // Fixed chunks, whatever the thread count: by rows when there are many,
   // else by pieces of the inner dim.
@@ -350,6 +328,38 @@ void ElemwiseKernel::run(Frame& f) const {
       run_rows(k, L, r, r + 1, c * kChunk, std::min(inner, (c + 1) * kChunk));
     });
   }
+  return total;
+}
+}  // namespace
+
+void ElemwiseKernel::run(Frame& f) const {
+  const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
+  Hot hot(tier_.get());
+  const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
+  // One element: 0-d (most Composites of small models), or every dim
+  // statically 1 (checked here: then the output is `ones_`). No loop nest.
+  bool single = ndim_ == 0;
+  if (all_ones_) {
+    single = true;
+    for (int i = 0; i < nin && single; ++i)
+      for (int d = 0; d < ndim_; ++d) single = single && f.in(i).dim(d) == 1;
+  }
+  if (single) {
+    constexpr int kSmall = 64;
+    interp::StridedPtr small[kSmall];
+    thread_local std::vector<interp::StridedPtr> big;
+    interp::StridedPtr* ops = small;
+    if (nops > kSmall) {
+      big.resize(nops);
+      ops = big.data();
+    }
+    for (int i = 0; i < nin; ++i) ops[i] = {f.in(i).data, 0};
+    for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, ones_).data, 0};
+    hot.elements = 1;
+    k->run(1, ops, ops + nin);
+    return;
+  }
+  hot.elements = run_nest(f, k, ndim_, parallel_threshold_);
 }
 
 namespace {
