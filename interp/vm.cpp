@@ -368,22 +368,9 @@ const void* const* scalar_exec(const SInstr* ip, size_t n, Cell* c) {
 }  // namespace
 
 // The scalar path's pre-decoded program, built from validated bytecode.
-// Scalar-path loads and stores, decided once: most operands are float64 or
-// int64 (a plain copy), the rest go through the dtype switch. float64 is
-// copied as double: chains of 0-d nodes pass each value from one node's
-// output store to the next node's input load, and a double store forwarded
-// to a double load is the short path.
-enum : uint8_t { kIoF64, kIoI64, kIoOther };
-struct Io {
-  int32_t slot;
-  DType dtype;
-  uint8_t kind;
-};
-
 struct Interpreted::Threaded {
   std::vector<SInstr> code;
   tile::Plan vec;  // the vector path's steps (fused runs of float64 arithmetic)
-  std::vector<Io> loads, stores;  // scalar path: inputs, outputs
 };
 
 namespace {
@@ -501,36 +488,16 @@ struct Scratch {
 thread_local Scratch tls;
 
 
-std::vector<Io> io_list(const Bytecode& bc, bool loads) {
-  std::vector<Io> v;
-  const size_t n = loads ? bc.inputs.size() : bc.outputs.size();
-  for (size_t k = 0; k < n; ++k) {
-    const DType dt = loads ? bc.inputs[k] : bc.outputs[k].dtype;
-    const int32_t slot = loads ? bc.num_consts() + static_cast<int32_t>(k) : bc.outputs[k].slot;
-    v.push_back({slot, dt, dt == DType::Float64 ? kIoF64 : dt == DType::Int64 ? kIoI64 : kIoOther});
-  }
-  return v;
-}
-
-void run_scalar(const Bytecode& bc, const Interpreted::Threaded& t, const StridedPtr* in, const StridedPtr* out) {
+void run_scalar(const Bytecode& bc, const std::vector<SInstr>& code, const StridedPtr* in, const StridedPtr* out) {
   const int32_t nslots = bc.num_slots();
-  Scratch& sc = tls;
-  if (sc.cells.size() < static_cast<size_t>(nslots)) sc.cells.resize(nslots);
-  Cell* c = sc.cells.data();
+  if (tls.cells.size() < static_cast<size_t>(nslots)) tls.cells.resize(nslots);
+  Cell* c = tls.cells.data();
   if (!bc.constants.empty()) std::memcpy(c, bc.constants.data(), bc.constants.size() * sizeof(Cell));
-  const Io* io = t.loads.data();
-  for (size_t k = 0, n = t.loads.size(); k < n; ++k) {
-    if (io[k].kind == kIoF64) c[io[k].slot].f64 = *static_cast<const double*>(in[k].data);
-    else if (io[k].kind == kIoI64) c[io[k].slot].i64 = *static_cast<const int64_t*>(in[k].data);
-    else load_cell(c[io[k].slot], io[k].dtype, in[k].data);
-  }
-  scalar_exec(t.code.data(), t.code.size(), c);
-  io = t.stores.data();
-  for (size_t k = 0, n = t.stores.size(); k < n; ++k) {
-    if (io[k].kind == kIoF64) *static_cast<double*>(out[k].data) = c[io[k].slot].f64;
-    else if (io[k].kind == kIoI64) *static_cast<int64_t*>(out[k].data) = c[io[k].slot].i64;
-    else store_cell(c[io[k].slot], io[k].dtype, out[k].data);
-  }
+  const int32_t nc = bc.num_consts();
+  for (size_t k = 0; k < bc.inputs.size(); ++k) load_cell(c[nc + k], bc.inputs[k], in[k].data);
+  scalar_exec(code.data(), code.size(), c);
+  for (size_t k = 0; k < bc.outputs.size(); ++k)
+    store_cell(c[bc.outputs[k].slot], bc.outputs[k].dtype, out[k].data);
 }
 
 enum : uint8_t { kInPlace, kGather, kBroadcast };
@@ -625,7 +592,7 @@ void run_fn(const ElemKernel* self, int64_t n, const StridedPtr* in, const Strid
   const auto* k = static_cast<const Interpreted*>(self);
   const Bytecode& bc = k->bytecode();
   if (n <= 0) return;
-  if (n == 1) run_scalar(bc, k->threaded(), in, out);
+  if (n == 1) run_scalar(bc, k->threaded().code, in, out);
   else run_vector(bc, k->threaded().vec, n, in, out);
 }
 
@@ -647,7 +614,7 @@ std::shared_ptr<const Interpreted> Interpreted::compile(const Composite& c) {
   if (std::string err = validate(*bc); !err.empty())
     throw std::logic_error("bytecode compiler produced an invalid program: " + err);
   std::shared_ptr<Interpreted> k(new Interpreted());
-  k->thr_ = std::make_unique<Threaded>(Threaded{predecode(*bc), tile::plan(*bc), io_list(*bc, true), io_list(*bc, false)});
+  k->thr_ = std::make_unique<Threaded>(Threaded{predecode(*bc), tile::plan(*bc)});
   k->bc_ = std::move(bc);
   return k;
 }
