@@ -19,6 +19,9 @@ class ElemwiseKernel : public OpKernel {
   void run(Frame& f) const override;
   // Registers with the tier manager (JIT builds; no-op when the JIT is off).
   void attach_tier();
+  // From the load: an output whose dims are all statically 1 lets calls whose
+  // inputs are all 1s skip the broadcast loop nest.
+  void set_static_output_shape(const Shape& s);
 
   const interp::Composite& composite() const { return composite_; }
   const interp::Interpreted& interpreter() const { return *vm_; }
@@ -35,6 +38,8 @@ class ElemwiseKernel : public OpKernel {
   std::shared_ptr<const interp::Interpreted> vm_;
   int ndim_;
   int64_t parallel_threshold_;
+  bool all_ones_ = false;
+  Shape ones_;  // ndim_ dims of 1 (0-d when ndim_ is 0)
   mutable std::atomic<const interp::ElemKernel*> active_;
   std::shared_ptr<TierEntry> tier_;  // null when the JIT is off
 };

@@ -1,7 +1,9 @@
 // Helpers shared by the data-movement ops: strided loops, element
 // conversion, broadcasting views, index and slice normalization.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <new>
 #include <optional>
 #include <string>
 
@@ -9,6 +11,15 @@
 #include "engine/tensor.hpp"
 
 namespace ember {
+
+// Storage for a per-call Shape or Tensor that is not zero-initialized (they
+// are 136 and 272 bytes; zeroing them was a visible share of a small node's
+// cost). Only fields the caller writes may be read: ndim, dims/strides below
+// ndim, dtype, data. The bytes implicitly create the object (C++20).
+template <class T> struct Uninit {
+  alignas(T) std::byte raw[sizeof(T)];
+  T& operator*() { return *std::launder(reinterpret_cast<T*>(raw)); }
+};
 
 // Simplifies an n-operand strided loop: drops size-1 dims and merges dims
 // that are contiguous with their inner neighbour in every operand. Returns the

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
+#include <new>
 
 #include <tbb/parallel_for.h>
 
@@ -134,6 +136,13 @@ ElemwiseKernel::ElemwiseKernel(interp::Composite c, std::shared_ptr<const interp
                                int64_t parallel_threshold)
     : composite_(std::move(c)), vm_(std::move(vm)), ndim_(ndim), parallel_threshold_(parallel_threshold) {
   active_.store(vm_.get());
+  ones_.ndim = ndim;
+  for (int d = 0; d < ndim; ++d) ones_.dims[d] = 1;
+}
+
+void ElemwiseKernel::set_static_output_shape(const Shape& s) {
+  all_ones_ = ndim_ > 0 && s.ndim == ndim_;
+  for (int d = 0; d < s.ndim && all_ones_; ++d) all_ones_ = s.dims[d] == 1;
 }
 
 ElemwiseKernel::~ElemwiseKernel() { TierManager::instance().detach(tier_); }
@@ -145,7 +154,7 @@ namespace {
 // A broadcast loop nest after merging: `m` dims, operand strides in elements.
 struct LoopNest {
   int nin = 0, nops = 0, m = 0;
-  int64_t dims[kMaxRank] = {};
+  int64_t dims[kMaxRank];            // [0, m) set; not zeroed (per-call cost)
   const int64_t* st = nullptr;       // nops x kMaxRank
   interp::StridedPtr const* base = nullptr;
   const int64_t* esize = nullptr;    // bytes per element, per operand
@@ -153,8 +162,14 @@ struct LoopNest {
 
 // Runs rows [r0, r1) of the nest, each over inner elements [c0, c1).
 void run_rows(const interp::ElemKernel* k, const LoopNest& L, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  thread_local std::vector<interp::StridedPtr> ops;
-  ops.resize(L.nops);
+  constexpr int kSmall = 32;
+  interp::StridedPtr small[kSmall];
+  thread_local std::vector<interp::StridedPtr> big;
+  interp::StridedPtr* ops = small;
+  if (L.nops > kSmall) {
+    if (big.size() < static_cast<size_t>(L.nops)) big.resize(L.nops);
+    ops = big.data();
+  }
   const int in = L.m - 1;
   for (int64_t r = r0; r < r1; ++r) {
     for (int i = 0; i < L.nops; ++i) {
@@ -167,7 +182,7 @@ void run_rows(const interp::ElemKernel* k, const LoopNest& L, int64_t r0, int64_
       ops[i].data = static_cast<char*>(L.base[i].data) + off * L.esize[i];
       ops[i].stride = L.st[i * kMaxRank + in];
     }
-    k->run(c1 - c0, ops.data(), ops.data() + L.nin);
+    k->run(c1 - c0, ops, ops + L.nin);
   }
 }
 
@@ -175,48 +190,40 @@ void run_rows(const interp::ElemKernel* k, const LoopNest& L, int64_t r0, int64_
 
 namespace {
 // Counts a call in for the tier manager (hotness, per-tier speed, and when
-// replaced code may be freed).
+// replaced code may be freed). The clock is read on one call in
+// TierManager::kSample per kernel (two clock reads cost more than a small
+// Composite's whole call); calls stay exact, elements and ns are scaled.
 struct Hot {
   TierEntry* e;
   int64_t elements = 0;
+  bool timed = false;
   std::chrono::steady_clock::time_point t0;
   explicit Hot(TierEntry* te) : e(te) {
-    if (e) {
-      TierManager::enter(e);
-      t0 = std::chrono::steady_clock::now();
-    }
+    if (!e) return;
+    timed = TierManager::enter_sampled(e);
+    if (timed) t0 = std::chrono::steady_clock::now();
   }
   ~Hot() {
-    if (e)
-      TierManager::leave(e, elements,
-                         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+    if (!e) return;
+    const int64_t ns =
+        timed ? std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count() : 0;
+    TierManager::leave_sampled(e, timed, elements, ns);
   }
 };
 }  // namespace
 
-void ElemwiseKernel::run(Frame& f) const {
+namespace {
+// The broadcast loop nest; returns the element count. Out of line: its
+// operand tables make a frame of several KB, which the one-element path
+// (most calls on small models) should not carry.
+[[gnu::noinline]] int64_t run_nest(Frame& f, const interp::ElemKernel* k, int ndim, int64_t parallel_threshold) {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
-  Hot hot(tier_.get());
-  const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
-  if (ndim_ == 0) {  // 0-d: most Composites of small models; no loop nest
-    constexpr int kSmall = 64;
-    interp::StridedPtr small[kSmall];
-    thread_local std::vector<interp::StridedPtr> big;
-    interp::StridedPtr* ops = small;
-    if (nops > kSmall) {
-      big.resize(nops);
-      ops = big.data();
-    }
-    for (int i = 0; i < nin; ++i) ops[i] = {f.in(i).data, 0};
-    static constexpr Shape kScalar{};
-    for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, kScalar).data, 0};
-    hot.elements = 1;
-    k->run(1, ops, ops + nin);
-    return;
-  }
-  Shape out;
-  out.ndim = ndim_;
-  for (int d = 0; d < ndim_; ++d) {
+  // Not zero-initialized (a Shape is 136 bytes): only dims [0, ndim) are
+  // used. The bytes hold an implicitly created Shape (C++20 implicit-lifetime).
+  alignas(Shape) std::byte out_raw[sizeof(Shape)];
+  Shape& out = *std::launder(reinterpret_cast<Shape*>(out_raw));
+  out.ndim = ndim;
+  for (int d = 0; d < ndim; ++d) {
     int64_t size = 1;
     for (int i = 0; i < nin; ++i) {
       const int64_t s = f.in(i).dim(d);
@@ -229,12 +236,24 @@ void ElemwiseKernel::run(Frame& f) const {
     }
     out.dims[d] = size;
   }
-  thread_local std::vector<int64_t> st, esize;
-  thread_local std::vector<interp::StridedPtr> base;
-  // Grow-only, not zeroed: the merge below writes every entry it reads.
-  if (st.size() < static_cast<size_t>(nops) * kMaxRank) st.resize(static_cast<size_t>(nops) * kMaxRank);
-  esize.resize(nops);
-  base.resize(nops);
+  // Per-operand tables on the stack for the usual operand counts (no
+  // thread_local lookups, no zeroing: the merge below writes every entry it
+  // reads); thread-local, grow-only beyond that.
+  constexpr int kSmallOps = 24;
+  int64_t st_small[kSmallOps * kMaxRank], esize_small[kSmallOps];
+  interp::StridedPtr base_small[kSmallOps];
+  int64_t* st = st_small;
+  int64_t* esize = esize_small;
+  interp::StridedPtr* base = base_small;
+  if (nops > kSmallOps) {
+    thread_local std::vector<int64_t> st_big, esize_big;
+    thread_local std::vector<interp::StridedPtr> base_big;
+    if (st_big.size() < static_cast<size_t>(nops) * kMaxRank) st_big.resize(static_cast<size_t>(nops) * kMaxRank);
+    if (esize_big.size() < static_cast<size_t>(nops)) esize_big.resize(nops), base_big.resize(nops);
+    st = st_big.data();
+    esize = esize_big.data();
+    base = base_big.data();
+  }
   for (int i = 0; i < nin; ++i) {
     base[i] = {f.in(i).data, 0};
     esize[i] = static_cast<int64_t>(dtype_size(f.in(i).dtype));
@@ -245,8 +264,7 @@ void ElemwiseKernel::run(Frame& f) const {
     esize[nin + o] = static_cast<int64_t>(dtype_size(t.dtype));
   }
   const int64_t total = out.size();
-  hot.elements = total;
-  if (total == 0) return;
+  if (total == 0) return 0;
 
   // Drop size-1 dims (broadcast inputs get stride 0), then merge dims that
   // are contiguous for every operand.
@@ -256,12 +274,12 @@ void ElemwiseKernel::run(Frame& f) const {
   int64_t out_stride[kMaxRank];
   {
     int64_t s = 1;
-    for (int d = ndim_ - 1; d >= 0; --d) {
+    for (int d = ndim - 1; d >= 0; --d) {
       out_stride[d] = s;
       s *= out.dims[d];
     }
   }
-  for (int d = 0; d < ndim_; ++d) {
+  for (int d = 0; d < ndim; ++d) {
     if (out.dims[d] == 1) continue;
     const int64_t n = out.dims[d];
     auto stride_of = [&](int i) {
@@ -282,17 +300,17 @@ void ElemwiseKernel::run(Frame& f) const {
     L.dims[L.m++] = n;
   }
   if (L.m == 0) {  // 0-d, or every dim has size 1
-    k->run(1, base.data(), base.data() + nin);
-    return;
+    k->run(1, base, base + nin);
+    return total;
   }
-  L.st = st.data();
-  L.base = base.data();
-  L.esize = esize.data();
+  L.st = st;
+  L.base = base;
+  L.esize = esize;
   const int64_t inner = L.dims[L.m - 1];
   const int64_t rows = total / inner;
-  if (total < parallel_threshold_) {
+  if (total < parallel_threshold) {
     run_rows(k, L, 0, rows, 0, inner);
-    return;
+    return total;
   }
   // Fixed chunks, whatever the thread count: by rows when there are many,
   // else by pieces of the inner dim.
@@ -310,6 +328,38 @@ void ElemwiseKernel::run(Frame& f) const {
       run_rows(k, L, r, r + 1, c * kChunk, std::min(inner, (c + 1) * kChunk));
     });
   }
+  return total;
+}
+}  // namespace
+
+void ElemwiseKernel::run(Frame& f) const {
+  const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
+  Hot hot(tier_.get());
+  const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
+  // One element: 0-d (most Composites of small models), or every dim
+  // statically 1 (checked here: then the output is `ones_`). No loop nest.
+  bool single = ndim_ == 0;
+  if (all_ones_) {
+    single = true;
+    for (int i = 0; i < nin && single; ++i)
+      for (int d = 0; d < ndim_; ++d) single = single && f.in(i).dim(d) == 1;
+  }
+  if (single) {
+    constexpr int kSmall = 64;
+    interp::StridedPtr small[kSmall];
+    thread_local std::vector<interp::StridedPtr> big;
+    interp::StridedPtr* ops = small;
+    if (nops > kSmall) {
+      big.resize(nops);
+      ops = big.data();
+    }
+    for (int i = 0; i < nin; ++i) ops[i] = {f.in(i).data, 0};
+    for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, ones_).data, 0};
+    hot.elements = 1;
+    k->run(1, ops, ops + nin);
+    return;
+  }
+  hot.elements = run_nest(f, k, ndim_, parallel_threshold_);
 }
 
 namespace {
@@ -374,6 +424,7 @@ std::unique_ptr<OpKernel> make_elemwise(NodeContext& ctx) {
     ctx.fail("attrs.scalar_op", e.what());
   }
   auto k = std::make_unique<ElemwiseKernel>(std::move(c), std::move(vm), nd, ctx.options().parallel_threshold);
+  k->set_static_output_shape(ctx.out(0).static_shape);
   k->attach_tier();
   return k;
 }

@@ -22,7 +22,8 @@ class SubtensorK : public OpKernel {
   // Builds the view directly (no Resolved): this op is frequent and cheap.
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
-    Tensor o;
+    Uninit<Tensor> ob;
+    Tensor& o = *ob;
     o.dtype = x.dtype;
     int64_t off = 0;
     int ax = 0, od = 0;
@@ -157,6 +158,34 @@ class IncK : public OpKernel {
     for (int d = 0; d < r.B.ndim; ++d) bst[0][d] = 0;  // unused: o offsets come from idx
     T* od = o.ptr<T>();
     const T* yd = yv.ptr<const T>();
+    if (r.basic.ndim() == 0 && !set && r.nadv == 1 && r.B.ndim == 1) {
+      // The gradient of a gather (`out[idx] += y`, idx often sorted): a run
+      // of equal indices accumulates in a register, in the same order as
+      // element-by-element updates through memory (same bits), without a
+      // store-to-load round trip per element.
+      const int64_t* ip = r.adv_ptr[0];
+      const int64_t ist = r.adv_bst[0][0], dim = r.adv_dim[0], ts = r.adv_tstride[0], ys = bst[1][0];
+      const int64_t n = r.B.dims[0];
+      T* base = od + r.base_off;
+      int64_t cur = -1;
+      T acc{};
+      for (int64_t b = 0; b < n; ++b, ip += ist) {
+        int64_t v = *ip;
+        if (v < 0) v += dim;
+        if (v < 0 || v >= dim) [[unlikely]] {
+          if (cur >= 0) base[cur * ts] = acc;
+          f.fail(index_error_msg(*ip, r.adv_axis[0], dim));
+        }
+        if (v != cur) {
+          if (cur >= 0) base[cur * ts] = acc;
+          cur = v;
+          acc = base[v * ts];
+        }
+        acc += yd[b * ys];
+      }
+      if (cur >= 0) base[cur * ts] = acc;
+      return;
+    }
     if (r.basic.ndim() == 0) {
       if (set)
         for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) { od[xo] = yd[oo[1]]; });

@@ -13,6 +13,7 @@
 #include <tbb/parallel_for.h>
 
 #include "engine/op.hpp"
+#include "engine/ops_common.hpp"
 #include "engine/reduce_tree.hpp"
 
 namespace ember {
@@ -28,7 +29,7 @@ constexpr int64_t kTile = 256;  // outputs per column-mode tile (2 KB rows of fl
 
 struct Axes {
   int nd = 0;
-  int64_t dims[kMaxRank] = {}, strides[kMaxRank] = {};
+  int64_t dims[kMaxRank], strides[kMaxRank];  // [0, nd) used; not zeroed per call
   void push(int64_t d, int64_t s) {  // drops size-1 axes, merges contiguous ones
     if (d == 1) return;
     if (nd > 0 && strides[nd - 1] == s * d) {
@@ -255,7 +256,9 @@ class ReduceKernel final : public OpKernel {
     const Tensor& x = f.in(0);
     Plan p;
     p.threshold = threshold_;
-    Shape os;
+    Uninit<Shape> osb;
+    Shape& os = *osb;
+    os.ndim = 0;
     for (int i = 0; i < x.ndim(); ++i) {
       if (mask_ & (1u << i)) {
         p.R *= x.dim(i);

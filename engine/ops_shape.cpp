@@ -1,6 +1,7 @@
 // Shape and layout ops: views (DimShuffle, Reshape, passthroughs), shape
 // queries, checks, and the ops that build tensors (Alloc, Join, Split, ...).
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -62,7 +63,8 @@ class DimShuffleK : public OpKernel {
     for (int i = 0; i < nin; ++i)
       if (dropped[i] && x.dim(i) != 1)
         f.fail("DimShuffle drops axis " + S(i) + " of length " + S(x.dim(i)) + " (must be 1)");
-    Tensor o;
+    Uninit<Tensor> ob;
+    Tensor& o = *ob;
     o.dtype = x.dtype;
     o.data = x.data;
     o.shape.ndim = nout;
@@ -292,14 +294,24 @@ class SplitK : public OpKernel {
 class MakeVectorK : public OpKernel {
  public:
   void run(Frame& f) const override {
-    Shape s;
+    Uninit<Shape> sb;
+    Shape& s = *sb;
     s.ndim = 1;
     s.dims[0] = f.num_inputs();
     Tensor& o = f.alloc_out(0, s);
+    const size_t es = dtype_size(o.dtype);
     for (int i = 0; i < f.num_inputs(); ++i) {
-      Tensor dst = offset_view(o, i);
-      dst.shape = Shape{};
-      copy_convert(dst, f.in(i));
+      const Tensor& x = f.in(i);
+      if (x.dtype == o.dtype) {  // the usual case: one element's bytes
+        std::memcpy(static_cast<char*>(o.data) + i * es, x.data, es);
+        continue;
+      }
+      Uninit<Tensor> db;
+      Tensor& dst = *db;
+      dst.dtype = o.dtype;
+      dst.shape.ndim = 0;
+      dst.data = static_cast<char*>(o.data) + i * es;
+      copy_convert(dst, x);
     }
   }
 };

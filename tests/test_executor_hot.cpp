@@ -1,0 +1,45 @@
+// The Elemwise call path's counters for the tier manager: the clock is read on
+// one call in TierManager::kSample, but calls must still be counted exactly
+// (elements are scaled from the timed calls: an estimate within one period).
+#include <cstdlib>
+
+#include <catch2/catch.hpp>
+
+#include "engine/ember.hpp"
+#include "engine/tier_manager.hpp"
+
+using namespace ember;
+
+TEST_CASE("tier_counters_count_every_call_when_time_is_sampled") {
+#ifndef EMBER_WITH_JIT
+  SUCCEED("JIT compiled out: no tier counters");
+#else
+  // Auto mode with no tier to compile to: the kernel stays interpreted and
+  // only its counters move.
+  const JitConfig saved = TierManager::instance().config();
+  JitConfig c = saved;
+  c.mode = JitMode::Auto;
+  c.max_tier = 0;
+  TierManager::instance().configure(c);
+  {
+    auto p = Program::from_json(R"({"format": "ember-graph", "version": 1,
+      "variables": [{"name": "x", "dtype": "float64", "shape": [3]}, {"dtype": "float64", "shape": [3]}],
+      "inputs": [0], "outputs": [1],
+      "nodes": [{"op": "Elemwise", "inputs": [0], "outputs": [1], "attrs": {"scalar_op": {"op": "Tan"}}}]})");
+    Array x = Array::empty(DType::Float64, Shape{1, {3}});
+    auto ws = p->make_workspace();
+    const Tensor args[1] = {x.t};
+    constexpr int kCalls = 1237;  // not a multiple of the sampling period
+    for (int k = 0; k < kCalls; ++k) p->run(*ws, args);
+    const int64_t period = static_cast<int64_t>(TierManager::kSample);
+    int found = 0;
+    for (const CompositeStats& s : TierManager::instance().stats().composites) {
+      if (s.calls != uint64_t(kCalls)) continue;
+      ++found;
+      CHECK(std::llabs(static_cast<int64_t>(s.elements) - 3 * kCalls) <= 3 * period);
+    }
+    CHECK(found == 1);
+  }
+  TierManager::instance().configure(saved);
+#endif
+}
