@@ -44,6 +44,10 @@ class ElemwiseKernel : public OpKernel {
   std::shared_ptr<TierEntry> tier_;  // null when the JIT is off
 };
 
+// Fails the load when an output's declared static shape (or two inputs')
+// disagrees with the broadcast of the inputs' static shapes over nd dims.
+void check_static_broadcast(NodeContext& ctx, int nd);
+
 // Parses attrs.scalar_op into a validated Composite whose inputs and outputs
 // match the node's dtypes.
 interp::Composite read_composite(NodeContext& ctx, const nlohmann::json& scalar_op,

@@ -362,7 +362,6 @@ void ElemwiseKernel::run(Frame& f) const {
   hot.elements = run_nest(f, k, ndim_, parallel_threshold_);
 }
 
-namespace {
 // Declared static shapes must agree with the broadcast of the inputs' (only
 // static 1s broadcast; -1 is unknown): a graph declaring (2,) for inputs of
 // shape (1,) would otherwise load and give (1,) at run time.
@@ -393,7 +392,6 @@ void check_static_broadcast(NodeContext& ctx, int nd) {
     }
   }
 }
-}  // namespace
 
 std::unique_ptr<OpKernel> make_scalar_loop(NodeContext& ctx);  // engine/ops_scalar_loop.cpp
 

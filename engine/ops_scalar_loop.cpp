@@ -14,41 +14,6 @@ namespace ember {
 
 using nlohmann::json;
 
-namespace {
-
-// Declared static shapes must agree with the broadcast of the inputs' (only
-// static 1s broadcast; -1 is unknown), as for any Elemwise
-// (engine/ops_elemwise.cpp check_static_broadcast, not exported).
-void check_static_shapes(NodeContext& ctx, int nd) {
-  for (int d = 0; d < nd; ++d) {
-    int64_t size = 1;  // the known non-1 size, or 1
-    int from = -1;
-    bool unknown = false;
-    for (int i = 0; i < ctx.num_inputs(); ++i) {
-      const int64_t s = ctx.in(i).static_shape.dims[d];
-      if (s < 0) unknown = true;
-      if (s < 0 || s == 1) continue;
-      if (from >= 0 && s != size)
-        ctx.fail("inputs[" + std::to_string(i) + "]",
-                 "static shape " + ctx.in(i).static_shape.str() + " does not broadcast with input " +
-                     std::to_string(from) + "'s " + ctx.in(from).static_shape.str() + " at dim " +
-                     std::to_string(d));
-      size = s;
-      from = i;
-    }
-    if (unknown && from < 0) continue;  // anything at run time
-    for (int o = 0; o < ctx.num_outputs(); ++o) {
-      const int64_t s = ctx.out(o).static_shape.dims[d];
-      if (s >= 0 && s != size)
-        ctx.fail("outputs[" + std::to_string(o) + "]",
-                 "static shape " + ctx.out(o).static_shape.str() + " but the inputs broadcast to " +
-                     std::to_string(size) + " at dim " + std::to_string(d));
-    }
-  }
-}
-
-}  // namespace
-
 // Called by make_elemwise when attrs.scalar_op.op is "ScalarLoop".
 std::unique_ptr<OpKernel> make_scalar_loop(NodeContext& ctx) {
   const json& so = ctx.attr("scalar_op");
@@ -68,7 +33,7 @@ std::unique_ptr<OpKernel> make_scalar_loop(NodeContext& ctx) {
     if (ctx.out(o).static_shape.ndim != nd) ctx.fail("outputs[" + std::to_string(o) + "]", "rank differs");
     outs.push_back(ctx.out(o).dtype);
   }
-  check_static_shapes(ctx, nd);
+  check_static_broadcast(ctx, nd);
 
   interp::ScalarLoop l;
   l.n_steps = ins[0];
