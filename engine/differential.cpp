@@ -212,24 +212,41 @@ std::vector<NamedKernel> jit_tiers(const Composite& c) {
 }
 #endif
 
-DiffCase random_loop_case(Rng& rng, const CompositeGenOptions& go) {
-  DiffCase dc;
-  const interp::ScalarLoop l = random_loop(rng, go);
-  dc.c = l.body;
-  dc.loop = LoopShape{l.n_steps, l.carried, l.until};
-  // Fewer elements than Composites: each runs up to 70 iterations.
+namespace {
+
+// Elements in a case: mostly under one VM batch, sometimes past a block.
+// The draws' order is part of a seed's meaning: keep it.
+int64_t random_count(Rng& rng, int64_t big_lo, int64_t big_span) {
   const int r = static_cast<int>(rng() % 10);
-  const int64_t n = r < 6 ? 1 + static_cast<int64_t>(rng() % 16)
-                          : r < 9 ? 17 + static_cast<int64_t>(rng() % 64) : 200 + static_cast<int64_t>(rng() % 400);
-  const bool b0 = rng() % 5 == 0;
-  dc.broadcast.push_back(b0);
-  dc.inputs.push_back(random_steps(rng, l.n_steps, n, b0));
+  return r < 6   ? 1 + static_cast<int64_t>(rng() % 16)
+         : r < 9 ? 17 + static_cast<int64_t>(rng() % 64)
+                 : big_lo + static_cast<int64_t>(rng() % big_span);
+}
+
+// Values for each of the Composite's inputs (one in five broadcast), then
+// the layout seed.
+void add_random_inputs(Rng& rng, DiffCase& dc, int64_t n) {
   for (DType t : dc.c.inputs) {
     const bool b = rng() % 5 == 0;
     dc.broadcast.push_back(b);
     dc.inputs.push_back(random_values(rng, t, n, b));
   }
   dc.layout_seed = rng();
+}
+
+}  // namespace
+
+DiffCase random_loop_case(Rng& rng, const CompositeGenOptions& go) {
+  DiffCase dc;
+  const interp::ScalarLoop l = random_loop(rng, go);
+  dc.c = l.body;
+  dc.loop = LoopShape{l.n_steps, l.carried, l.until};
+  // Fewer elements than Composites: each runs up to 70 iterations.
+  const int64_t n = random_count(rng, 200, 400);
+  const bool b0 = rng() % 5 == 0;
+  dc.broadcast.push_back(b0);
+  dc.inputs.push_back(random_steps(rng, l.n_steps, n, b0));
+  add_random_inputs(rng, dc, n);
   return dc;
 }
 
@@ -238,16 +255,7 @@ DiffCase random_case(Rng& rng, const CompositeGenOptions& go) {
     return random_loop_case(rng, go);
   DiffCase dc;
   dc.c = random_composite(rng, go);
-  const int r = static_cast<int>(rng() % 10);
-  const int64_t n = r < 6   ? 1 + static_cast<int64_t>(rng() % 16)
-                    : r < 9 ? 17 + static_cast<int64_t>(rng() % 64)
-                            : 1000 + static_cast<int64_t>(rng() % 1100);
-  for (DType t : dc.c.inputs) {
-    const bool b = rng() % 5 == 0;
-    dc.broadcast.push_back(b);
-    dc.inputs.push_back(random_values(rng, t, n, b));
-  }
-  dc.layout_seed = rng();
+  add_random_inputs(rng, dc, random_count(rng, 1000, 1100));
   return dc;
 }
 
