@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <memory>
+#include <vector>
 
 #include "engine/op.hpp"
 #include "interp/vm.hpp"
@@ -10,6 +11,13 @@
 namespace ember {
 
 struct TierEntry;  // engine/tier_manager.hpp
+
+// An input of a fused node: a one-element tensor, or (pick) the element at
+// `coord` of a larger one (a Subtensor with literal indices, absorbed).
+struct FusedInput {
+  bool pick = false;
+  std::vector<int64_t> coord;
+};
 
 class ElemwiseKernel : public OpKernel {
  public:
@@ -22,6 +30,14 @@ class ElemwiseKernel : public OpKernel {
   // From the load: an output whose dims are all statically 1 lets calls whose
   // inputs are all 1s skip the broadcast loop nest.
   void set_static_output_shape(const Shape& s);
+  // A node fused at load (engine/fuse_elemwise.cpp): one element per operand,
+  // inputs of any rank (or one element picked from a larger input), each
+  // output with its own all-1s static shape.
+  void set_fused(std::vector<Shape> out_shapes, std::vector<FusedInput> ins) {
+    fused_out_ = std::move(out_shapes);
+    fused_in_ = std::move(ins);
+  }
+  bool fused() const { return !fused_out_.empty(); }
 
   const interp::Composite& composite() const { return composite_; }
   const interp::Interpreted& interpreter() const { return *vm_; }
@@ -40,6 +56,9 @@ class ElemwiseKernel : public OpKernel {
   int64_t parallel_threshold_;
   bool all_ones_ = false;
   Shape ones_;  // ndim_ dims of 1 (0-d when ndim_ is 0)
+  std::vector<Shape> fused_out_;  // non-empty: a fused node's output shapes
+  std::vector<FusedInput> fused_in_;  // per input of a fused node
+  void* fused_input(Frame& f, int i) const;
   mutable std::atomic<const interp::ElemKernel*> active_;
   std::shared_ptr<TierEntry> tier_;  // null when the JIT is off
 };

@@ -332,6 +332,30 @@ namespace {
 }
 }  // namespace
 
+// Static shapes promised one element (or a picked element in range); a graph
+// whose other ops broke that promise gets an error here, not a stray read.
+void* ElemwiseKernel::fused_input(Frame& f, int i) const {
+  const Tensor& t = f.in(i);
+  const FusedInput& fi = fused_in_[i];
+  if (!fi.pick) {
+    if (t.size() != 1) [[unlikely]]
+      f.fail("fused input " + std::to_string(i) + " has shape " + t.shape.str() +
+             ", but its static shape says one element");
+    return t.data;
+  }
+  const int nd = static_cast<int>(fi.coord.size());
+  int64_t off = 0;
+  bool ok = t.ndim() == nd;
+  for (int d = 0; d < nd && ok; ++d) {
+    ok = fi.coord[d] < t.dim(d);
+    off += fi.coord[d] * t.strides[d];
+  }
+  if (!ok) [[unlikely]]
+    f.fail("fused input " + std::to_string(i) + " has shape " + t.shape.str() +
+           ", too small for the element its static shape promised");
+  return static_cast<char*>(t.data) + off * static_cast<int64_t>(dtype_size(t.dtype));
+}
+
 void ElemwiseKernel::run(Frame& f) const {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
   Hot hot(tier_.get());
@@ -344,7 +368,8 @@ void ElemwiseKernel::run(Frame& f) const {
     for (int i = 0; i < nin && single; ++i)
       for (int d = 0; d < ndim_; ++d) single = single && f.in(i).dim(d) == 1;
   }
-  if (single) {
+  const bool fused = !fused_out_.empty();
+  if (single || fused) {
     constexpr int kSmall = 64;
     interp::StridedPtr small[kSmall];
     thread_local std::vector<interp::StridedPtr> big;
@@ -353,8 +378,13 @@ void ElemwiseKernel::run(Frame& f) const {
       big.resize(nops);
       ops = big.data();
     }
-    for (int i = 0; i < nin; ++i) ops[i] = {f.in(i).data, 0};
-    for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, ones_).data, 0};
+    if (fused) {
+      for (int i = 0; i < nin; ++i) ops[i] = {fused_input(f, i), 0};
+      for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, fused_out_[o]).data, 0};
+    } else {
+      for (int i = 0; i < nin; ++i) ops[i] = {f.in(i).data, 0};
+      for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, ones_).data, 0};
+    }
     hot.elements = 1;
     k->run(1, ops, ops + nin);
     return;
