@@ -26,7 +26,10 @@ bool one_element(const VarSpec& v) {
   return true;
 }
 
-enum class Kind { None, Elemwise, Reshape1, Pick };
+// Pair: All/Any of a MakeVector of one-element bools (PyTensor's check that
+// every parameter is in its domain): an And/Or chain; the MakeVector (Deferred)
+// runs with it.
+enum class Kind { None, Elemwise, Reshape1, Pick, Pair, Deferred };
 
 // Python's slice.indices(n): the element count and first index.
 void slice_indices(int64_t n, const nlohmann::json& e, int64_t& first, int64_t& count) {
@@ -121,6 +124,25 @@ int fuse_elemwise(ProgramImpl& p) {
     kind[s] = kind_of(p, p.steps[s]);
     for (int v : p.steps[s].out) producer[v] = s;
   }
+  std::vector<char> is_output(g.vars.size(), 0);
+  for (int v : g.outputs) is_output[v] = 1;
+  std::vector<std::vector<int>> users(g.vars.size());
+  for (int s = 0; s < nsteps; ++s)
+    for (int v : p.steps[s].in) users[v].push_back(s);
+  for (int s = 0; s < nsteps; ++s) {
+    const Step& st = p.steps[s];
+    if ((st.op != "All" && st.op != "Any") || st.in.size() != 1 || st.out.size() != 1) continue;
+    const int w = st.in[0], m = producer[w];
+    const VarSpec& o = g.vars[st.out[0]];
+    if (m < 0 || p.steps[m].op != "MakeVector" || p.steps[m].in.empty() || is_output[w] || users[w].size() != 1 ||
+        o.static_shape.ndim != 0 || o.dtype != DType::Bool || g.vars[w].static_shape.ndim != 1)
+      continue;
+    bool ok = true;
+    for (int v : p.steps[m].in) ok = ok && g.vars[v].dtype == DType::Bool && one_element(g.vars[v]);
+    if (!ok) continue;
+    kind[s] = Kind::Pair;
+    kind[m] = Kind::Deferred;
+  }
 
   // Greedy, one open group at a time. The fused node runs before step `lo`:
   // after every producer of its inputs (steps, or earlier fused nodes), and
@@ -129,12 +151,6 @@ int fuse_elemwise(ProgramImpl& p) {
   // group starts. Candidates that read the group's values run after `lo`
   // anyway (lo never passes a member), and scalar ops raise no run-time
   // errors whose order could show.
-  std::vector<char> is_output(g.vars.size(), 0);
-  for (int v : g.outputs) is_output[v] = 1;
-  std::vector<std::vector<int>> users(g.vars.size());
-  for (int s = 0; s < nsteps; ++s)
-    for (int v : p.steps[s].in) users[v].push_back(s);
-
   std::vector<int> group_of(nsteps, -1);
   std::vector<int> pos(nsteps);  // where each step's outputs are made (fused: the node's position)
   for (int s = 0; s < nsteps; ++s) pos[s] = s;
@@ -190,6 +206,19 @@ int fuse_elemwise(ProgramImpl& p) {
         if (in_group(producer[st.in[0]])) val[st.out[0]] = val[st.in[0]], touched.push_back(st.out[0]);
         continue;
       }
+      if (kind[s] == Kind::Deferred) continue;  // its Pair reads its inputs
+      if (kind[s] == Kind::Pair) {
+        const Step& mv = p.steps[producer[st.in[0]]];
+        int32_t acc = val[mv.in[0]];
+        const auto op = st.op == "All" ? interp::ScalarOp::And : interp::ScalarOp::Or;
+        for (size_t k = 1; k < mv.in.size(); ++k) {
+          c.nodes.push_back(interp::ScalarNode{op, DType::Bool, {acc, val[mv.in[k]]}});
+          acc = first_node + static_cast<int32_t>(c.nodes.size()) - 1;
+        }
+        val[st.out[0]] = acc;
+        touched.push_back(st.out[0]);
+        continue;
+      }
       if (kind[s] == Kind::Reshape1) {
         val[st.out[0]] = val[st.in[0]];
         touched.push_back(st.out[0]);
@@ -224,7 +253,7 @@ int fuse_elemwise(ProgramImpl& p) {
         }
       }
     for (int v : touched) val[v] = -1;
-    if (ext_out.empty()) return false;  // nothing used: leave the nodes as they are
+    if (ext_out.empty() || c.nodes.empty()) return false;  // nothing used or computed: leave the nodes
     if (!c.validate().empty()) return false;  // cannot happen for validated members; stay unfused
     std::shared_ptr<const interp::Interpreted> vm;
     try {
@@ -259,10 +288,12 @@ int fuse_elemwise(ProgramImpl& p) {
     fused_kernels.push_back(std::move(k));
   };
   for (int s = 0; s < nsteps; ++s) {
-    if (kind[s] == Kind::None) continue;
+    if (kind[s] == Kind::None || kind[s] == Kind::Deferred) continue;
+    // A Pair reads its MakeVector's inputs; the MakeVector joins with it.
+    const int mv = kind[s] == Kind::Pair ? producer[p.steps[s].in[0]] : -1;
     auto lo_of = [&] {
       int lo = 0;
-      for (int v : p.steps[s].in)
+      for (int v : p.steps[mv >= 0 ? mv : s].in)
         if (const int q = producer[v]; q >= 0 && !in_group(q)) lo = std::max(lo, pos[q] + 1);
       return lo;
     };
@@ -275,12 +306,15 @@ int fuse_elemwise(ProgramImpl& p) {
       lo = lo_of();
     }
     G.pos = std::max(G.pos, lo);
+    if (mv >= 0) group_of[mv] = gi, G.members.push_back(mv);
     group_of[s] = gi;
     G.members.push_back(s);
-    G.elemwise += kind[s] == Kind::Elemwise;
+    G.elemwise += kind[s] == Kind::Elemwise || kind[s] == Kind::Pair;
+    // Steps staying where they are bound the position; so do MakeVectors
+    // deferred to their Pair (conservative: they stay if their Pair is not fused).
     for (int v : p.steps[s].out)
       for (int u : users[v])
-        if (kind[u] == Kind::None) hi = std::min(hi, u);
+        if (kind[u] == Kind::None || kind[u] == Kind::Deferred) hi = std::min(hi, u);
   }
   close();
 

@@ -316,3 +316,32 @@ TEST_CASE("fuse_picked_element_from_strided_input_is_the_right_one") {
   CHECK(fs == 2);
   CHECK(out[0].data<double>()[0] == std::exp(-3.0));
 }
+
+TEST_CASE("fuse_absorbs_all_of_a_makevector_of_bools_only_when_that_is_its_only_use") {
+  // ok = All([x > 0, y > 0]) picks x + y or -inf, PyTensor's domain check;
+  // the second MakeVector is also a graph output, so it and its Any stay.
+  Builder b;
+  const int x = b.input("float64", json::array());
+  const int y = b.input("float64", json::array());
+  const int zero = b.constant("float64", json::array(), {0.0});
+  const int ninf = b.constant("float64", json::array(), {"-inf"});
+  const int gx = b.ew("GT", {x, zero}, "bool", json::array());
+  const int gy = b.ew("GT", {y, zero}, "bool", json::array());
+  const int mv = b.node("MakeVector", {gx, gy}, "bool", {2});
+  const int ok = b.node("All", {mv}, "bool", json::array(), {{"axis", nullptr}});
+  const int mv2 = b.node("MakeVector", {gx, gy}, "bool", {2});
+  const int any = b.node("Any", {mv2}, "bool", json::array(), {{"axis", nullptr}});
+  const int sum = b.ew("Add", {x, y}, "float64", json::array());
+  const int r = b.ew("Switch", {ok, sum, ninf}, "float64", json::array());
+  b.outputs = {r, any, mv2};
+  size_t fs = 0, ps = 0;
+  for (double yv : {2.0, -1.0}) {
+    INFO("y = " << yv);
+    Array xa = Array::of<double>(Shape{}, {1.0}), ya = Array::of<double>(Shape{}, {yv});
+    auto out = run_both(b.str(), {xa.t, ya.t}, &fs, &ps);
+    CHECK(ps == 8);
+    CHECK(fs == 3);  // the fused node, MakeVector 2 and its Any
+    CHECK(out[0].data<double>()[0] == (yv > 0 ? 3.0 : -INFINITY));
+    CHECK(out[1].data<bool>()[0] == true);
+  }
+}
