@@ -29,7 +29,9 @@ bool one_element(const VarSpec& v) {
 // Pair: All/Any of a MakeVector of one-element bools (PyTensor's check that
 // every parameter is in its domain): an And/Or chain; the MakeVector (Deferred)
 // runs with it.
-enum class Kind { None, Elemwise, Reshape1, Pick, Pair, Deferred };
+// Pack: a Join (axis 0) or MakeVector of one-element values; its Composite
+// outputs write the elements of one tensor.
+enum class Kind { None, Elemwise, Reshape1, Pick, Pair, Deferred, Pack };
 
 // Python's slice.indices(n): the element count and first index.
 void slice_indices(int64_t n, const nlohmann::json& e, int64_t& first, int64_t& count) {
@@ -104,6 +106,22 @@ Kind kind_of(const ProgramImpl& p, const Step& st) {
   if (st.op == "DimShuffle" && st.in.size() == 1 && st.out.size() == 1 && all_one() &&
       p.graph.vars[st.in[0]].dtype == p.graph.vars[st.out[0]].dtype)
     return Kind::Reshape1;
+  if ((st.op == "Join" || st.op == "MakeVector") && st.out.size() == 1 && st.in.size() >= 2) {
+    const VarSpec& o = p.graph.vars[st.out[0]];
+    const bool join = st.op == "Join";
+    if (o.static_shape.ndim != 1 || o.static_shape.dims[0] != static_cast<int64_t>(st.in.size())) return Kind::None;
+    if (join) {
+      const auto& attrs = p.graph.nodes[st.node].attrs;
+      if (!attrs.contains("axis") || !attrs["axis"].is_number_integer()) return Kind::None;
+      const int64_t axis = attrs["axis"].get<int64_t>();
+      if (axis != 0 && axis != -1) return Kind::None;
+    }
+    for (int v : st.in) {
+      const VarSpec& x = p.graph.vars[v];
+      if (x.dtype != o.dtype || !one_element(x) || x.static_shape.ndim != (join ? 1 : 0)) return Kind::None;
+    }
+    return Kind::Pack;
+  }
   return Kind::None;
 }
 
@@ -169,6 +187,8 @@ int fuse_elemwise(ProgramImpl& p) {
     std::vector<int> ext_in, ext_out;
     std::vector<FusedInput> ext_kind;
     std::map<std::pair<int, std::vector<int64_t>>, int32_t> picked;
+    std::map<int, std::vector<int32_t>> packed;  // Pack output var -> its elements' values
+    std::vector<std::pair<int32_t, int32_t>> dst;  // per Composite output: node output, element
     auto add_input = [&](int v, FusedInput fi) {
       ext_in.push_back(v);
       ext_kind.push_back(std::move(fi));
@@ -203,7 +223,16 @@ int fuse_elemwise(ProgramImpl& p) {
     for (int s : G.members) {
       const Step& st = p.steps[s];
       if (kind[s] == Kind::Pick) {
-        if (in_group(producer[st.in[0]])) val[st.out[0]] = val[st.in[0]], touched.push_back(st.out[0]);
+        const int x = st.in[0];
+        if (!in_group(producer[x])) continue;
+        auto it = packed.find(x);
+        val[st.out[0]] = it == packed.end() ? val[x] : it->second[(*pick_coords(p, st))[0]];
+        touched.push_back(st.out[0]);
+        continue;
+      }
+      if (kind[s] == Kind::Pack) {
+        std::vector<int32_t>& elems = packed[st.out[0]];
+        for (int v : st.in) elems.push_back(val[v]);
         continue;
       }
       if (kind[s] == Kind::Deferred) continue;  // its Pair reads its inputs
@@ -247,9 +276,17 @@ int fuse_elemwise(ProgramImpl& p) {
       for (int v : p.steps[s].out) {
         bool external = is_output[v];
         for (int u : users[v]) external = external || !in_group(u);
-        if (external) {
-          ext_out.push_back(v);
+        if (!external) continue;
+        const int32_t o = static_cast<int32_t>(ext_out.size());
+        ext_out.push_back(v);
+        if (auto it = packed.find(v); it != packed.end()) {
+          for (size_t e = 0; e < it->second.size(); ++e) {
+            c.outputs.push_back(it->second[e]);
+            dst.emplace_back(o, static_cast<int32_t>(e));
+          }
+        } else {
           c.outputs.push_back(val[v]);
+          dst.emplace_back(o, 0);
         }
       }
     for (int v : touched) val[v] = -1;
@@ -264,7 +301,8 @@ int fuse_elemwise(ProgramImpl& p) {
     std::vector<Shape> shapes;
     for (int v : ext_out) shapes.push_back(g.vars[v].static_shape);
     auto k = std::make_unique<ElemwiseKernel>(std::move(c), std::move(vm), 0, p.options.parallel_threshold);
-    k->set_fused(std::move(shapes), std::move(ext_kind));
+    if (packed.empty()) dst.clear();  // one Composite output per node output
+    k->set_fused(std::move(shapes), std::move(ext_kind), std::move(dst));
     k->attach_tier();
 
     fused.node = p.steps[G.members[0]].node;

@@ -356,10 +356,50 @@ void* ElemwiseKernel::fused_input(Frame& f, int i) const {
   return static_cast<char*>(t.data) + off * static_cast<int64_t>(dtype_size(t.dtype));
 }
 
+void ElemwiseKernel::run_fused(Frame& f, const interp::ElemKernel* k) const {
+  const int nin = f.num_inputs(), nout = f.num_outputs();
+  const int ncomp = static_cast<int>(composite_.outputs.size()), nops = nin + ncomp;
+  constexpr int kSmall = 64;
+  interp::StridedPtr small[kSmall];
+  thread_local std::vector<interp::StridedPtr> big;
+  interp::StridedPtr* ops = small;
+  if (nops > kSmall) {
+    if (big.size() < static_cast<size_t>(nops)) big.resize(nops);
+    ops = big.data();
+  }
+  for (int i = 0; i < nin; ++i) ops[i] = {fused_input(f, i), 0};
+  if (fused_dst_.empty()) {
+    for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, fused_out_[o]).data, 0};
+  } else {
+    // Packed outputs (an absorbed Join / MakeVector): several scalar
+    // outputs write elements of one tensor. Allocate each tensor once.
+    interp::StridedPtr* outp = ops + nin;
+    int o = -1;
+    char* base = nullptr;
+    size_t es = 0;
+    for (int j = 0; j < ncomp; ++j) {
+      const auto [to, elem] = fused_dst_[j];
+      if (to != o) {
+        o = to;
+        Tensor& t = f.alloc_out(o, fused_out_[o]);
+        base = static_cast<char*>(t.data);
+        es = dtype_size(t.dtype);
+      }
+      outp[j] = {base + static_cast<size_t>(elem) * es, 0};
+    }
+  }
+  k->run(1, ops, ops + nin);
+}
+
 void ElemwiseKernel::run(Frame& f) const {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
   Hot hot(tier_.get());
   const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
+  if (!fused_out_.empty()) {
+    hot.elements = 1;
+    run_fused(f, k);
+    return;
+  }
   // One element: 0-d (most Composites of small models), or every dim
   // statically 1 (checked here: then the output is `ones_`). No loop nest.
   bool single = ndim_ == 0;
@@ -368,8 +408,7 @@ void ElemwiseKernel::run(Frame& f) const {
     for (int i = 0; i < nin && single; ++i)
       for (int d = 0; d < ndim_; ++d) single = single && f.in(i).dim(d) == 1;
   }
-  const bool fused = !fused_out_.empty();
-  if (single || fused) {
+  if (single) {
     constexpr int kSmall = 64;
     interp::StridedPtr small[kSmall];
     thread_local std::vector<interp::StridedPtr> big;
@@ -378,13 +417,8 @@ void ElemwiseKernel::run(Frame& f) const {
       big.resize(nops);
       ops = big.data();
     }
-    if (fused) {
-      for (int i = 0; i < nin; ++i) ops[i] = {fused_input(f, i), 0};
-      for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, fused_out_[o]).data, 0};
-    } else {
-      for (int i = 0; i < nin; ++i) ops[i] = {f.in(i).data, 0};
-      for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, ones_).data, 0};
-    }
+    for (int i = 0; i < nin; ++i) ops[i] = {f.in(i).data, 0};
+    for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, ones_).data, 0};
     hot.elements = 1;
     k->run(1, ops, ops + nin);
     return;

@@ -131,7 +131,7 @@ TEST_CASE("fuse_absorbs_dimshuffle_between_0d_and_1_element") {
 }
 
 TEST_CASE("fuse_keeps_values_used_by_other_nodes_and_graph_outputs") {
-  // t = x + 1 feeds a MakeVector (not Elemwise) and is a graph output; u = t * t
+  // t = x + 1 feeds a Sum (not Elemwise) and is a graph output; u = t * t
   // has two clients inside the run; the last value is an output.
   Builder b;
   const int x = b.input("float64", json::array());
@@ -140,18 +140,17 @@ TEST_CASE("fuse_keeps_values_used_by_other_nodes_and_graph_outputs") {
   const int u = b.ew("Mul", {t, t}, "float64", json::array());
   const int w = b.ew("Sub", {u, one}, "float64", json::array());
   const int z = b.ew("Add", {u, w}, "float64", json::array());
-  const int mv = b.node("MakeVector", {t, x}, "float64", {2});
+  const int mv = b.node("Sum", {t}, "float64", json::array(), {{"axis", nullptr}});
   b.outputs = {z, t, mv};
   Array xa = Array::of<double>(Shape{}, {2.0});
   size_t fs = 0, ps = 0;
   auto out = run_both(b.str(), {xa.t}, &fs, &ps);
   CHECK(ps == 5);
-  CHECK(fs == 2);  // the fused node and the MakeVector
+  CHECK(fs == 2);  // the fused node and the Sum
   CHECK(out[0].data<double>()[0] == 17.0);
   CHECK(out[1].data<double>()[0] == 3.0);
   CHECK(out[2].data<double>()[0] == 3.0);
-  CHECK(out[2].data<double>()[1] == 2.0);
-  // The fused node outputs t (MakeVector, graph output) and z, not u or w.
+  // The fused node outputs t (Sum, graph output) and z, not u or w.
   auto p = load(b.str(), true);
   const Step& st = p->impl().steps[0];
   CHECK(st.out == std::vector<int>{t, z});
@@ -319,7 +318,8 @@ TEST_CASE("fuse_picked_element_from_strided_input_is_the_right_one") {
 
 TEST_CASE("fuse_absorbs_all_of_a_makevector_of_bools_only_when_that_is_its_only_use") {
   // ok = All([x > 0, y > 0]) picks x + y or -inf, PyTensor's domain check;
-  // the second MakeVector is also a graph output, so it and its Any stay.
+  // the second MakeVector is also a graph output, so its Any stays (the
+  // MakeVector itself is packed: its elements are written by the fused node).
   Builder b;
   const int x = b.input("float64", json::array());
   const int y = b.input("float64", json::array());
@@ -340,8 +340,38 @@ TEST_CASE("fuse_absorbs_all_of_a_makevector_of_bools_only_when_that_is_its_only_
     Array xa = Array::of<double>(Shape{}, {1.0}), ya = Array::of<double>(Shape{}, {yv});
     auto out = run_both(b.str(), {xa.t, ya.t}, &fs, &ps);
     CHECK(ps == 8);
-    CHECK(fs == 3);  // the fused node, MakeVector 2 and its Any
+    CHECK(fs == 2);  // the fused node and the Any
     CHECK(out[0].data<double>()[0] == (yv > 0 ? 3.0 : -INFINITY));
     CHECK(out[1].data<bool>()[0] == true);
   }
+}
+
+TEST_CASE("fuse_packs_join_and_makevector_of_one_element_values_into_one_output") {
+  // j = Join(0, [a], [b], y) with a, b made in the run and y an input;
+  // m = MakeVector(c, d); m[1] is read back inside the run.
+  Builder b;
+  const int x = b.input("float64", json::array());
+  const int y = b.input("float64", {1});
+  const int a = b.ew("Neg", {x}, "float64", json::array());
+  const int ad = b.node("DimShuffle", {a}, "float64", {1}, {{"new_order", {"x"}}});
+  const int bb = b.ew("Add", {ad, y}, "float64", {1});
+  const int j = b.node("Join", {ad, bb, y}, "float64", {3}, {{"axis", 0}});
+  const int c = b.ew("Sqr", {x}, "float64", json::array());
+  const int m = b.node("MakeVector", {a, c}, "float64", {2});
+  const int m1 = b.node("Subtensor", {m}, "float64", json::array(), {{"idx_list", {{{"type", "index"}, {"value", 1}}}}});
+  const int r = b.ew("Add", {m1, x}, "float64", json::array());
+  b.outputs = {j, m, r};
+  Array xa = Array::of<double>(Shape{}, {3.0}), ya = Array::of<double>(Shape{1, {1}}, {0.5});
+  size_t fs = 0, ps = 0;
+  auto out = run_both(b.str(), {xa.t, ya.t}, &fs, &ps);
+  CHECK(ps == 8);
+  CHECK(fs == 1);
+  REQUIRE(out[0].size() == 3);
+  CHECK(out[0].data<double>()[0] == -3.0);
+  CHECK(out[0].data<double>()[1] == -2.5);
+  CHECK(out[0].data<double>()[2] == 0.5);
+  REQUIRE(out[1].size() == 2);
+  CHECK(out[1].data<double>()[0] == -3.0);
+  CHECK(out[1].data<double>()[1] == 9.0);
+  CHECK(out[2].data<double>()[0] == 12.0);
 }
