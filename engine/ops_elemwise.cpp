@@ -367,7 +367,14 @@ void ElemwiseKernel::run_fused(Frame& f, const interp::ElemKernel* k) const {
     if (big.size() < static_cast<size_t>(nops)) big.resize(nops);
     ops = big.data();
   }
-  for (int i = 0; i < nin; ++i) ops[i] = {fused_input(f, i), 0};
+  for (int i = 0; i < nin; ++i) {
+    const Tensor& t = f.in(i);
+    // Inline: a 0-d or (1,) input (most); picks, other ranks and errors out of line.
+    if (!fused_in_[i].pick && (t.shape.ndim == 0 || (t.shape.ndim == 1 && t.shape.dims[0] == 1)))
+      ops[i] = {t.data, 0};
+    else
+      ops[i] = {fused_input(f, i), 0};
+  }
   if (fused_dst_.empty()) {
     for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, fused_out_[o]).data, 0};
   } else {
