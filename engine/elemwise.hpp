@@ -3,6 +3,8 @@
 #pragma once
 #include <atomic>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "engine/op.hpp"
 #include "interp/vm.hpp"
@@ -10,6 +12,13 @@
 namespace ember {
 
 struct TierEntry;  // engine/tier_manager.hpp
+
+// An input of a fused node: a one-element tensor, or (pick) the element at
+// `coord` of a larger one (a Subtensor with literal indices, absorbed).
+struct FusedInput {
+  bool pick = false;
+  std::vector<int64_t> coord;
+};
 
 class ElemwiseKernel : public OpKernel {
  public:
@@ -22,6 +31,18 @@ class ElemwiseKernel : public OpKernel {
   // From the load: an output whose dims are all statically 1 lets calls whose
   // inputs are all 1s skip the broadcast loop nest.
   void set_static_output_shape(const Shape& s);
+  // A node fused at load (engine/fuse_elemwise.cpp): one element per
+  // Composite operand; an input is one element of any rank (or one element
+  // picked from a larger input); each output has its own static shape.
+  // `dst`, when not empty: per Composite output, the node output and the
+  // element it writes (outputs packed into one tensor are adjacent).
+  void set_fused(std::vector<Shape> out_shapes, std::vector<FusedInput> ins,
+                 std::vector<std::pair<int32_t, int32_t>> dst = {}) {
+    fused_out_ = std::move(out_shapes);
+    fused_in_ = std::move(ins);
+    fused_dst_ = std::move(dst);
+  }
+  bool fused() const { return !fused_out_.empty(); }
 
   const interp::Composite& composite() const { return composite_; }
   const interp::Interpreted& interpreter() const { return *vm_; }
@@ -40,6 +61,11 @@ class ElemwiseKernel : public OpKernel {
   int64_t parallel_threshold_;
   bool all_ones_ = false;
   Shape ones_;  // ndim_ dims of 1 (0-d when ndim_ is 0)
+  std::vector<Shape> fused_out_;  // non-empty: a fused node's output shapes
+  std::vector<FusedInput> fused_in_;  // per input of a fused node
+  std::vector<std::pair<int32_t, int32_t>> fused_dst_;
+  void* fused_input(Frame& f, int i) const;
+  void run_fused(Frame& f, const interp::ElemKernel* k) const;
   mutable std::atomic<const interp::ElemKernel*> active_;
   std::shared_ptr<TierEntry> tier_;  // null when the JIT is off
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "engine/fuse_elemwise.hpp"
 #include "engine/program_impl.hpp"
 
 namespace ember {
@@ -226,6 +227,7 @@ std::unique_ptr<ProgramImpl> ProgramImpl::build(Graph g, const Options& o) {
     p->steps.push_back(std::move(st));
     p->kernels.push_back(std::move(kernel));
   }
+  if (fusion_enabled()) fuse_elemwise(*p);
   p->num_slots = plan_buffers(*p);
 
   for (size_t k = 0; k < gr.inputs.size(); ++k) {

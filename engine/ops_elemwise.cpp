@@ -332,10 +332,81 @@ namespace {
 }
 }  // namespace
 
+// Static shapes promised one element (or a picked element in range); a graph
+// whose other ops broke that promise gets an error here, not a stray read.
+void* ElemwiseKernel::fused_input(Frame& f, int i) const {
+  const Tensor& t = f.in(i);
+  const FusedInput& fi = fused_in_[i];
+  if (!fi.pick) {
+    if (t.size() != 1) [[unlikely]]
+      f.fail("fused input " + std::to_string(i) + " has shape " + t.shape.str() +
+             ", but its static shape says one element");
+    return t.data;
+  }
+  const int nd = static_cast<int>(fi.coord.size());
+  int64_t off = 0;
+  bool ok = t.ndim() == nd;
+  for (int d = 0; d < nd && ok; ++d) {
+    ok = fi.coord[d] < t.dim(d);
+    off += fi.coord[d] * t.strides[d];
+  }
+  if (!ok) [[unlikely]]
+    f.fail("fused input " + std::to_string(i) + " has shape " + t.shape.str() +
+           ", too small for the element its static shape promised");
+  return static_cast<char*>(t.data) + off * static_cast<int64_t>(dtype_size(t.dtype));
+}
+
+void ElemwiseKernel::run_fused(Frame& f, const interp::ElemKernel* k) const {
+  const int nin = f.num_inputs(), nout = f.num_outputs();
+  const int ncomp = static_cast<int>(composite_.outputs.size()), nops = nin + ncomp;
+  constexpr int kSmall = 64;
+  interp::StridedPtr small[kSmall];
+  thread_local std::vector<interp::StridedPtr> big;
+  interp::StridedPtr* ops = small;
+  if (nops > kSmall) {
+    if (big.size() < static_cast<size_t>(nops)) big.resize(nops);
+    ops = big.data();
+  }
+  for (int i = 0; i < nin; ++i) {
+    const Tensor& t = f.in(i);
+    // Inline: a 0-d or (1,) input (most); picks, other ranks and errors out of line.
+    if (!fused_in_[i].pick && (t.shape.ndim == 0 || (t.shape.ndim == 1 && t.shape.dims[0] == 1)))
+      ops[i] = {t.data, 0};
+    else
+      ops[i] = {fused_input(f, i), 0};
+  }
+  if (fused_dst_.empty()) {
+    for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, fused_out_[o]).data, 0};
+  } else {
+    // Packed outputs (an absorbed Join / MakeVector): several scalar
+    // outputs write elements of one tensor. Allocate each tensor once.
+    interp::StridedPtr* outp = ops + nin;
+    int o = -1;
+    char* base = nullptr;
+    size_t es = 0;
+    for (int j = 0; j < ncomp; ++j) {
+      const auto [to, elem] = fused_dst_[j];
+      if (to != o) {
+        o = to;
+        Tensor& t = f.alloc_out(o, fused_out_[o]);
+        base = static_cast<char*>(t.data);
+        es = dtype_size(t.dtype);
+      }
+      outp[j] = {base + static_cast<size_t>(elem) * es, 0};
+    }
+  }
+  k->run(1, ops, ops + nin);
+}
+
 void ElemwiseKernel::run(Frame& f) const {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
   Hot hot(tier_.get());
   const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
+  if (!fused_out_.empty()) {
+    hot.elements = 1;
+    run_fused(f, k);
+    return;
+  }
   // One element: 0-d (most Composites of small models), or every dim
   // statically 1 (checked here: then the output is `ones_`). No loop nest.
   bool single = ndim_ == 0;
