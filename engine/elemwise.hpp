@@ -43,6 +43,16 @@ class ElemwiseKernel : public OpKernel {
     fused_dst_ = std::move(dst);
   }
   bool fused() const { return !fused_out_.empty(); }
+  const std::vector<Shape>& fused_out_shapes() const { return fused_out_; }
+  const std::vector<FusedInput>& fused_inputs() const { return fused_in_; }
+  // The node output and element that Composite output j writes.
+  std::pair<int32_t, int32_t> fused_target(int j) const {
+    return fused_dst_.empty() ? std::pair<int32_t, int32_t>(j, 0) : fused_dst_[j];
+  }
+  // A fused node's call with its operand table laid out per workspace
+  // (Step::ops_at): inputs [0, nin) then Composite outputs. Fills the
+  // inputs listed in `live`, then runs.
+  void run_planned(Frame& f, interp::StridedPtr* ops, const int32_t* live, int nlive) const;
 
   const interp::Composite& composite() const { return composite_; }
   const interp::Interpreted& interpreter() const { return *vm_; }

@@ -47,6 +47,9 @@ struct Options {
   // Element count above which element-wise and reduction work is split
   // across cores (in fixed chunks: results never depend on thread count).
   int64_t parallel_threshold = 1 << 16;
+  // Load-time fusion of one-element Elemwise runs (engine/fuse_elemwise.hpp).
+  // False turns it off; so does the environment variable EMBER_FUSE=0.
+  bool fuse_elemwise = true;
 };
 
 class Program {

@@ -134,6 +134,7 @@ struct Group {
 }  // namespace
 
 int fuse_elemwise(ProgramImpl& p) {
+  if (!p.options.fuse_elemwise) return 0;
   const Graph& g = p.graph;
   const int nsteps = static_cast<int>(p.steps.size());
   std::vector<Kind> kind(nsteps);

@@ -16,8 +16,8 @@ struct ProgramImpl;
 // can compare fused and unfused programs).
 bool fusion_enabled();
 
-// Rewrites p.steps / p.kernels (before the buffer plan). Returns how many
-// steps it removed.
+// Rewrites p.steps / p.kernels (before the buffer plan) unless
+// p.options.fuse_elemwise is false. Returns how many steps it removed.
 int fuse_elemwise(ProgramImpl& p);
 
 }  // namespace ember

@@ -398,6 +398,21 @@ void ElemwiseKernel::run_fused(Frame& f, const interp::ElemKernel* k) const {
   k->run(1, ops, ops + nin);
 }
 
+void ElemwiseKernel::run_planned(Frame& f, interp::StridedPtr* ops, const int32_t* live, int nlive) const {
+  Hot hot(tier_.get());
+  hot.elements = 1;
+  const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
+  for (int j = 0; j < nlive; ++j) {
+    const int i = live[j];
+    const Tensor& t = f.in(i);
+    if (!fused_in_[i].pick && (t.shape.ndim == 0 || (t.shape.ndim == 1 && t.shape.dims[0] == 1)))
+      ops[i].data = t.data;
+    else
+      ops[i].data = fused_input(f, i);
+  }
+  k->run(1, ops, ops + f.num_inputs());
+}
+
 void ElemwiseKernel::run(Frame& f) const {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
   Hot hot(tier_.get());

@@ -2,6 +2,7 @@
 #include <cstring>
 #include <new>
 
+#include "engine/elemwise.hpp"
 #include "engine/program_impl.hpp"
 #include "interp/scalar_op.hpp"
 
@@ -98,10 +99,41 @@ void* Frame::scratch(size_t bytes) { return ws_.scratch.reserve(bytes); }
 
 // ---- Program --------------------------------------------------------------
 
+static void plan_fused(ProgramImpl& p);
+
 Program::Program(std::unique_ptr<ProgramImpl> impl) : impl_(std::move(impl)) {
   for (Step& st : impl_->steps) {
     st.out_dtype.clear();
     for (int v : st.out) st.out_dtype.push_back(impl_->graph.vars[v].dtype);
+  }
+  plan_fused(*impl_);
+}
+
+// Fused nodes' one-element outputs get fixed places in one per-workspace
+// arena, so a call allocates nothing for them and their pointers (and the
+// pointers of fused inputs made by earlier fused nodes) are set up once per
+// workspace instead of once per call. The arena is small (the values are a
+// few elements each) and never shared between steps, so no lifetime rules.
+static void plan_fused(ProgramImpl& p) {
+  std::vector<int> made_by(p.graph.vars.size(), -1);  // var -> fused step
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    Step& st = p.steps[s];
+    const auto* k = dynamic_cast<const ElemwiseKernel*>(st.kernel);
+    if (!k || !k->fused()) continue;
+    st.fused = k;
+    st.ops_at = static_cast<int>(p.fused_ops_size);
+    p.fused_ops_size += st.in.size() + k->composite().outputs.size();
+    st.out_at.clear();
+    for (size_t o = 0; o < st.out.size(); ++o) {
+      const size_t es = dtype_size(st.out_dtype[o]), align = std::max<size_t>(es, 8);
+      p.arena_bytes = (p.arena_bytes + align - 1) / align * align;
+      st.out_at.push_back(p.arena_bytes);
+      p.arena_bytes += static_cast<size_t>(k->fused_out_shapes()[o].size()) * es;
+      made_by[st.out[o]] = static_cast<int>(s);
+    }
+    st.live_in.clear();
+    for (size_t i = 0; i < st.in.size(); ++i)
+      if (made_by[st.in[i]] < 0 || k->fused_inputs()[i].pick) st.live_in.push_back(static_cast<int32_t>(i));
   }
 }
 Program::~Program() = default;
@@ -132,6 +164,26 @@ WorkspacePtr Program::make_workspace() const {
   ws->slots.resize(impl_->num_slots);
   for (size_t k = 0; k < impl_->const_vars.size(); ++k) ws->values[impl_->const_vars[k]] = impl_->const_values[k];
   ws->outputs.resize(impl_->outputs.size());
+  if (impl_->fused_ops_size) {
+    char* arena = static_cast<char*>(ws->arena.reserve(impl_->arena_bytes));
+    std::memset(arena, 0, impl_->arena_bytes);
+    ws->fused_ops.assign(impl_->fused_ops_size, interp::StridedPtr{nullptr, 0});
+    std::vector<char*> at(impl_->graph.vars.size(), nullptr);  // var -> its place in the arena
+    for (const Step& st : impl_->steps) {
+      if (!st.fused) continue;
+      for (size_t o = 0; o < st.out.size(); ++o) {
+        at[st.out[o]] = arena + st.out_at[o];
+        ws->values[st.out[o]].set_contiguous(st.out_dtype[o], st.fused->fused_out_shapes()[o], at[st.out[o]]);
+      }
+      interp::StridedPtr* ops = ws->fused_ops.data() + st.ops_at;
+      for (size_t i = 0; i < st.in.size(); ++i) ops[i].data = at[st.in[i]];  // live inputs: each call
+      const size_t nin = st.in.size(), ncomp = st.fused->composite().outputs.size();
+      for (size_t j = 0; j < ncomp; ++j) {
+        const auto [o, elem] = st.fused->fused_target(static_cast<int>(j));
+        ops[nin + j].data = at[st.out[o]] + static_cast<size_t>(elem) * dtype_size(st.out_dtype[o]);
+      }
+    }
+  }
   return ws;
 }
 
@@ -179,7 +231,11 @@ const std::vector<Tensor>& Program::run(Workspace& ws, std::span<const Tensor> a
   try {
     for (const Step& st : p.steps) {
       Frame f(ws, st);
-      st.kernel->run(f);
+      if (st.fused)
+        st.fused->run_planned(f, ws.fused_ops.data() + st.ops_at, st.live_in.data(),
+                              static_cast<int>(st.live_in.size()));
+      else
+        st.kernel->run(f);
     }
   } catch (const std::bad_alloc&) {
     throw CallError(p.graph.source + ": out of memory");

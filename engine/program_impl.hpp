@@ -13,8 +13,11 @@
 #include "engine/ember.hpp"
 #include "engine/graph.hpp"
 #include "engine/op.hpp"
+#include "interp/kernel.hpp"
 
 namespace ember {
+
+class ElemwiseKernel;
 
 // One node of the static schedule.
 struct Step {
@@ -24,6 +27,15 @@ struct Step {
   std::vector<int> out_slot;     // buffer slot per output
   std::string op;                // for messages
   std::vector<DType> out_dtype;  // per output (filled by Program's constructor)
+  // A node fused at load (engine/fuse_elemwise.cpp), laid out by Program's
+  // constructor: its outputs live at fixed places in Workspace::arena (set
+  // up once per workspace, never reused by other steps), and its operand
+  // table Workspace::fused_ops[ops_at...] holds their pointers and those of
+  // inputs made by earlier fused nodes; a call fills only `live_in`.
+  const ElemwiseKernel* fused = nullptr;
+  int ops_at = -1;
+  std::vector<size_t> out_at;   // byte offset of each output in the arena
+  std::vector<int32_t> live_in;  // inputs whose pointer each call looks up
 };
 
 // A grow-only, 64-byte aligned byte buffer.
@@ -52,6 +64,8 @@ class Workspace {
   uint64_t shared_seen = ~uint64_t(0);  // ProgramImpl::shared_version of shared_snapshot
   std::vector<Tensor> outputs;
   const ProgramImpl* owner = nullptr;
+  Buffer arena;  // fused nodes' outputs (Step::out_at)
+  std::vector<interp::StridedPtr> fused_ops;  // fused nodes' operand tables (Step::ops_at)
 };
 
 struct ProgramImpl {
@@ -63,6 +77,7 @@ struct ProgramImpl {
   std::vector<int> const_vars;
   std::vector<Tensor> const_values;  // parallel to const_vars
   int num_slots = 0;
+  size_t arena_bytes = 0, fused_ops_size = 0;  // Workspace::arena / fused_ops sizes
 
   mutable std::mutex shared_mu;  // guards shared_values
   mutable std::vector<std::shared_ptr<const Array>> shared_values;

@@ -244,6 +244,60 @@ TEST_CASE("fuse_off_with_ember_fuse_0") {
   CHECK(num_steps(*load(b.str(), true)) == 1);
 }
 
+TEST_CASE("fuse_off_with_options_fuse_elemwise_false") {
+  Builder b;
+  const int x = b.input("float64", json::array());
+  int v = b.ew("Exp", {x}, "float64", json::array());
+  v = b.ew("Neg", {v}, "float64", json::array());
+  b.outputs = {v};
+  FuseEnv env(true);
+  Options off;
+  off.fuse_elemwise = false;
+  auto u = Program::from_json(b.str(), off), f = Program::from_json(b.str());
+  CHECK(num_steps(*u) == 2);
+  CHECK(num_steps(*f) == 1);
+  Array xa = Array::of<double>(Shape{}, {0.0});
+  CHECK(u->call({xa.t})[0].data<double>()[0] == -1.0);
+  CHECK(f->call({xa.t})[0].data<double>()[0] == -1.0);
+  {
+    FuseEnv env0(false);  // the environment still turns it off when the option is on
+    CHECK(num_steps(*Program::from_json(b.str())) == 2);
+  }
+}
+
+TEST_CASE("fuse_outputs_are_per_workspace_and_fresh_each_call") {
+  // Two fused nodes around a Sum: the second reads the first's outputs.
+  // Each workspace keeps its own values; a later call sees new inputs.
+  Builder b;
+  const int x = b.input("float64", {1});
+  const int one = b.constant("float64", json::array(), {1.0});
+  const int xs = b.node("DimShuffle", {x}, "float64", json::array(), {{"new_order", json::array()}});
+  const int t = b.ew("Add", {xs, one}, "float64", json::array());  // x + 1
+  const int u = b.ew("Mul", {t, t}, "float64", json::array());     // (x + 1)^2
+  const int s = b.node("Sum", {t}, "float64", json::array(), {{"axis", nullptr}});
+  const int w = b.ew("Add", {u, s}, "float64", json::array());     // (x + 1)^2 + x + 1
+  const int z = b.ew("Mul", {w, t}, "float64", json::array());     // w (x + 1)
+  b.outputs = {z, u};
+  FuseEnv env(true);
+  auto p = Program::from_json(b.str());
+  CHECK(num_steps(*p) == 3);
+  auto expect = [](double v) { return ((v + 1) * (v + 1) + (v + 1)) * (v + 1); };
+  WorkspacePtr w1 = p->make_workspace(), w2 = p->make_workspace();
+  Array a = Array::of<double>(Shape{1, {1}}, {2.0}), c = Array::of<double>(Shape{1, {1}}, {-3.0});
+  const auto& r1 = p->run(*w1, std::vector<Tensor>{a.t});
+  const auto& r2 = p->run(*w2, std::vector<Tensor>{c.t});
+  CHECK(r1[0].at<double>(0) == expect(2.0));
+  CHECK(r1[1].at<double>(0) == 9.0);
+  CHECK(r2[0].at<double>(0) == expect(-3.0));
+  CHECK(r2[1].at<double>(0) == 4.0);
+  p->run(*w1, std::vector<Tensor>{c.t});
+  CHECK(r1[0].at<double>(0) == expect(-3.0));
+  CHECK(r2[0].at<double>(0) == expect(-3.0));
+  p->run(*w2, std::vector<Tensor>{a.t});
+  CHECK(r1[0].at<double>(0) == expect(-3.0));
+  CHECK(r2[0].at<double>(0) == expect(2.0));
+}
+
 TEST_CASE("fuse_models_give_unfused_bits") {
   for (const char* name : {"eight_schools_centered", "eight_schools_noncentered", "radon", "logistic_glm",
                            "poisson_glm", "studentt_regression", "data_regression", "mvnormal_lkj", "seed_gamma",
