@@ -332,6 +332,51 @@ namespace {
 }
 }  // namespace
 
+namespace {
+// The common vector case without the loop nest: every input either has one
+// element (broadcast, stride 0) or one shared shape and is C-contiguous, so
+// the whole output is one run of `total` elements (the loop nest would merge
+// all dims into the same single run; element-wise ops do not depend on how a
+// run is split). Returns false, having done nothing, when it does not apply
+// (then run_nest handles it, broadcast errors included).
+bool run_flat(Frame& f, const interp::ElemKernel* k, int ndim, int64_t parallel_threshold, int64_t& total) {
+  const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
+  constexpr int kSmallOps = 24;
+  if (nops > kSmallOps) return false;
+  interp::StridedPtr ops[kSmallOps];
+  const Tensor* ref = nullptr;  // the first input of more than one element
+  for (int i = 0; i < nin; ++i) {
+    const Tensor& t = f.in(i);
+    int64_t n = 1, st = 1;
+    bool contiguous = true;
+    for (int d = ndim - 1; d >= 0; --d) {
+      const int64_t v = t.shape.dims[d];
+      contiguous = contiguous && (v == 1 || t.strides[d] == st);
+      st *= v;
+      n *= v;
+    }
+    if (n == 1) {
+      ops[i] = {t.data, 0};
+      continue;
+    }
+    if (!contiguous) return false;
+    if (!ref) {
+      ref = &t;
+    } else {
+      for (int d = 0; d < ndim; ++d)
+        if (t.shape.dims[d] != ref->shape.dims[d]) return false;
+    }
+    ops[i] = {t.data, 1};
+  }
+  if (!ref) return false;  // all one element: the caller's other paths
+  total = ref->size();
+  if (total >= parallel_threshold) return false;
+  for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, ref->shape).data, 1};
+  if (total > 0) k->run(total, ops, ops + nin);
+  return true;
+}
+}  // namespace
+
 // Static shapes promised one element (or a picked element in range); a graph
 // whose other ops broke that promise gets an error here, not a stray read.
 void* ElemwiseKernel::fused_input(Frame& f, int i) const {
@@ -405,8 +450,13 @@ void ElemwiseKernel::run_planned(Frame& f, interp::StridedPtr* ops, const int32_
   for (int j = 0; j < nlive; ++j) {
     const int i = live[j];
     const Tensor& t = f.in(i);
-    if (!fused_in_[i].pick && (t.shape.ndim == 0 || (t.shape.ndim == 1 && t.shape.dims[0] == 1)))
+    const FusedInput& fi = fused_in_[i];
+    // Inline: a 0-d or (1,) input, or an element picked from a vector (the
+    // point's x[k], most picks); other ranks and errors out of line.
+    if (!fi.pick && (t.shape.ndim == 0 || (t.shape.ndim == 1 && t.shape.dims[0] == 1)))
       ops[i].data = t.data;
+    else if (fi.pick && t.shape.ndim == 1 && fi.coord.size() == 1 && fi.coord[0] < t.shape.dims[0])
+      ops[i].data = static_cast<char*>(t.data) + fi.coord[0] * t.strides[0] * static_cast<int64_t>(dtype_size(t.dtype));
     else
       ops[i].data = fused_input(f, i);
   }
@@ -443,6 +493,11 @@ void ElemwiseKernel::run(Frame& f) const {
     for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, ones_).data, 0};
     hot.elements = 1;
     k->run(1, ops, ops + nin);
+    return;
+  }
+  int64_t total = 0;
+  if (run_flat(f, k, ndim_, parallel_threshold_, total)) {
+    hot.elements = total;
     return;
   }
   hot.elements = run_nest(f, k, ndim_, parallel_threshold_);
