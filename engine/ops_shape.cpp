@@ -243,8 +243,19 @@ class JoinK : public OpKernel {
     check_out_shape(f, 0, stat, s);
     Tensor& o = f.alloc_out(0, s);
     int64_t pos = 0;
+    const size_t es = dtype_size(o.dtype);
     for (int i = first; i < f.num_inputs(); ++i) {
       const Tensor& t = f.in(i);
+      // Along axis 0 each piece is a contiguous block of the (contiguous)
+      // output: a C-contiguous piece of the same dtype is one memcpy (small
+      // models join (1,) and (n,) gradient pieces).
+      if (ax == 0 && t.dtype == o.dtype && t.is_contiguous()) {
+        const int64_t n = t.size();
+        if (n) std::memcpy(static_cast<char*>(o.data) + static_cast<size_t>(pos * o.strides[0]) * es, t.data,
+                           static_cast<size_t>(n) * es);
+        pos += t.dim(0);
+        continue;
+      }
       Tensor dst = offset_view(o, pos * o.strides[ax]);
       dst.shape = t.shape;
       copy_convert(dst, t);
