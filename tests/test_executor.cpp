@@ -222,3 +222,48 @@ TEST_CASE("c_abi_repeated_logp_calls_allocate_nothing") {
   CHECK(test::close(logp, pts[0]["logp"].get<double>(), 1e-12));
   ember_program_free(c);
 }
+
+TEST_CASE("elemwise_flat_run_and_loop_nest_give_the_same_values") {
+  // (3, 1) with a one-element (1, 1): one flat run; a strided (3, 1) view
+  // or a zero-length input take the loop nest / the empty path.
+  auto p = Program::from_json(kAddGraph);
+  Array a = Array::of<double>({2, {3, 1}}, {1, 2, 3});
+  Array b = Array::of<double>({2, {1, 1}}, {0.5});
+  auto out = p->call({a.t, b.t});
+  REQUIRE(out[0].t.shape == Shape{2, {3, 1}});
+  CHECK(out[0].data<double>()[0] == 1.5);
+  CHECK(out[0].data<double>()[1] == 2.5);
+  CHECK(out[0].data<double>()[2] == 3.5);
+  Array base = Array::of<double>({1, {6}}, {7, -1, 8, -1, 9, -1});
+  Tensor v = base.t;
+  v.shape = Shape{2, {3, 1}};
+  v.strides[0] = 2;
+  v.strides[1] = 1;
+  out = p->call({v, b.t});
+  CHECK(out[0].data<double>()[0] == 7.5);
+  CHECK(out[0].data<double>()[1] == 8.5);
+  CHECK(out[0].data<double>()[2] == 9.5);
+  Array empty = Array::empty(DType::Float64, Shape{2, {0, 1}});
+  out = p->call({empty.t, b.t});
+  CHECK(out[0].t.shape == Shape{2, {0, 1}});
+}
+
+TEST_CASE("join_axis_0_of_contiguous_and_strided_pieces") {
+  const char* g = R"({"format": "ember-graph", "version": 1,
+    "variables": [{"name": "a", "dtype": "float64", "shape": [null]},
+                  {"name": "b", "dtype": "float64", "shape": [1]},
+                  {"name": "c", "dtype": "float64", "shape": [null]},
+                  {"name": "j", "dtype": "float64", "shape": [null]}],
+    "inputs": [0, 1, 2], "outputs": [3],
+    "nodes": [{"op": "Join", "inputs": [0, 1, 2], "outputs": [3], "attrs": {"axis": 0}}]})";
+  auto p = Program::from_json(g);
+  Array a = Array::of<double>({1, {2}}, {1, 2});
+  Array b = Array::of<double>({1, {1}}, {3});
+  Array base = Array::of<double>({1, {6}}, {4, -1, 5, -1, 6, -1});
+  Tensor c = base.t;  // every other element: not contiguous
+  c.shape = Shape{1, {3}};
+  c.strides[0] = 2;
+  auto out = p->call({a.t, b.t, c});
+  REQUIRE(out[0].t.shape == Shape{1, {6}});
+  for (int k = 0; k < 6; ++k) CHECK(out[0].data<double>()[k] == k + 1);
+}
