@@ -73,16 +73,23 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
 
 }  // namespace
 
+// One pass from the last dim: checks the shape, sets C-order strides and
+// counts elements (a failed call leaves the output's metadata half set,
+// which the next call overwrites).
 Tensor& Frame::alloc_out(int i, DType dt, const Shape& s) {
+  Tensor& t = values_[step_.out[i]];
+  const int nd = s.ndim;
   int64_t n = 1;
-  for (int d = 0; d < s.ndim; ++d) {
+  for (int d = nd - 1; d >= 0; --d) {
     const int64_t v = s.dims[d];
+    t.shape.dims[d] = v;
+    t.strides[d] = n;
     if (v < 0 || __builtin_mul_overflow(n, v, &n) || n > kMaxElements) [[unlikely]]
       bad_out_shape(*this, s);
   }
-  void* mem = ws_.slots[step_.out_slot[i]].reserve(static_cast<size_t>(n) * dtype_size(dt));
-  Tensor& t = values_[step_.out[i]];
-  t.set_contiguous(dt, s, mem);
+  t.shape.ndim = nd;
+  t.dtype = dt;
+  t.data = ws_.slots[step_.out_slot[i]].reserve(static_cast<size_t>(n) * dtype_size(dt));
   return t;
 }
 
