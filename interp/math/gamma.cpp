@@ -30,7 +30,23 @@ constexpr double kL2[] = {
 
 }  // namespace
 
-D lgamma2p(D e) { return e * polevl(e, kL2); }
+D lgamma2p(D e) {
+  // c0 + e(c1 + e(c2 + e(c3 + e T))) by Horner (these steps carry the
+  // rounding that matters), the tail T = c4 + c5 e + ... (scaled by e^4 <= 1/16)
+  // as four Horner chains in e^4 that overlap instead of one long dependency.
+  constexpr int N = sizeof kL2 / sizeof kL2[0];  // kL2[N - 1 - i] = c_i
+  D e2 = e * e, e4 = e2 * e2;
+  D p[4];
+  for (int j = 0; j < 4; ++j) {
+    int top = 4 + j + (N - 5 - j) / 4 * 4;  // highest power in chain j
+    D r(kL2[N - 1 - top]);
+    for (int i = top - 4; i >= 4 + j; i -= 4) r = r * e4 + D(kL2[N - 1 - i]);
+    p[j] = r;
+  }
+  D h = (p[0] + e * p[1]) + e2 * (p[2] + e * p[3]);
+  for (int i = 3; i >= 0; --i) h = D(kL2[N - 1 - i]) + e * h;
+  return e * h;
+}
 
 D sinpi(D x) {
   D n = rint(x);
