@@ -11,8 +11,11 @@ namespace {
 // log2(ax) as t1 + t2, t1 with its low 32 bits clear. ax finite, > 0.
 void log2_ext(D ax, D& t1, D& t2) {
   B sub = ax < D(2.2250738585072014e-308);
-  ax = select(sub, ax * D(9007199254740992.0), ax);  // * 2^53
-  D n = exponent(ax) - select(sub, D(53.0), D(0.0));
+  D n = exponent(ax);
+  if (xsimd::any(sub)) {
+    ax = select(sub, ax * D(9007199254740992.0), ax);  // * 2^53
+    n = exponent(ax) - select(sub, D(53.0), D(0.0));
+  }
   D m = mantissa(ax);
   B k0 = m < from_bits(0x3ff3988f00000000ull);  // below ~sqrt(3/2)
   B k1 = !k0 && m < from_bits(0x3ffbb67a00000000ull);  // below ~sqrt(3)
@@ -152,6 +155,11 @@ D pow(D x, D y) {
   B under = z < D(-1075.0) || (z == D(-1075.0) && p_l <= z - p_h);
   D r = exp2_ext(select(over || under, D(0.0), p_h), select(over || under, D(0.0), p_l));
   r = select(over, inf(), select(under, D(0.0), r));
+  // Nothing below changes a lane with x > 0 finite, y finite and not one of
+  // the exact cases: skip it when every lane is such.
+  B plain = x > D(0.0) && ax < inf() && abs(y) < inf() && y != D(1.0) && y != D(-1.0) &&
+            y != D(2.0) && y != D(0.5) && y != D(0.0) && x != D(1.0);
+  if (!xsimd::any(fast) && xsimd::all(plain)) return r;
 
   D fy = xsimd::floor(y);
   B yint = fy == y;
