@@ -92,6 +92,8 @@ const Case kCases[] = {
     B("pow", pow, (Dist{0.1, 10}), (Dist{0.1, 10}), R2(std::pow(x, y))),
     B("pow:int", pow, (Dist{0.1, 10}), (Dist{-6, 6, false, 1}), R2(std::pow(x, y))),
     B("pow:half", pow, (Dist{0.1, 10}), (Dist{-6, 6, false, 0.5}), R2(std::pow(x, y))),
+    B("pow:y=2", pow, (Dist{0.1, 10}), (Dist{2, 2}), R2(std::pow(x, y))),
+    B("pow:y=3", pow, (Dist{0.1, 10}), (Dist{3, 3}), R2(std::pow(x, y))),
     U("xlogx", xlogx, (Dist{0, 10}), R1(ref_xlogx(x))),
     B("xlogy0", xlogy0, (Dist{0.1, 10}), (Dist{0.1, 10}), R2(ref_xlogy0(x, y))),
     U("erf", erf, (Dist{-3, 3}), R1(std::erf(x))),

@@ -132,6 +132,10 @@ D pow_small(D x, D y, B ok) {
 }  // namespace
 
 D pow(D x, D y) {
+  // Squares are common (PyTensor keeps x**2 inside ScalarLoop bodies): x*x
+  // is what the exact case below selects for y == 2, zeros, infinities and
+  // NaN included.
+  if (xsimd::all(y == D(2.0))) return x * x;
   B fast = small_pow_ok(x, y);
   D rf(0.0);
   if (xsimd::any(fast)) rf = pow_small(x, y, fast);
