@@ -45,17 +45,30 @@ class Gen {
   }
 
   void run(int lo, int hi, const std::string& name, int max_run) {
-    auto* fty = FunctionType::get(Type::getVoidTy(C), {s64, ptr}, false);
+    auto* fty = FunctionType::get(Type::getVoidTy(C), {s64, ptr, ptr}, false);
     F = Function::Create(fty, Function::ExternalLinkage, name, M);
     F->addFnAttr(Attribute::NoUnwind);
     F->addFnAttr(Attribute::NoRecurse);
     auto a = F->arg_begin();
     m_ = &*a++;
     scratch_ = &*a++;
+    Value* in = &*a++;
+    // Generated code writes only register and temporary cells, never an
+    // input (in place or gathered), so scratch stays noalias.
     F->addParamAttr(1, Attribute::NoAlias);
+    F->addParamAttr(2, Attribute::NoAlias);
+    F->addParamAttr(2, Attribute::ReadOnly);
     B.SetInsertPoint(BasicBlock::Create(C, "entry", F));
     groups_ = B.CreateUDiv(B.CreateAdd(m_, ConstantInt::get(s64, W - 1)), ConstantInt::get(s64, W));
     compute_last_reads();
+    // Each input's lane base (jit.hpp), loaded once for the chunk.
+    in_base_.assign(bc_.inputs.size(), nullptr);
+    for (int k = lo; k < hi; ++k)
+      for (int32_t s : {bc_.code[k].a, bc_.code[k].b, bc_.code[k].c})
+        if (is_input(s) && !in_base_[s - bc_.num_consts()]) {
+          const int j = s - bc_.num_consts();
+          in_base_[j] = B.CreateAlignedLoad(ptr, B.CreateConstGEP1_64(ptr, in, j), Align(8));
+        }
 
     // Runs of inline instructions become one fused loop over the block's
     // groups of W lanes; math calls work on whole blocks in scratch.
@@ -109,7 +122,8 @@ class Gen {
     return op == S::Add || op == S::Sub || op == S::Mul || op == S::TrueDiv || op == S::Sqr || op == S::Reciprocal;
   }
 
-  // The block-sized cell of a register or input slot (jit.hpp: cell_index).
+  bool is_input(int32_t s) const { return s >= bc_.num_consts() && s < bc_.first_reg(); }
+  // The block-sized cell of a register slot (jit.hpp: cell_index).
   uint64_t cell_off(int32_t s) const { return static_cast<uint64_t>(cell_index(bc_, s)) * kCellBytes; }
   uint64_t tmp_off(int t) const {
     return static_cast<uint64_t>(bc_.num_regs + static_cast<int>(bc_.inputs.size()) + t) * kCellBytes;
@@ -157,7 +171,9 @@ class Gen {
   Value* read(int32_t s, Cls c, Value* g) {
     if (s < bc_.num_consts()) return constant(s);
     if (auto it = vals_.find(s); it != vals_.end()) return it->second;
-    Value* v = load(cls_ty(c), at(cell_off(s), g));
+    // An input may be the caller's memory: only 8-byte aligned.
+    Value* v = is_input(s) ? B.CreateAlignedLoad(cls_ty(c), B.CreateGEP(i8, in_base_[s - bc_.num_consts()], goff_), Align(8))
+                           : load(cls_ty(c), at(cell_off(s), g));
     vals_[s] = v;
     return v;
   }
@@ -171,7 +187,8 @@ class Gen {
     B.SetInsertPoint(hdr);
     PHINode* g = B.CreatePHI(s64, 2);
     g->addIncoming(ConstantInt::get(s64, 0), pre);
-    body(B.CreateGEP(i8, scratch_, B.CreateMul(g, ConstantInt::get(s64, 8 * W))));
+    goff_ = B.CreateMul(g, ConstantInt::get(s64, 8 * W));
+    body(B.CreateGEP(i8, scratch_, goff_));
     Value* next = B.CreateAdd(g, ConstantInt::get(s64, 1));
     g->addIncoming(next, B.GetInsertBlock());
     B.CreateCondBr(B.CreateICmpSLT(next, groups_), hdr, after);
@@ -208,7 +225,8 @@ class Gen {
     std::vector<Value*> args{m_};
     for (int k = 0; k < sig.nargs; ++k) {
       if (sig.arg[k] == Cls::F64 && src[k] >= bc_.num_consts()) {
-        args.push_back(B.CreateConstGEP1_64(i8, scratch_, cell_off(src[k])));
+        args.push_back(is_input(src[k]) ? in_base_[src[k] - bc_.num_consts()]
+                                        : B.CreateConstGEP1_64(i8, scratch_, cell_off(src[k])));
         continue;
       }
       // Constants and float32 operands: widened into a float64 temporary.
@@ -422,6 +440,8 @@ class Gen {
   Type *f64, *f32, *i64, *s64, *i8, *ptr;
   Function* F = nullptr;
   Value *m_ = nullptr, *scratch_ = nullptr, *groups_ = nullptr;
+  Value* goff_ = nullptr;           // byte offset of the current group (in loop())
+  std::vector<Value*> in_base_;     // per input: its lane base, if this chunk reads it
   std::vector<int> last_read_;
   std::unordered_map<int32_t, Value*> vals_;
 };
