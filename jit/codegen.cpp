@@ -59,7 +59,9 @@ class Gen {
     F->addParamAttr(2, Attribute::NoAlias);
     F->addParamAttr(2, Attribute::ReadOnly);
     B.SetInsertPoint(BasicBlock::Create(C, "entry", F));
-    groups_ = B.CreateUDiv(B.CreateAdd(m_, ConstantInt::get(s64, W - 1)), ConstantInt::get(s64, W));
+    // Loops count bytes of cell (8W per group): no multiply per iteration.
+    end_ = B.CreateMul(B.CreateUDiv(B.CreateAdd(m_, ConstantInt::get(s64, W - 1)), ConstantInt::get(s64, W)),
+                       ConstantInt::get(s64, 8 * W));
     compute_last_reads();
     // Each input's lane base (jit.hpp), loaded once for the chunk.
     in_base_.assign(bc_.inputs.size(), nullptr);
@@ -178,7 +180,7 @@ class Gen {
     return v;
   }
 
-  // Emits `for (g = 0; g < groups; ++g) body(g)`; groups >= 1.
+  // Emits `for (off = 0; off < end; off += 8W) body(scratch + off)`; end >= 8W.
   template <class Body> void loop(Body&& body) {
     BasicBlock* pre = B.GetInsertBlock();
     BasicBlock* hdr = BasicBlock::Create(C, "loop", F);
@@ -187,11 +189,11 @@ class Gen {
     B.SetInsertPoint(hdr);
     PHINode* g = B.CreatePHI(s64, 2);
     g->addIncoming(ConstantInt::get(s64, 0), pre);
-    goff_ = B.CreateMul(g, ConstantInt::get(s64, 8 * W));
+    goff_ = g;
     body(B.CreateGEP(i8, scratch_, goff_));
-    Value* next = B.CreateAdd(g, ConstantInt::get(s64, 1));
+    Value* next = B.CreateAdd(g, ConstantInt::get(s64, 8 * W));
     g->addIncoming(next, B.GetInsertBlock());
-    B.CreateCondBr(B.CreateICmpSLT(next, groups_), hdr, after);
+    B.CreateCondBr(B.CreateICmpSLT(next, end_), hdr, after);
     B.SetInsertPoint(after);
   }
 
@@ -222,25 +224,36 @@ class Gen {
     const char* name = math_name(op);
     if (!name) throw std::runtime_error("no math function for " + interp::opcode_name(in.op));
     const int32_t src[3] = {in.a, in.b, in.c};
-    std::vector<Value*> args{m_};
+    // Constants and float32 operands: widened into a float64 temporary first.
+    std::vector<uint64_t> offs;  // byte offset of each argument in scratch (or ~0: an input's lanes)
     for (int k = 0; k < sig.nargs; ++k) {
       if (sig.arg[k] == Cls::F64 && src[k] >= bc_.num_consts()) {
-        args.push_back(is_input(src[k]) ? in_base_[src[k] - bc_.num_consts()]
-                                        : B.CreateConstGEP1_64(i8, scratch_, cell_off(src[k])));
+        offs.push_back(is_input(src[k]) ? ~uint64_t{0} : cell_off(src[k]));
         continue;
       }
-      // Constants and float32 operands: widened into a float64 temporary.
       loop([&](Value* g) {
         Value* v = read(src[k], sig.arg[k], g);
         if (sig.arg[k] == Cls::F32) v = B.CreateFPExt(v, f64);
         store(v, at(tmp_off(k), g));
         vals_.clear();
       });
-      args.push_back(B.CreateConstGEP1_64(i8, scratch_, tmp_off(k)));
+      offs.push_back(tmp_off(k));
     }
     const bool f32res = sig.dst == Cls::F32;
     const uint64_t yoff = f32res ? tmp_off(3) : cell_off(in.d);
-    args.push_back(B.CreateConstGEP1_64(i8, scratch_, yoff));
+    offs.push_back(yoff);
+    // One address per distinct cell (x and y are often the same register).
+    std::vector<Value*> args{m_};
+    std::unordered_map<uint64_t, Value*> addr;
+    for (size_t k = 0; k < offs.size(); ++k) {
+      if (offs[k] == ~uint64_t{0}) {
+        args.push_back(in_base_[src[k] - bc_.num_consts()]);
+        continue;
+      }
+      Value*& a = addr[offs[k]];
+      if (!a) a = B.CreateConstGEP1_64(i8, scratch_, offs[k]);
+      args.push_back(a);
+    }
     std::vector<Type*> pts(args.size(), ptr);
     pts[0] = s64;
     FunctionCallee fn = M.getOrInsertFunction(name, FunctionType::get(Type::getVoidTy(C), pts, false));
@@ -439,7 +452,7 @@ class Gen {
   const bool const_mem_;  // tier 1: vector constants loaded from globals
   Type *f64, *f32, *i64, *s64, *i8, *ptr;
   Function* F = nullptr;
-  Value *m_ = nullptr, *scratch_ = nullptr, *groups_ = nullptr;
+  Value *m_ = nullptr, *scratch_ = nullptr, *end_ = nullptr;
   Value* goff_ = nullptr;           // byte offset of the current group (in loop())
   std::vector<Value*> in_base_;     // per input: its lane base, if this chunk reads it
   std::vector<int> last_read_;
