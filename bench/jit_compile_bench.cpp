@@ -3,6 +3,7 @@
 // compiled in chunks as the tier manager does; prints the median thread-CPU
 // µs per op and per IR instruction over `runs` compiles.
 // Usage: jit_compile_bench [ops=1000] [tier=2] [runs=5] [chunk=256] [math=0.2]
+// (DUMP_IR=1 in the environment prints the first chunk's IR on stderr.)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

@@ -201,11 +201,13 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
     const char* e = std::getenv("EMBER_JIT_INPLACE");
     return !(e && *e == '0');
   }();
+  auto direct = [&](size_t j) {
+    return inplace && in[j].stride == 1 && (x[j].dt == DType::Float64 || x[j].dt == DType::Int64) &&
+           reinterpret_cast<uintptr_t>(in[j].data) % 8 == 0;
+  };
   bool any_direct = false;
   for (size_t j = 0; j < ni; ++j) {
-    const bool d = inplace && in[j].stride == 1 && (x[j].dt == DType::Float64 || x[j].dt == DType::Int64) &&
-                   reinterpret_cast<uintptr_t>(in[j].data) % 8 == 0;
-    any_direct |= d;
+    any_direct |= direct(j);
     // Broadcast inputs: filled once per call (generated code never writes
     // an input); the first block is the largest.
     if (in[j].stride == 0) gather(x[j].dt, static_cast<const char*>(in[j].data), 0, std::min(n, kBlock), s + x[j].cell, w);
@@ -221,8 +223,7 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
       const char* src = static_cast<const char*>(in[j].data) + base * in[j].stride * es;
       if (in[j].stride == 0) {
         ip[j] = s + x[j].cell;
-      } else if (whole && any_direct && in[j].stride == 1 && (x[j].dt == DType::Float64 || x[j].dt == DType::Int64) &&
-                 reinterpret_cast<uintptr_t>(in[j].data) % 8 == 0) {
+      } else if (whole && direct(j)) {
         ip[j] = src;
       } else {
         gather(x[j].dt, src, in[j].stride, m, s + x[j].cell, w);
