@@ -35,23 +35,30 @@ int lanes(int tier);
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
 // of m elements. The chunk ABI (codegen version "codegen-8"):
 //   void chunk(int64_t m, char* scratch, const char* const* in)
-// - 0 < m <= kBlock; the chunk computes ceil(m / W) groups of W = lanes(tier)
-//   lanes. Padding lanes past m compute garbage that is never stored, so a
-//   chunk reads W * ceil(m / W) lanes of every input it uses.
-// - scratch: kCellAlign-aligned, scratch_bytes(bc) long. Register slot r
-//   lives in cell cell_index(bc, r) at byte cell_index * kCellBytes; the
-//   4 float64 temporaries follow the input cells. The chunk reads and writes
-//   register and temporary cells only (outputs stay in their register cells
-//   for the caller to scatter).
-// - in[k], k < bc.inputs.size(): the lane base of input k for this block,
-//   in its class's cell layout (lane i at byte 8W*(i/W) + size*(i%W), size
-//   8 for the F64 and I64 classes, 4 for F32). Only 8-byte alignment may be
-//   assumed. It is either input k's own scratch cell (JitKernel gathered,
-//   widened or splatted it there) or, for a contiguous float64 / int64 input
-//   with m % W == 0, the caller's memory at this block's first element. The
-//   chunk never writes through in[k]; in[k] may alias an output buffer (the
-//   caller scatters outputs after the last chunk of the block).
-// - Math calls take float64 pointers straight from in[k] or a cell.
+// - 0 < m <= kBlock; every piece of a kernel gets the same m, scratch and
+//   in for a block, in order. The chunk computes ceil(m / W) groups of
+//   W = lanes(tier) lanes. Padding lanes past m compute garbage that is never
+//   stored to the caller, so a chunk may read all W * ceil(m / W) lanes of
+//   every input it uses (and of any cell).
+// - scratch: kCellAlign-aligned, scratch_bytes(bc) long, this thread's.
+//   Register slot r lives in cell cell_index(bc, r) at byte
+//   cell_index * kCellBytes, in its class's layout (below); values pass
+//   between pieces of a block in these cells. Input cells follow the
+//   registers, then 4 float64 temporaries. The chunk writes register and
+//   temporary cells only; outputs stay in their register cells for the
+//   caller to scatter after the last piece.
+// - in[k], for every k < bc.inputs.size() (a chunk loads only the inputs it
+//   reads): the lane base of input k for this block, in its class's cell
+//   layout: lane i at byte 8W*(i/W) + size*(i%W), size 8 for the F64 and
+//   I64 classes, 4 for F32. Only 8-byte alignment may be assumed. It is
+//   either input k's own scratch cell (JitKernel gathered, widened or
+//   splatted it there) or, when the input is contiguous float64 / int64,
+//   8-byte aligned and m % W == 0, the caller's memory at this block's first
+//   element (float32 never: no caller array has the F32 cell layout). The
+//   chunk never writes through in[k]; the caller's memory behind in[k] may
+//   be an output buffer (an in-place op), which the caller writes only
+//   after the block's last piece.
+// - Math calls get float64 pointers straight from in[k] or a cell.
 using ChunkFn = void (*)(int64_t m, char* scratch, const char* const* in);
 
 // Linked code; destroying the last reference frees it.
