@@ -146,7 +146,8 @@ int max_run(int tier) {
 // code measured several times slower (docs/jit.md).
 bool isolate(int tier) {
   static const bool on = std::getenv("EMBER_JIT_ISOLATE") != nullptr;
-  return tier == 1 && on;
+  static const bool on2 = std::getenv("EMBER_JIT_T2_ISOLATE") != nullptr;
+  return tier == 1 ? on : on2;
 }
 
 bool env_flag(const char* name, bool dflt) {
