@@ -2,7 +2,8 @@
 // Runs Program::run's loop (same steps, same workspace) with a clock read
 // around each node; prints each node's median time over CALLS calls (default
 // 400), sorted by cost, and the sum per op. The clock reads add ~20-40 ns per
-// node. Build (no CMake target yet): see docs/architecture.md, radon.
+// node. EMBER_PARALLEL_THRESHOLD=N sets Options::parallel_threshold (elements
+// below which a node stays on the calling thread). Build (no CMake target yet): see docs/architecture.md, radon.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,7 +24,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: node_profile GRAPH X.npy [CALLS]\n");
     return 2;
   }
-  auto prog = Program::load(argv[1]);
+  Options opt;
+  if (const char* t = std::getenv("EMBER_PARALLEL_THRESHOLD")) opt.parallel_threshold = std::atoll(t);
+  auto prog = Program::load(argv[1], opt);
   Array x = read_npy(argv[2]);
   const int calls = argc > 3 ? std::atoi(argv[3]) : 400;
   auto ws = prog->make_workspace();
