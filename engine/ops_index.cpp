@@ -2,6 +2,7 @@
 // their set/increment counterparts (a copy of x with x[idx] updated).
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
 #include "engine/index_fast.hpp"
 #include "engine/index_plan.hpp"
@@ -161,13 +162,17 @@ class Gather1K : public OpKernel {
         using U = decltype(tag);
         U* op = reinterpret_cast<U*>(od);
         const U* xp = reinterpret_cast<const U*>(xd);
-        fastidx::blocked(
-            rs.dims[0], get,
-            [&](int64_t b, int64_t v0, int64_t v1, int64_t v2, int64_t v3) {
-              const U a0 = xp[v0 * xs0], a1 = xp[v1 * xs0], a2 = xp[v2 * xs0], a3 = xp[v3 * xs0];
-              op[b] = a0, op[b + 1] = a1, op[b + 2] = a2, op[b + 3] = a3;
-            },
-            [&](int64_t b, int64_t v) { op[b] = xp[v * xs0]; });
+        auto go = [&](auto stride) {  // stride: xs0, or the constant 1
+          fastidx::blocked(
+              rs.dims[0], get,
+              [&](int64_t b, int64_t v0, int64_t v1, int64_t v2, int64_t v3) {
+                const U a0 = xp[v0 * stride], a1 = xp[v1 * stride], a2 = xp[v2 * stride], a3 = xp[v3 * stride];
+                op[b] = a0, op[b + 1] = a1, op[b + 2] = a2, op[b + 3] = a3;
+              },
+              [&](int64_t b, int64_t v) { op[b] = xp[v * stride]; });
+        };
+        if (xs0 == 1) go(std::integral_constant<int64_t, 1>{});
+        else go(xs0);
       };
       switch (es) {
         case 1: return elems(uint8_t{});
