@@ -20,12 +20,14 @@ class ConstIndex {
  public:
   // Reads input `idx_input` when it is a graph constant; x is input 0.
   // Stays empty (usable() false) when the index is not constant, holds
-  // entries >= 2^32, or has negative entries and x's dim 0 is not static.
+  // entries >= 2^32, or has negative entries and x's dim 0 is not static or
+  // an entry out of range (the checked path then reports it per call).
   static ConstIndex make(const NodeContext& ctx, int idx_input);
 
   bool usable(int64_t dim) const { return width_ != 0 && max_ < dim && (exact_dim_ < 0 || dim == exact_dim_); }
   int width() const { return width_; }
-  // Most entries repeat the previous one (e.g. a sorted index).
+  // More than 1 entry in 16 repeats its predecessor (e.g. a sorted index):
+  // scatter-adds then accumulate runs in a register.
   bool runs() const { return runs_; }
   int64_t size() const { return n_; }
   const void* data() const { return bytes_.data(); }
