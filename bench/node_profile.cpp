@@ -3,7 +3,8 @@
 // around each node; prints each node's median time over CALLS calls (default
 // 400), sorted by cost, and the sum per op. The clock reads add ~20-40 ns per
 // node. EMBER_PARALLEL_THRESHOLD=N sets Options::parallel_threshold (elements
-// below which a node stays on the calling thread). Build (no CMake target yet): see docs/architecture.md, radon.
+// below which a node stays on the calling thread). Built with the other
+// bench/*.cpp: build/<variant>/bench/node_profile.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
