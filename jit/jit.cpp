@@ -21,9 +21,14 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "jit/codegen.hpp"
+#include "jit/emit_x86.hpp"
 #include "jit/orc.hpp"
 
 namespace ember::jit {
+
+// Weak: absent from shared objects (CMakeLists.txt), then tier 1 is LLVM's.
+[[gnu::weak]] bool direct_host_ok();
+[[gnu::weak]] Piece emit_direct(const interp::Bytecode& bc, int lo, int hi, std::string* why, size_t* code_bytes);
 
 namespace {
 
@@ -179,10 +184,49 @@ std::string cpu_id() {
 
 std::string llvm_version() { return LLVM_VERSION_STRING; }
 
+bool direct_tier1() {
+  const char* e = std::getenv("EMBER_JIT_T1");
+  if (e && std::strcmp(e, "llvm") == 0) return false;
+  return &direct_host_ok != nullptr && &emit_direct != nullptr && direct_host_ok();
+}
+
+namespace {
+
+// Tier 1 through the direct emitter (emit_x86.hpp); fn == nullptr if it
+// declines the chunk. No object: direct code is not disk-cached.
+Piece compile_direct(const interp::Bytecode& bc, int lo, int hi, CompileStats* st) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const double c0 = thread_cpu_seconds();
+  const size_t h0 = st ? heap_in_use() : 0;
+  size_t bytes = 0;
+  std::string why;
+  Piece p = emit_direct(bc, lo, hi, &why, &bytes);
+  if (p.fn && st) {
+    const double c1 = thread_cpu_seconds();
+    *st = CompileStats{};
+    st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    st->cpu_seconds = c1 - c0;
+    st->emit_s = st->seconds;
+    st->ir_instructions = static_cast<size_t>(hi - lo);
+    st->code_bytes = bytes;
+    // The emitter's buffers are freed by now; what stays is the code and
+    // its call tables (heap above the start), a lower bound of the peak.
+    const size_t h1 = heap_in_use();
+    st->peak_bytes = std::max(bytes, h1 > h0 ? h1 - h0 : size_t(0));
+  }
+  return p;
+}
+
+}  // namespace
+
 Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, CompileStats* st, bool keep_object) {
   if (faults().fail_compiles.load() > 0 && faults().fail_compiles.fetch_sub(1) > 0)
     throw std::runtime_error("injected compile failure");
   if (faults().fail_allocs.load() > 0 && faults().fail_allocs.fetch_sub(1) > 0) throw std::bad_alloc();
+  if (tier == 1 && direct_tier1()) {
+    Piece p = compile_direct(bc, lo, hi, st);
+    if (p.fn) return p;
+  }
   const std::string name = "ember_chunk";
   const auto t0 = std::chrono::steady_clock::now();
   const double c0 = thread_cpu_seconds();

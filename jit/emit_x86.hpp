@@ -1,0 +1,20 @@
+// Tier 1's direct emitter: bytecode straight to AVX2 machine code (asmjit),
+// no LLVM. Same chunk ABI, scratch cells and lane layout as LLVM's tier 1.
+#pragma once
+#include <string>
+
+#include "interp/bytecode.hpp"
+#include "jit/jit.hpp"
+
+namespace ember::jit {
+
+// True when this CPU has AVX2 (the emitter's only target).
+bool direct_host_ok();
+
+// Emits [lo, hi) of bc. Returns a Piece with fn == nullptr (and the reason
+// in *why) when the chunk uses something the emitter does not support
+// (float32 values, unknown opcodes): the caller then uses LLVM. Throws
+// std::runtime_error if asmjit fails and std::bad_alloc.
+Piece emit_direct(const interp::Bytecode& bc, int lo, int hi, std::string* why, size_t* code_bytes);
+
+}  // namespace ember::jit
