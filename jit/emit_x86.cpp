@@ -565,7 +565,7 @@ Piece emit_direct(const Bytecode& bc, int lo, int hi, std::string* why, size_t* 
   }
   for (int k = lo; k < hi; ++k)
     if (how(bc.code[k]) == How::No) {
-      if (why) *why = "unsupported: " + interp::opcode_name(bc.code[k].op);
+      if (why) *why = "unsupported (float32 or unknown opcode): " + interp::opcode_name(bc.code[k].op);
       return {};
     }
   auto dc = std::make_shared<DirectCode>();
