@@ -16,8 +16,11 @@
 
 #include "interp/vm.hpp"
 #ifdef EMBER_WITH_JIT
+#include "jit/disk_cache.hpp"
 #include "jit/jit.hpp"
 #endif
+#include <filesystem>
+#include <time.h>
 
 using namespace ember;
 using namespace ember::interp;
@@ -174,6 +177,47 @@ int main(int argc, char** argv) {
       fit("peak_bytes", xs, ps);
     }
   }
+  // Should direct code be disk-cached? A hit costs at least the key's hash
+  // and the file's read; the tier manager does both before it may link.
+  std::puts("\n== tier-1 direct emit vs a disk-cache hit (CPU us, medians) ==");
+  std::puts("   ops  direct_emit  cache_key  cache_get  llvm_obj_B");
+  {
+    const std::string dir = (std::filesystem::temp_directory_path() / "ember_jit_bench_cache").string();
+    jit::DiskCache cache(dir, size_t(1) << 30);
+    auto cpu_now = [] {
+      timespec ts{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      return double(ts.tv_sec) * 1e6 + 1e-3 * double(ts.tv_nsec);
+    };
+    for (int n : {10, 100, 1000}) {
+      Composite c = make(n, 0.2, 77 + n);
+      auto vm = Interpreted::compile(c);
+      const Bytecode& bc = vm->bytecode();
+      const int ni = static_cast<int>(bc.code.size());
+      setenv("EMBER_JIT_T1", "llvm", 1);
+      jit::CompileStats st;
+      jit::compile_chunk(bc, 0, ni, 1, &st, true);
+      const std::string cpu = jit::cpu_id();
+      const std::string key = jit::cache_key(bc, 0, ni, 1, cpu, jit::llvm_version());
+      cache.put(key, st.object);
+      setenv("EMBER_JIT_T1", "direct", 1);
+      std::vector<double> te, tk, tg;
+      for (int r = 0; r < std::max(runs, 9); ++r) {
+        double t0 = cpu_now();
+        jit::Piece p = jit::compile_chunk(bc, 0, ni, 1);
+        te.push_back(cpu_now() - t0);
+        t0 = cpu_now();
+        const std::string k2 = jit::cache_key(bc, 0, ni, 1, cpu, jit::llvm_version());
+        tk.push_back(cpu_now() - t0);
+        t0 = cpu_now();
+        auto obj = cache.get(k2);
+        tg.push_back(cpu_now() - t0);
+      }
+      std::printf("%6d %12.1f %10.1f %10.1f %11zu\n", n, median(te), median(tk), median(tg), st.object.size());
+    }
+    std::filesystem::remove_all(dir);
+  }
+
   std::puts("\n== steady state, 1e5 elements, ns/element (median of 15) ==");
   std::puts(" ops  math%   interp   tier1d   tier1L    tier2  speedup1d speedup1L speedup2");
   for (int n : {10, 100, 1000}) {

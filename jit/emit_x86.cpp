@@ -554,6 +554,13 @@ bool direct_host_ok() {
   return ok;
 }
 
+bool direct_supports(const Bytecode& bc, int lo, int hi) {
+  if (!direct_host_ok() || lanes(1) != 4) return false;
+  for (int k = lo; k < hi; ++k)
+    if (how(bc.code[k]) == How::No) return false;
+  return true;
+}
+
 Piece emit_direct(const Bytecode& bc, int lo, int hi, std::string* why, size_t* code_bytes) {
   if (!direct_host_ok()) {
     if (why) *why = "no AVX2";

@@ -11,6 +11,9 @@ namespace ember::jit {
 // True when this CPU has AVX2 (the emitter's only target).
 bool direct_host_ok();
 
+// Whether emit_direct would accept [lo, hi) of bc.
+bool direct_supports(const interp::Bytecode& bc, int lo, int hi);
+
 // Emits [lo, hi) of bc. Returns a Piece with fn == nullptr (and the reason
 // in *why) when the chunk uses something the emitter does not support
 // (float32 values, unknown opcodes): the caller then uses LLVM. Throws

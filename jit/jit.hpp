@@ -73,6 +73,9 @@ size_t scratch_bytes(const interp::Bytecode& bc);
 // A chunk it declines is compiled by LLVM as before. Direct code has no
 // object (CompileStats::object stays empty).
 bool direct_tier1();
+// direct_tier1() and the emitter accepts [lo, hi) of bc (compile_chunk then
+// gives direct code, which has no object for the disk cache).
+bool direct_chunk(const interp::Bytecode& bc, int lo, int hi);
 
 // Compiles [lo, hi) of bc at tier 1 (quick) or 2 (optimized). Throws
 // std::runtime_error or std::bad_alloc; never leaves partial state behind.
