@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
       std::vector<double> cpu, sec, peak, code, e, o, g, l, u;
       size_t nir = 0;
       int np = 1;
-      for (int r = 0; r < (n >= 100000 ? std::min(runs, 3) : runs); ++r) {
+      for (int r = 0; r < runs; ++r) {
         jit::CompileStats st = compile_all(bc, tier, tier == 1 ? chunk : chunk2, &np);
         sec.push_back(st.seconds);
         cpu.push_back(st.cpu_seconds);
@@ -218,7 +218,7 @@ int main(int argc, char** argv) {
     std::filesystem::remove_all(dir);
   }
 
-  std::puts("\n== steady state, 1e5 elements, ns/element (median of 15) ==");
+  std::puts("\n== steady state, 1e5 elements, ns/element (median of 5 interleaved rounds, each the median of 5 calls) ==");
   std::puts(" ops  math%   interp   tier1d   tier1L    tier2  speedup1d speedup1L speedup2");
   for (int n : {10, 100, 1000}) {
     for (double m : {0.0, 0.2}) {
@@ -232,7 +232,7 @@ int main(int argc, char** argv) {
       jit::JitKernel k1l(bc, {jit::compile_chunk(bc, 0, ni, 1)}, 1);
       jit::JitKernel k2(bc, {jit::compile_chunk(bc, 0, ni, 2)}, 2);
       std::vector<double> a, b, bl, d;
-      for (int r = 0; r < 3; ++r) {  // interleaved, so load changes hit all four
+      for (int r = 0; r < 5; ++r) {  // interleaved, so load changes hit all four
         a.push_back(ns_per_element(*vm, 100000, 5));
         b.push_back(ns_per_element(k1, 100000, 5));
         bl.push_back(ns_per_element(k1l, 100000, 5));

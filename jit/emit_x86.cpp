@@ -137,7 +137,7 @@ class Emitter {
   Emitter(const Bytecode& bc, CodeHolder& code, DirectCode& dc) : bc_(bc), a_(&code), dc_(dc) {}
 
   void run(int lo, int hi) {
-    last_reads();
+    last_reads(lo, hi);
     // Prologue: rbx = scratch, r12 = m, r13 = the groups' end offset.
     a_.push(x86::rbx);
     a_.push(x86::r12);
@@ -206,21 +206,39 @@ class Emitter {
   }
   x86::Mem K(uint64_t bits) { return x86::ymmword_ptr(pool(bits)); }
 
-  // For each instruction, the last instruction reading its result before
-  // it is overwritten (code.size() for outputs, -1 if none), as codegen.cpp.
-  void last_reads() {
+  // For each instruction of [lo, hi), the last instruction reading its
+  // result before it is overwritten (code.size() for outputs, -1 if none),
+  // as codegen.cpp. Past hi only "read at all" matters: the scan stops once
+  // every value of the chunk is read or overwritten (scanning to the end
+  // for each chunk made large Composites quadratic).
+  void last_reads(int lo, int hi) {
     const int n = static_cast<int>(bc_.code.size());
-    last_read_.assign(n, -1);
+    lo_ = lo;
+    last_read_.assign(hi - lo, -1);
     std::vector<int> writer(bc_.num_slots(), -1);
-    for (int j = 0; j < n; ++j) {
+    int open = 0;
+    for (int j = lo; j < n; ++j) {
+      if (j == hi) {
+        for (int w : writer) open += w >= 0;
+        if (open == 0) break;
+      }
       const Instr& in = bc_.code[j];
       for (int32_t s : {in.a, in.b, in.c})
-        if (s >= 0 && writer[s] >= 0) last_read_[writer[s]] = j;
-      writer[in.d] = j;
+        if (s >= 0 && writer[s] >= 0) {
+          last_read_[writer[s] - lo] = j;
+          if (j >= hi) writer[s] = -1, --open;
+        }
+      if (j < hi) {
+        writer[in.d] = j;
+      } else {
+        if (writer[in.d] >= 0) writer[in.d] = -1, --open;
+        if (open == 0) break;
+      }
     }
     for (const auto& o : bc_.outputs)
-      if (writer[o.slot] >= 0) last_read_[writer[o.slot]] = n;
+      if (writer[o.slot] >= 0) last_read_[writer[o.slot] - lo] = n;
   }
+  int lr(int k) const { return last_read_[k - lo_]; }
 
   // ---- ymm allocation within a run -----------------------------------------
   struct Reg {
@@ -231,7 +249,7 @@ class Emitter {
     uint32_t used = 0;
   };
 
-  bool dead(const Reg& r) const { return r.slot == -1 || (r.slot >= 0 && r.prod >= 0 && last_read_[r.prod] < k_); }
+  bool dead(const Reg& r) const { return r.slot == -1 || (r.slot >= 0 && r.prod >= 0 && lr(r.prod) < k_); }
 
   int alloc() {
     int best = -1;
@@ -248,7 +266,7 @@ class Emitter {
         continue;
       }
       const Reg &b = r_[best], &c = r_[i];
-      if (b.dirty != c.dirty ? b.dirty : (c.dirty ? last_read_[c.prod] > last_read_[b.prod] : c.used < b.used))
+      if (b.dirty != c.dirty ? b.dirty : (c.dirty ? lr(c.prod) > lr(b.prod) : c.used < b.used))
         best = i;
     }
     if (best < 0) throw std::logic_error("direct JIT: out of ymm registers");
@@ -283,8 +301,8 @@ class Emitter {
     Reg& r = r_[yi];
     r.slot = in.d;
     r.prod = k_;
-    r.dirty = last_read_[k_] > k_;
-    if (last_read_[k_] >= hi_) {
+    r.dirty = lr(k_) > k_;
+    if (lr(k_) >= hi_) {
       a_.vmovupd(group(in.d), y);
       r.dirty = false;
     }
@@ -544,7 +562,7 @@ class Emitter {
   std::unordered_map<uint64_t, Label> pool_;
   std::array<Reg, 16> r_{};
   uint32_t clock_ = 0;
-  int k_ = 0, hi_ = 0;
+  int k_ = 0, hi_ = 0, lo_ = 0;
 };
 
 }  // namespace
@@ -561,7 +579,8 @@ bool direct_supports(const Bytecode& bc, int lo, int hi) {
   return true;
 }
 
-Piece emit_direct(const Bytecode& bc, int lo, int hi, std::string* why, size_t* code_bytes) {
+Piece emit_direct(const Bytecode& bc, int lo, int hi, std::string* why, size_t* code_bytes,
+                  void (*sample)(void*), void* sample_arg) {
   if (!direct_host_ok()) {
     if (why) *why = "no AVX2";
     return {};
@@ -586,6 +605,7 @@ Piece emit_direct(const Bytecode& bc, int lo, int hi, std::string* why, size_t* 
   if (Error e = runtime().add(&fn, &code))
     throw std::runtime_error(std::string("direct JIT: cannot add code: ") + DebugUtils::errorAsString(e));
   dc->fn = fn;
+  if (sample) sample(sample_arg);
   dc->bytes = code.codeSize() + dc->calls.size() * sizeof(VecCall) + dc->splats.size() * kBlock * 8;
   if (code_bytes) *code_bytes = dc->bytes;
   Piece p;

@@ -1,6 +1,7 @@
 // Tier 1's direct emitter: bytecode straight to AVX2 machine code (asmjit),
 // no LLVM. Same chunk ABI, scratch cells and lane layout as LLVM's tier 1.
 #pragma once
+#include <cstddef>
 #include <string>
 
 #include "interp/bytecode.hpp"
@@ -18,6 +19,9 @@ bool direct_supports(const interp::Bytecode& bc, int lo, int hi);
 // in *why) when the chunk uses something the emitter does not support
 // (float32 values, unknown opcodes): the caller then uses LLVM. Throws
 // std::runtime_error if asmjit fails and std::bad_alloc.
-Piece emit_direct(const interp::Bytecode& bc, int lo, int hi, std::string* why, size_t* code_bytes);
+// `sample`, if given, is called once the code is emitted, before the
+// emitter's buffers are freed (peak memory measurement).
+Piece emit_direct(const interp::Bytecode& bc, int lo, int hi, std::string* why, size_t* code_bytes,
+                  void (*sample)(void*) = nullptr, void* sample_arg = nullptr);
 
 }  // namespace ember::jit

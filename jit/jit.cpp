@@ -29,7 +29,8 @@ namespace ember::jit {
 // Weak: absent from shared objects (CMakeLists.txt), then tier 1 is LLVM's.
 [[gnu::weak]] bool direct_host_ok();
 [[gnu::weak]] bool direct_supports(const interp::Bytecode& bc, int lo, int hi);
-[[gnu::weak]] Piece emit_direct(const interp::Bytecode& bc, int lo, int hi, std::string* why, size_t* code_bytes);
+[[gnu::weak]] Piece emit_direct(const interp::Bytecode& bc, int lo, int hi, std::string* why, size_t* code_bytes,
+                                void (*sample)(void*), void* sample_arg);
 
 namespace {
 
@@ -198,24 +199,32 @@ namespace {
 // Tier 1 through the direct emitter (emit_x86.hpp); fn == nullptr if it
 // declines the chunk. No object: direct code is not disk-cached.
 Piece compile_direct(const interp::Bytecode& bc, int lo, int hi, CompileStats* st) {
+  struct Peak {
+    size_t h0, peak = 0;
+    double cpu = 0;  // spent measuring
+  } pk{st ? heap_in_use() : 0};
+  // Heap above the start with the emitter's buffers still alive.
+  auto sample = [](void* a) {
+    auto* q = static_cast<Peak*>(a);
+    const double t = thread_cpu_seconds();
+    const size_t h = heap_in_use();
+    q->peak = h > q->h0 ? h - q->h0 : 0;
+    q->cpu = thread_cpu_seconds() - t;
+  };
   const auto t0 = std::chrono::steady_clock::now();
   const double c0 = thread_cpu_seconds();
-  const size_t h0 = st ? heap_in_use() : 0;
   size_t bytes = 0;
   std::string why;
-  Piece p = emit_direct(bc, lo, hi, &why, &bytes);
+  Piece p = emit_direct(bc, lo, hi, &why, &bytes, st ? +sample : nullptr, &pk);
   if (p.fn && st) {
     const double c1 = thread_cpu_seconds();
     *st = CompileStats{};
     st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    st->cpu_seconds = c1 - c0;
+    st->cpu_seconds = c1 - c0 - pk.cpu;  // the emitter's own cost
     st->emit_s = st->seconds;
     st->ir_instructions = static_cast<size_t>(hi - lo);
     st->code_bytes = bytes;
-    // The emitter's buffers are freed by now; what stays is the code and
-    // its call tables (heap above the start), a lower bound of the peak.
-    const size_t h1 = heap_in_use();
-    st->peak_bytes = std::max(bytes, h1 > h0 ? h1 - h0 : size_t(0));
+    st->peak_bytes = std::max(bytes, pk.peak);
   }
   return p;
 }
