@@ -7,6 +7,7 @@
 #include "jit/emit_x86.hpp"
 
 #include <array>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -574,6 +575,7 @@ bool direct_host_ok() {
 
 bool direct_supports(const Bytecode& bc, int lo, int hi) {
   if (!direct_host_ok() || lanes(1) != 4) return false;
+  if (int64_t(bc.num_slots()) * kCellBytes > INT32_MAX) return false;  // disp32 cell offsets
   for (int k = lo; k < hi; ++k)
     if (how(bc.code[k]) == How::No) return false;
   return true;
@@ -587,6 +589,10 @@ Piece emit_direct(const Bytecode& bc, int lo, int hi, std::string* why, size_t* 
   }
   if (lanes(1) != 4) {
     if (why) *why = "tier 1 is not 4 lanes";
+    return {};
+  }
+  if (int64_t(bc.num_slots()) * kCellBytes > INT32_MAX) {
+    if (why) *why = "scratch too large for 32-bit offsets";
     return {};
   }
   for (int k = lo; k < hi; ++k)
