@@ -9,6 +9,7 @@
 #include <array>
 #include <climits>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <stdexcept>
@@ -19,6 +20,11 @@
 
 #include "interp/math/math.hpp"
 #include "interp/vm.hpp"
+
+// asmjit's debug output writes here (CMakeLists.txt renames its reference
+// to libc's stderr so that it links into shared objects).
+extern "C" __attribute__((visibility("hidden"))) std::FILE* ember_asmjit_stderr;
+std::FILE* ember_asmjit_stderr = stderr;
 
 namespace ember::jit {
 

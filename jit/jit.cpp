@@ -26,12 +26,6 @@
 
 namespace ember::jit {
 
-// Weak: absent from shared objects (CMakeLists.txt), then tier 1 is LLVM's.
-[[gnu::weak]] bool direct_host_ok();
-[[gnu::weak]] bool direct_supports(const interp::Bytecode& bc, int lo, int hi);
-[[gnu::weak]] Piece emit_direct(const interp::Bytecode& bc, int lo, int hi, std::string* why, size_t* code_bytes,
-                                void (*sample)(void*), void* sample_arg);
-
 namespace {
 
 std::mutex& mu() {
@@ -189,7 +183,7 @@ std::string llvm_version() { return LLVM_VERSION_STRING; }
 bool direct_tier1() {
   const char* e = std::getenv("EMBER_JIT_T1");
   if (e && std::strcmp(e, "llvm") == 0) return false;
-  return &direct_host_ok != nullptr && &emit_direct != nullptr && &direct_supports != nullptr && direct_host_ok();
+  return direct_host_ok();
 }
 
 bool direct_chunk(const interp::Bytecode& bc, int lo, int hi) { return direct_tier1() && direct_supports(bc, lo, hi); }
