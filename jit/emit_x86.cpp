@@ -99,7 +99,7 @@ bool inline_ok(S op, Cls c) {
     case S::RoundHalfAwayFromZero: case S::LT: case S::GT: case S::LE: case S::GE: case S::EQ: case S::NEQ:
     case S::IsNan: case S::IsInf: case S::Switch:
       return true;
-    case S::Sqr: case S::Mul: case S::Sqrt: case S::Reciprocal: case S::TrueDiv: return c == Cls::F64;
+    case S::Sqr: case S::Mul: case S::Sqrt: case S::Reciprocal: case S::TrueDiv: return c != Cls::I64;
     case S::And: case S::Or: case S::Xor: case S::Invert: return c == Cls::I64;
     default: return false;
   }
@@ -110,18 +110,22 @@ How how(const Instr& in) {
   if (in.op >= interp::kCvtBase) {
     const auto src = static_cast<Cls>((in.op - interp::kCvtBase) / kNumDTypes);
     const Cls dst = interp::cls_of(in.dtype);
+    // float32 <-> float64 and the identities inline; the VM's functions
+    // cannot take float32 cells (their lanes are not contiguous).
+    if (src != Cls::I64 && dst != Cls::I64) return How::Inline;
     if (src == Cls::F32 || dst == Cls::F32) return How::No;
     if ((src == Cls::F64 && in.dtype == DType::Float64) || (src == Cls::I64 && in.dtype == DType::Int64))
       return How::Inline;
     return How::Vec;
   }
   const interp::OpSig sig = interp::op_sig(in.op);
-  if (!sig.valid || sig.dst == Cls::F32) return How::No;
-  for (int k = 0; k < sig.nargs; ++k)
-    if (sig.arg[k] == Cls::F32) return How::No;
+  if (!sig.valid) return How::No;
+  bool f32 = sig.dst == Cls::F32;
+  for (int k = 0; k < sig.nargs; ++k) f32 |= sig.arg[k] == Cls::F32;
   const auto op = static_cast<S>(in.op / interp::kNumCls);
-  if (sig.math) return math_addr(op) ? How::Math : How::No;
-  return inline_ok(op, static_cast<Cls>(in.op % interp::kNumCls)) ? How::Inline : How::Vec;
+  if (sig.math) return !f32 && math_addr(op) ? How::Math : How::No;
+  if (inline_ok(op, static_cast<Cls>(in.op % interp::kNumCls))) return How::Inline;
+  return f32 ? How::No : How::Vec;
 }
 
 // vcmppd predicates (ordered/quiet as C's comparisons; NEQ unordered).
@@ -199,10 +203,19 @@ class Emitter {
   // its cell whatever the class. group0: g = 0 (a cell's start, for calls),
   // else g is the loop's (kG). Constants: their splat in the pool.
   x86::Mem group(int32_t s, bool group0 = false) {
-    if (s < bc_.num_consts()) return x86::ymmword_ptr(pool(static_cast<uint64_t>(bc_.constants[s].i64)));
+    if (s < bc_.num_consts()) return x86::ymmword_ptr(pool(const_bits(s)));
     const int32_t off = static_cast<int32_t>(int64_t(cell_index(bc_, s)) * kCellBytes);
     return group0 ? x86::ymmword_ptr(kBase, off) : x86::ymmword_ptr(kBase, kG, 0, off);
   }
+
+  // A constant's 64-bit pool pattern (a float32 twice: its lanes are 4 bytes).
+  uint64_t const_bits(int32_t s) const {
+    if (bc_.const_cls[s] != Cls::F32) return static_cast<uint64_t>(bc_.constants[s].i64);
+    uint32_t b;
+    std::memcpy(&b, &bc_.constants[s].f32, 4);
+    return uint64_t(b) << 32 | b;
+  }
+  x86::Mem K32(uint32_t bits) { return x86::xmmword_ptr(pool(uint64_t(bits) << 32 | bits)); }
 
   Label pool(uint64_t bits) {
     auto it = pool_.find(bits);
@@ -377,10 +390,14 @@ class Emitter {
   // ---- inline ops (interp/scalar_impl.hpp, one for one) ---------------------
   void emit_inline(const Instr& in) {
     using x86::Ymm;
-    if (in.op >= interp::kCvtBase) {  // float64 -> float64, int64 -> int64: a copy
+    if (in.op >= interp::kCvtBase) {
+      const auto src = static_cast<Cls>((in.op - interp::kCvtBase) / kNumDTypes);
+      const Cls dst = interp::cls_of(in.dtype);
       const Ymm a = operand(in.a);
       const Ymm y = x86::ymm(alloc());
-      a_.vmovdqa(y, a);
+      if (src == Cls::F32 && dst == Cls::F64) a_.vcvtps2pd(y, a.xmm());       // exact
+      else if (src == Cls::F64 && dst == Cls::F32) a_.vcvtpd2ps(y.xmm(), a);  // round to nearest even
+      else a_.vmovdqa(y, a);                                                  // identities
       return define(in, y);
     }
     const interp::OpSig sig = interp::op_sig(in.op);
@@ -393,10 +410,18 @@ class Emitter {
     if (op == S::Switch) {  // a != 0 ? b : c
       const Ymm t = tmp();
       a_.vpcmpeqq(t, a, K(0));
-      a_.vblendvpd(y, b, c, t);
+      if (cls == Cls::F32) {
+        // 4 qword masks to 4 dword masks in the low half.
+        a_.vpshufd(t, t, 0x88);
+        a_.vpermq(t, t, 0x08);
+        a_.vblendvps(y.xmm(), b.xmm(), c.xmm(), t.xmm());
+      } else {
+        a_.vblendvpd(y, b, c, t);
+      }
       return define(in, y);
     }
     if (cls == Cls::F64) emit_f64(op, a, b, c, y);
+    else if (cls == Cls::F32) emit_f32(op, a.xmm(), b.xmm(), c.xmm(), y);
     else emit_i64(op, a, b, c, y);
     define(in, y);
   }
@@ -478,6 +503,97 @@ class Emitter {
         a_.vpsrlq(y, y, 63);
         break;
       default: throw std::logic_error("direct JIT: no float64 inline op " + std::to_string(int(op)));
+    }
+  }
+
+  // float32: 4 lanes in the low 16 bytes of each group (xmm registers; VEX
+  // clears the upper half). Same sequences as float64, single precision.
+  void emit_f32(S op, const x86::Xmm& a, const x86::Xmm& b, const x86::Xmm& c, const x86::Ymm& yy) {
+    const x86::Xmm y = yy.xmm();
+    constexpr uint32_t kSign = 0x80000000u, kAbs = 0x7fffffffu, kOne = 0x3f800000u, kMinusOne = 0xbf800000u,
+                       kHalf = 0x3f000000u, kInf = 0x7f800000u;
+    // A float32 mask widened to 4 qword lanes of 0/1.
+    auto widen01 = [&] {
+      a_.vpmovsxdq(yy, y);
+      a_.vpsrlq(yy, yy, 63);
+    };
+    auto cmp01 = [&](uint8_t p) {
+      a_.vcmpps(y, a, b, p);
+      widen01();
+    };
+    switch (op) {
+      case S::Neg: a_.vxorps(y, a, K32(kSign)); break;
+      case S::Abs: a_.vandps(y, a, K32(kAbs)); break;
+      case S::Sign: {
+        const x86::Xmm t = tmp().xmm();
+        a_.vcmpps(t, a, K32(0), kEQ);
+        a_.vblendvps(y, a, K32(0), t);
+        a_.vcmpps(t, a, K32(0), kLT);
+        a_.vblendvps(y, y, K32(kMinusOne), t);
+        a_.vcmpps(t, a, K32(0), kGT);
+        a_.vblendvps(y, y, K32(kOne), t);
+        break;
+      }
+      case S::Sqr: a_.vmulps(y, a, a); break;
+      case S::Sqrt: a_.vsqrtps(y, a); break;
+      case S::Reciprocal:
+        a_.vmovups(y, K32(kOne));
+        a_.vdivps(y, y, a);
+        break;
+      case S::Floor: a_.vroundps(y, a, 0x09); break;
+      case S::Ceil: a_.vroundps(y, a, 0x0A); break;
+      case S::Trunc: a_.vroundps(y, a, 0x0B); break;
+      case S::RoundHalfToEven: a_.vroundps(y, a, 0x08); break;
+      case S::RoundHalfAwayFromZero: {
+        const x86::Xmm t = tmp().xmm(), u = tmp().xmm();
+        a_.vroundps(y, a, 0x0B);
+        a_.vsubps(t, a, y);
+        a_.vandps(t, t, K32(kAbs));
+        a_.vcmpps(t, t, K32(kHalf), kGE);
+        a_.vandps(u, a, K32(kSign));
+        a_.vorps(u, u, K32(kOne));
+        a_.vaddps(u, y, u);
+        a_.vblendvps(y, y, u, t);
+        break;
+      }
+      case S::Add: a_.vaddps(y, a, b); break;
+      case S::Sub: a_.vsubps(y, a, b); break;
+      case S::Mul: a_.vmulps(y, a, b); break;
+      case S::TrueDiv: a_.vdivps(y, a, b); break;
+      case S::Maximum:
+      case S::Minimum: {
+        const x86::Xmm t = tmp().xmm(), u = tmp().xmm();
+        a_.vcmpps(t, a, b, op == S::Maximum ? kGE : kLE);
+        a_.vcmpps(u, a, a, kUNORD);
+        a_.vorps(t, t, u);
+        a_.vblendvps(y, b, a, t);
+        break;
+      }
+      case S::Clip: {
+        const x86::Xmm t = tmp().xmm();
+        a_.vcmpps(t, a, c, kGT);
+        a_.vblendvps(y, a, c, t);
+        a_.vcmpps(t, a, b, kLT);
+        a_.vblendvps(y, y, b, t);
+        break;
+      }
+      case S::LT: cmp01(kLT); break;
+      case S::GT: cmp01(kGT); break;
+      case S::LE: cmp01(kLE); break;
+      case S::GE: cmp01(kGE); break;
+      case S::EQ: cmp01(kEQ); break;
+      case S::NEQ: cmp01(kNEQ); break;
+      case S::IsNan:
+        a_.vcmpps(y, a, a, kUNORD);
+        widen01();
+        break;
+      case S::IsInf:
+        // IsInf compares |x| with a float64 infinity: exact for float32 too.
+        a_.vandps(y, a, K32(kAbs));
+        a_.vcmpps(y, y, K32(kInf), kEQ);
+        widen01();
+        break;
+      default: throw std::logic_error("direct JIT: no float32 inline op " + std::to_string(int(op)));
     }
   }
 
