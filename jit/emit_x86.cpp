@@ -123,7 +123,7 @@ How how(const Instr& in) {
   bool f32 = sig.dst == Cls::F32;
   for (int k = 0; k < sig.nargs; ++k) f32 |= sig.arg[k] == Cls::F32;
   const auto op = static_cast<S>(in.op / interp::kNumCls);
-  if (sig.math) return !f32 && math_addr(op) ? How::Math : How::No;
+  if (sig.math) return math_addr(op) ? How::Math : How::No;
   if (inline_ok(op, static_cast<Cls>(in.op % interp::kNumCls))) return How::Inline;
   return f32 ? How::No : How::Vec;
 }
@@ -333,17 +333,31 @@ class Emitter {
   }
 
   // ---- runs and calls ------------------------------------------------------
-  void emit_run(int lo, int hi) {
-    hi_ = hi;
-    r_ = {};
+  // for (kG = 0; kG < end; kG += 32) body();  (m >= 1: at least one group)
+  template <class Body> void loop(Body&& body) {
     a_.xor_(kG.r32(), kG.r32());
     Label top = a_.newLabel();
     a_.align(AlignMode::kCode, 16);
     a_.bind(top);
-    for (k_ = lo; k_ < hi; ++k_) emit_inline(bc_.code[k_]);
+    body();
     a_.add(kG, 32);
     a_.cmp(kG, kEnd);
     a_.jb(top);
+  }
+
+  void emit_run(int lo, int hi) {
+    hi_ = hi;
+    r_ = {};
+    loop([&] {
+      for (k_ = lo; k_ < hi; ++k_) emit_inline(bc_.code[k_]);
+    });
+  }
+
+  // Float64 temporary cell t (0-3) of the scratch area, at the loop's group
+  // or (group0) at its start.
+  x86::Mem tmp_cell(int t, bool group0 = false) const {
+    const int32_t off = static_cast<int32_t>(int64_t(bc_.num_regs + bc_.inputs.size() + t) * kCellBytes);
+    return group0 ? x86::ymmword_ptr(kBase, off) : x86::ymmword_ptr(kBase, kG, 0, off);
   }
 
   // Pointer to slot s's whole cell (a constant: a block of its splat).
@@ -374,15 +388,36 @@ class Emitter {
       arg_ptr(x86::r9, in.c);
       a_.mov(x86::rax, reinterpret_cast<uint64_t>(&call_vec));
     } else {
-      // ember_math_f(m, x..., y) over whole float64 cells.
+      // ember_math_f(m, x..., y) over whole float64 cells. float32, as the
+      // VM: widened into float64 temporaries, the result rounded back.
       const auto op = static_cast<S>(in.op / interp::kNumCls);
+      const bool f32 = interp::op_sig(in.op).dst == Cls::F32;
       const int n = interp::math_arity(op);
       const x86::Gp regs[4] = {x86::rsi, x86::rdx, x86::rcx, x86::r8};
       const int32_t src[3] = {in.a, in.b, in.c};
+      for (int k = 0; k < n && f32; ++k)
+        loop([&] {
+          x86::Mem m = group(src[k]);
+          m.setSize(16);
+          a_.vcvtps2pd(x86::ymm0, m);
+          a_.vmovupd(tmp_cell(k), x86::ymm0);
+        });
+      if (f32) a_.vzeroupper();
       a_.mov(x86::rdi, kM);
-      for (int k = 0; k < n; ++k) arg_ptr(regs[k], src[k]);
-      arg_ptr(regs[n], in.d);
+      for (int k = 0; k < n; ++k) {
+        if (f32) a_.lea(regs[k], tmp_cell(k, true));
+        else arg_ptr(regs[k], src[k]);
+      }
+      if (f32) a_.lea(regs[n], tmp_cell(3, true));
+      else arg_ptr(regs[n], in.d);
       a_.mov(x86::rax, math_addr(op));
+      a_.call(x86::rax);
+      if (f32)
+        loop([&] {
+          a_.vcvtpd2ps(x86::xmm0, tmp_cell(3));
+          a_.vmovupd(group(in.d), x86::ymm0);
+        });
+      return;
     }
     a_.call(x86::rax);
   }
