@@ -146,10 +146,20 @@ struct TierManager::Impl {
   // Composites of real models (tier 1: ~2.4 ms whatever the size,
   // docs/jit.md); without it, per-instruction figures learnt from them
   // over-predict large Composites many times over.
-  double base_us[3] = {0, 2400, 6000};
-  double us_per_instr[3] = {0, 17, 80};
-  double peak_per_instr[3] = {0, 6000, 12000};
-  double code_per_instr[3] = {0, 120, 120};
+  // Tier 1's direct emitter (jit/emit_x86.hpp) costs ~20 us + 0.2 us per
+  // instruction and ~30 B of memory per instruction (bench/jit_bench); its
+  // constants start at the recalibration's floors below.
+  static bool t1_direct() {
+#ifdef EMBER_WITH_JIT
+    return jit::direct_tier1();
+#else
+    return false;
+#endif
+  }
+  double base_us[3] = {0, t1_direct() ? 300.0 : 2400.0, 6000};
+  double us_per_instr[3] = {0, t1_direct() ? 1.0 : 17.0, 80};
+  double peak_per_instr[3] = {0, t1_direct() ? 500.0 : 6000.0, 12000};
+  double code_per_instr[3] = {0, t1_direct() ? 24.0 : 120.0, 120};
   static constexpr double kPeakBase = 2 << 20;  // LLVM's fixed per-compile cost
   // Instructions per compiled chunk at most, per tier, so compile time and
   // peak memory stay linear in the Composite's size (bench/jit_bench: tier
@@ -240,10 +250,14 @@ struct TierManager::Impl {
     double secs = 0;
     for (int k = 0; k < p.chunks; ++k) {
       const int lo = static_cast<int>(int64_t(n) * k / p.chunks), hi = static_cast<int>(int64_t(n) * (k + 1) / p.chunks);
+      // Tier 1's direct code is not cached: emitting it costs less than
+      // looking a file up (docs/jit.md). Chunks it declines go to LLVM and
+      // its cache as before.
+      const bool direct = p.tier == 1 && jit::direct_chunk(bc, lo, hi);
       jit::CompileStats cs;
       std::string key;
       bool loaded = false;
-      if (cache) {
+      if (cache && !direct) {
         key = jit::cache_key(bc, lo, hi, p.tier, cpu, jit::llvm_version());
         if (auto obj = cache->get(key)) {
           try {
@@ -262,8 +276,8 @@ struct TierManager::Impl {
       }
       if (!loaded) {
         hit = false;
-        pieces.push_back(jit::compile_chunk(bc, lo, hi, p.tier, &cs, cache != nullptr));
-        if (cache && !cache->put(key, cs.object)) {
+        pieces.push_back(jit::compile_chunk(bc, lo, hi, p.tier, &cs, cache != nullptr && !direct));
+        if (cache && !direct && !cs.object.empty() && !cache->put(key, cs.object)) {
           std::lock_guard<std::mutex> g(mu);
           ++totals.cache_write_failures;
         }

@@ -93,6 +93,15 @@ std::string llvm_version();
 
 size_t scratch_bytes(const interp::Bytecode& bc);
 
+// Tier 1 uses the direct x86-64 emitter (jit/emit_x86.hpp) rather than LLVM:
+// the host has AVX2 and EMBER_JIT_T1 is not "llvm" (read at every call).
+// A chunk it declines is compiled by LLVM as before. Direct code has no
+// object (CompileStats::object stays empty).
+bool direct_tier1();
+// direct_tier1() and the emitter accepts [lo, hi) of bc (compile_chunk then
+// gives direct code, which has no object for the disk cache).
+bool direct_chunk(const interp::Bytecode& bc, int lo, int hi);
+
 // Compiles [lo, hi) of bc at tier 1 (quick) or 2 (optimized). Throws
 // std::runtime_error or std::bad_alloc; never leaves partial state behind.
 Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, CompileStats* st = nullptr,
