@@ -149,16 +149,18 @@ class Emitter {
 
   void run(int lo, int hi) {
     last_reads(lo, hi);
-    // Prologue: rbx = scratch, r12 = m, r13 = the groups' end offset.
+    // Prologue: rbx = scratch, r12 = m, r13 = the groups' end offset,
+    // r15 = in. Five pushes keep rsp % 16 == 0 for calls.
     a_.push(x86::rbx);
     a_.push(x86::r12);
     a_.push(x86::r13);
     a_.push(x86::r14);
-    a_.sub(x86::rsp, 8);  // calls need rsp % 16 == 0
+    a_.push(x86::r15);
     Label done = a_.newLabel();
     a_.test(x86::rdi, x86::rdi);
     a_.jle(done);
     a_.mov(kBase, x86::rsi);
+    a_.mov(kIn, x86::rdx);
     a_.mov(kM, x86::rdi);
     a_.lea(kEnd, x86::ptr(x86::rdi, 3));
     a_.and_(kEnd, -4);
@@ -178,7 +180,7 @@ class Emitter {
     }
     a_.bind(done);
     a_.vzeroupper();
-    a_.add(x86::rsp, 8);
+    a_.pop(x86::r15);
     a_.pop(x86::r14);
     a_.pop(x86::r13);
     a_.pop(x86::r12);
@@ -195,15 +197,21 @@ class Emitter {
 
  private:
   // rbx: scratch; r12: m; r13: end of the groups (bytes); r14: the current
-  // group's byte offset inside every cell.
-  const x86::Gp kBase = x86::rbx, kM = x86::r12, kEnd = x86::r13, kG = x86::r14;
+  // group's byte offset inside every cell; r15: in (the inputs' lane bases).
+  const x86::Gp kBase = x86::rbx, kM = x86::r12, kEnd = x86::r13, kG = x86::r14, kIn = x86::r15;
 
-  // THE one place that knows where lane group g of slot s lives: cells at
-  // scratch + cell_index * kCellBytes (jit.hpp), group g at byte 32 * g of
-  // its cell whatever the class. group0: g = 0 (a cell's start, for calls),
-  // else g is the loop's (kG). Constants: their splat in the pool.
+  // THE one place that knows where lane group g of slot s lives: registers
+  // in cells at scratch + cell_index * kCellBytes, input k at in[k]
+  // (jit.hpp's chunk ABI); group g at byte 32 * g whatever the class.
+  // group0: g = 0 (the start, for calls), else g is the loop's (kG).
+  // Constants: their splat in the pool. An input's base goes through rax,
+  // so the Mem returned is good until rax is next written.
   x86::Mem group(int32_t s, bool group0 = false) {
     if (s < bc_.num_consts()) return x86::ymmword_ptr(pool(const_bits(s)));
+    if (s < bc_.first_reg()) {
+      a_.mov(x86::rax, x86::qword_ptr(kIn, 8 * (s - bc_.first_input())));
+      return group0 ? x86::ymmword_ptr(x86::rax) : x86::ymmword_ptr(x86::rax, kG, 0, 0);
+    }
     const int32_t off = static_cast<int32_t>(int64_t(cell_index(bc_, s)) * kCellBytes);
     return group0 ? x86::ymmword_ptr(kBase, off) : x86::ymmword_ptr(kBase, kG, 0, off);
   }
@@ -367,6 +375,8 @@ class Emitter {
     } else if (s < bc_.num_consts()) {
       auto& v = dc_.splats.emplace_back(kBlock, bc_.constants[s].i64);
       a_.mov(reg, reinterpret_cast<uint64_t>(v.data()));
+    } else if (s < bc_.first_reg()) {
+      a_.mov(reg, x86::qword_ptr(kIn, 8 * (s - bc_.first_input())));
     } else {
       a_.lea(reg, group(s, true));
     }
