@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/jit_bench_util.hpp"
 #include "interp/vm.hpp"
 #ifdef EMBER_WITH_JIT
 #include "jit/disk_cache.hpp"
@@ -24,52 +25,11 @@
 
 using namespace ember;
 using namespace ember::interp;
+using bench::make_composite;
+using bench::median;
+using bench::ns_per_element;
 
 namespace {
-
-// A float64 Composite of n nodes over 2 inputs; `math` in [0,1] is the
-// share of transcendental ops. Each node reads one of the last few values.
-Composite make(int n, double math, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  Composite c;
-  c.inputs = {DType::Float64, DType::Float64};
-  c.constants.push_back({DType::Float64, 0.5, 0});
-  const ScalarOp arith[] = {ScalarOp::Add, ScalarOp::Mul, ScalarOp::Sub, ScalarOp::Maximum, ScalarOp::TrueDiv};
-  const ScalarOp trans[] = {ScalarOp::Exp, ScalarOp::Log1p, ScalarOp::Tanh, ScalarOp::Sin};
-  for (int k = 0; k < n; ++k) {
-    const int32_t nv = c.num_values();
-    auto pick = [&] { return nv - 1 - static_cast<int32_t>(rng() % std::min<int32_t>(nv, 6)); };
-    if (std::uniform_real_distribution<>(0, 1)(rng) < math)
-      c.nodes.push_back({trans[rng() % 4], DType::Float64, {pick()}});
-    else
-      c.nodes.push_back({arith[rng() % 5], DType::Float64, {pick(), pick()}});
-  }
-  c.outputs.push_back(c.num_values() - 1);
-  return c;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-double ns_per_element(const ElemKernel& k, int64_t n, int reps) {
-  std::vector<double> x(n), y(n), z(n);
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = 0.001 * (i % 1000);
-    y[i] = 1.0 + 0.002 * (i % 777);
-  }
-  StridedPtr in[2] = {{x.data(), 1}, {y.data(), 1}};
-  StridedPtr out[1] = {{z.data(), 1}};
-  k.run(n, in, out);
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    k.run(n, in, out);
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return median(t) * 1e9 / n;
-}
 
 void fit(const char* what, const std::vector<double>& x, const std::vector<double>& y) {
   const double n = x.size();
@@ -141,7 +101,7 @@ int main(int argc, char** argv) {
     std::vector<double> xs, ts, ws, ps;
     for (int n : {100, 1000, 10000, 100000}) {
       if (n > (tier == 2 ? max_ops2 : max_ops)) continue;
-      Composite c = make(n, 0.2, n);
+      Composite c = make_composite(n, 0.2, n);
       auto vm = Interpreted::compile(c);
       const Bytecode& bc = vm->bytecode();
       std::vector<double> cpu, sec, peak, code, e, o, g, l, u;
@@ -190,7 +150,7 @@ int main(int argc, char** argv) {
       return double(ts.tv_sec) * 1e6 + 1e-3 * double(ts.tv_nsec);
     };
     for (int n : {10, 100, 1000}) {
-      Composite c = make(n, 0.2, 77 + n);
+      Composite c = make_composite(n, 0.2, 77 + n);
       auto vm = Interpreted::compile(c);
       const Bytecode& bc = vm->bytecode();
       const int ni = static_cast<int>(bc.code.size());
@@ -222,7 +182,7 @@ int main(int argc, char** argv) {
   std::puts(" ops  math%   interp   tier1d   tier1L    tier2  speedup1d speedup1L speedup2");
   for (int n : {10, 100, 1000}) {
     for (double m : {0.0, 0.2}) {
-      Composite c = make(n, m, 1000 + n);
+      Composite c = make_composite(n, m, 1000 + n);
       auto vm = Interpreted::compile(c);
       const Bytecode& bc = vm->bytecode();
       const int ni = static_cast<int>(bc.code.size());

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/jit_bench_util.hpp"
 #include "interp/vm.hpp"
 #ifdef EMBER_WITH_JIT
 #include "jit/jit.hpp"
@@ -17,30 +18,6 @@
 
 using namespace ember;
 using namespace ember::interp;
-
-namespace {
-
-// The same generator as jit_bench.cpp's make().
-Composite make(int n, double math, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  Composite c;
-  c.inputs = {DType::Float64, DType::Float64};
-  c.constants.push_back({DType::Float64, 0.5, 0});
-  const ScalarOp arith[] = {ScalarOp::Add, ScalarOp::Mul, ScalarOp::Sub, ScalarOp::Maximum, ScalarOp::TrueDiv};
-  const ScalarOp trans[] = {ScalarOp::Exp, ScalarOp::Log1p, ScalarOp::Tanh, ScalarOp::Sin};
-  for (int k = 0; k < n; ++k) {
-    const int32_t nv = c.num_values();
-    auto pick = [&] { return nv - 1 - static_cast<int32_t>(rng() % std::min<int32_t>(nv, 6)); };
-    if (std::uniform_real_distribution<>(0, 1)(rng) < math)
-      c.nodes.push_back({trans[rng() % 4], DType::Float64, {pick()}});
-    else
-      c.nodes.push_back({arith[rng() % 5], DType::Float64, {pick(), pick()}});
-  }
-  c.outputs.push_back(c.num_values() - 1);
-  return c;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
 #ifndef EMBER_WITH_JIT
@@ -56,7 +33,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   const double math = argc > 5 ? std::atof(argv[5]) : 0.2;
-  Composite c = make(ops, math, ops);
+  Composite c = bench::make_composite(ops, math, ops);
   auto vm = Interpreted::compile(c);
   const Bytecode& bc = vm->bytecode();
   const int n = static_cast<int>(bc.code.size());

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "bench/jit_bench_util.hpp"
 #include "interp/vm.hpp"
 #ifdef EMBER_WITH_JIT
 #include "jit/jit.hpp"
@@ -17,6 +18,7 @@
 
 using namespace ember;
 using namespace ember::interp;
+using bench::median;
 
 namespace {
 
@@ -36,31 +38,6 @@ Composite make(int ops, bool math) {
   }
   c.outputs.push_back(last);
   return c;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// ns/element of one call of n elements, timed over enough calls for ~2e5 elements.
-double ns_per_element(const ElemKernel& k, int64_t n) {
-  std::vector<double> x(n), y(n), z(n);
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = 0.001 * (i % 1000);
-    y[i] = 1.0 + 0.002 * (i % 777);
-  }
-  StridedPtr in[2] = {{x.data(), 1}, {y.data(), 1}};
-  StridedPtr out[1] = {{z.data(), 1}};
-  const int64_t calls = std::max<int64_t>(1, 200000 / n);
-  k.run(n, in, out);
-  std::vector<double> t;
-  for (int r = 0; r < 5; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    for (int64_t c = 0; c < calls; ++c) k.run(n, in, out);
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return median(t) * 1e9 / double(n * calls);
 }
 
 }  // namespace
@@ -90,9 +67,9 @@ int main(int argc, char** argv) {
       for (int64_t n : {20, 100, 500, 100000}) {
         std::vector<double> a, b, d;
         for (int r = 0; r < rounds; ++r) {
-          a.push_back(ns_per_element(*vm, n));
-          b.push_back(ns_per_element(k1, n));
-          d.push_back(ns_per_element(k2, n));
+          a.push_back(bench::ns_per_element(*vm, n, 5, std::max<int64_t>(1, 200000 / n)));
+          b.push_back(bench::ns_per_element(k1, n, 5, std::max<int64_t>(1, 200000 / n)));
+          d.push_back(bench::ns_per_element(k2, n, 5, std::max<int64_t>(1, 200000 / n)));
         }
         const double t0 = median(a), t1 = median(b), t2 = median(d);
         std::printf("%4d %4d %7lld %7.3f %7.3f %7.3f %7.2f %7.2f\n", ops, math ? 1 : 0, static_cast<long long>(n), t0,
