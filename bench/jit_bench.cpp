@@ -1,7 +1,8 @@
 // JIT cost and benefit: compile time (per phase), measured peak memory and
 // code size per op at each tier for Composites of 100 to 100,000 ops, with
 // least-squares lines (slope, intercept, R^2); steady-state ns/element per
-// tier against the interpreter. Large Composites are compiled in chunks of
+// tier against the interpreter. Tier 1 is measured twice: "1" is the direct
+// x86 emitter (EMBER_JIT_T1=direct), "1L" LLVM's tier 1 (EMBER_JIT_T1=llvm). Large Composites are compiled in chunks of
 // at most `chunk` instructions, as the tier manager does.
 // Usage: jit_bench [max_ops=100000] [runs=5] [chunk1=2048] [max_ops_tier2=max_ops] [chunk2=256]
 // (the chunk sizes are the tier manager's).
@@ -10,61 +11,25 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "bench/jit_bench_util.hpp"
 #include "interp/vm.hpp"
 #ifdef EMBER_WITH_JIT
+#include "jit/disk_cache.hpp"
 #include "jit/jit.hpp"
 #endif
+#include <filesystem>
+#include <time.h>
 
 using namespace ember;
 using namespace ember::interp;
+using bench::make_composite;
+using bench::median;
+using bench::ns_per_element;
 
 namespace {
-
-// A float64 Composite of n nodes over 2 inputs; `math` in [0,1] is the
-// share of transcendental ops. Each node reads one of the last few values.
-Composite make(int n, double math, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  Composite c;
-  c.inputs = {DType::Float64, DType::Float64};
-  c.constants.push_back({DType::Float64, 0.5, 0});
-  const ScalarOp arith[] = {ScalarOp::Add, ScalarOp::Mul, ScalarOp::Sub, ScalarOp::Maximum, ScalarOp::TrueDiv};
-  const ScalarOp trans[] = {ScalarOp::Exp, ScalarOp::Log1p, ScalarOp::Tanh, ScalarOp::Sin};
-  for (int k = 0; k < n; ++k) {
-    const int32_t nv = c.num_values();
-    auto pick = [&] { return nv - 1 - static_cast<int32_t>(rng() % std::min<int32_t>(nv, 6)); };
-    if (std::uniform_real_distribution<>(0, 1)(rng) < math)
-      c.nodes.push_back({trans[rng() % 4], DType::Float64, {pick()}});
-    else
-      c.nodes.push_back({arith[rng() % 5], DType::Float64, {pick(), pick()}});
-  }
-  c.outputs.push_back(c.num_values() - 1);
-  return c;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-double ns_per_element(const ElemKernel& k, int64_t n, int reps) {
-  std::vector<double> x(n), y(n), z(n);
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = 0.001 * (i % 1000);
-    y[i] = 1.0 + 0.002 * (i % 777);
-  }
-  StridedPtr in[2] = {{x.data(), 1}, {y.data(), 1}};
-  StridedPtr out[1] = {{z.data(), 1}};
-  k.run(n, in, out);
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    k.run(n, in, out);
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return median(t) * 1e9 / n;
-}
 
 void fit(const char* what, const std::vector<double>& x, const std::vector<double>& y) {
   const double n = x.size();
@@ -130,17 +95,19 @@ int main(int argc, char** argv) {
               " at tier 1 / 2) ==\n", runs, chunk, chunk2);
   std::puts("tier    ops  instr chunks     IR   wall_ms  cpu_ms cpu_us/op  peak_MB peak_B/op code_B/op |"
             " emit     opt      isel+cg  link     lookup (wall ms)");
-  for (int tier : {1, 2}) {
+  for (const char* mode : {"1", "1L", "2"}) {
+    const int tier = mode[0] - '0';
+    setenv("EMBER_JIT_T1", std::string(mode) == "1L" ? "llvm" : "direct", 1);
     std::vector<double> xs, ts, ws, ps;
     for (int n : {100, 1000, 10000, 100000}) {
       if (n > (tier == 2 ? max_ops2 : max_ops)) continue;
-      Composite c = make(n, 0.2, n);
+      Composite c = make_composite(n, 0.2, n);
       auto vm = Interpreted::compile(c);
       const Bytecode& bc = vm->bytecode();
       std::vector<double> cpu, sec, peak, code, e, o, g, l, u;
       size_t nir = 0;
       int np = 1;
-      for (int r = 0; r < (n >= 100000 ? std::min(runs, 3) : runs); ++r) {
+      for (int r = 0; r < runs; ++r) {
         jit::CompileStats st = compile_all(bc, tier, tier == 1 ? chunk : chunk2, &np);
         sec.push_back(st.seconds);
         cpu.push_back(st.cpu_seconds);
@@ -154,7 +121,7 @@ int main(int argc, char** argv) {
         nir = st.ir_instructions;
       }
       const double s = median(sec), p = median(peak), cs = median(cpu);
-      std::printf("%4d %6d %6zu %6d %6zu %9.2f %7.2f %9.2f %8.2f %9.0f %9.1f | %7.2f %7.2f %8.2f %7.2f %7.2f\n", tier,
+      std::printf("%4s %6d %6zu %6d %6zu %9.2f %7.2f %9.2f %8.2f %9.0f %9.1f | %7.2f %7.2f %8.2f %7.2f %7.2f\n", mode,
                   n, bc.code.size(), np, nir, s * 1e3, cs * 1e3, cs * 1e6 / n, p / 1048576.0, p / n, median(code) / n,
                   median(e) * 1e3, median(o) * 1e3, median(g) * 1e3, median(l) * 1e3, median(u) * 1e3);
       std::fflush(stdout);
@@ -164,33 +131,76 @@ int main(int argc, char** argv) {
       ps.push_back(p);
     }
     if (xs.size() >= 2) {
-      std::printf("tier %d:\n", tier);
+      std::printf("tier %s:\n", mode);
       fit("cpu_us", xs, ts);
       fit("wall_us", xs, ws);
       fit("peak_bytes", xs, ps);
     }
   }
-  std::puts("\n== steady state, 1e5 elements, ns/element (median of 15) ==");
-  std::puts(" ops  math%   interp    tier1    tier2   speedup1 speedup2");
-  for (int n : {10, 100, 1000}) {
-    for (double m : {0.0, 0.2}) {
-      Composite c = make(n, m, 1000 + n);
+  // Should direct code be disk-cached? A hit costs at least the key's hash
+  // and the file's read; the tier manager does both before it may link.
+  std::puts("\n== tier-1 direct emit vs a disk-cache hit (CPU us, medians) ==");
+  std::puts("   ops  direct_emit  cache_key  cache_get  llvm_obj_B");
+  {
+    const std::string dir = (std::filesystem::temp_directory_path() / "ember_jit_bench_cache").string();
+    jit::DiskCache cache(dir, size_t(1) << 30);
+    auto cpu_now = [] {
+      timespec ts{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      return double(ts.tv_sec) * 1e6 + 1e-3 * double(ts.tv_nsec);
+    };
+    for (int n : {10, 100, 1000}) {
+      Composite c = make_composite(n, 0.2, 77 + n);
       auto vm = Interpreted::compile(c);
       const Bytecode& bc = vm->bytecode();
       const int ni = static_cast<int>(bc.code.size());
+      setenv("EMBER_JIT_T1", "llvm", 1);
+      jit::CompileStats st;
+      jit::compile_chunk(bc, 0, ni, 1, &st, true);
+      const std::string cpu = jit::cpu_id();
+      const std::string key = jit::cache_key(bc, 0, ni, 1, cpu, jit::llvm_version());
+      cache.put(key, st.object);
+      setenv("EMBER_JIT_T1", "direct", 1);
+      std::vector<double> te, tk, tg;
+      for (int r = 0; r < std::max(runs, 9); ++r) {
+        double t0 = cpu_now();
+        jit::Piece p = jit::compile_chunk(bc, 0, ni, 1);
+        te.push_back(cpu_now() - t0);
+        t0 = cpu_now();
+        const std::string k2 = jit::cache_key(bc, 0, ni, 1, cpu, jit::llvm_version());
+        tk.push_back(cpu_now() - t0);
+        t0 = cpu_now();
+        auto obj = cache.get(k2);
+        tg.push_back(cpu_now() - t0);
+      }
+      std::printf("%6d %12.1f %10.1f %10.1f %11zu\n", n, median(te), median(tk), median(tg), st.object.size());
+    }
+    std::filesystem::remove_all(dir);
+  }
+
+  std::puts("\n== steady state, 1e5 elements, ns/element (median of 5 interleaved rounds, each the median of 5 calls) ==");
+  std::puts(" ops  math%   interp   tier1d   tier1L    tier2  speedup1d speedup1L speedup2");
+  for (int n : {10, 100, 1000}) {
+    for (double m : {0.0, 0.2}) {
+      Composite c = make_composite(n, m, 1000 + n);
+      auto vm = Interpreted::compile(c);
+      const Bytecode& bc = vm->bytecode();
+      const int ni = static_cast<int>(bc.code.size());
+      setenv("EMBER_JIT_T1", "direct", 1);
       jit::JitKernel k1(bc, {jit::compile_chunk(bc, 0, ni, 1)}, 1);
+      setenv("EMBER_JIT_T1", "llvm", 1);
+      jit::JitKernel k1l(bc, {jit::compile_chunk(bc, 0, ni, 1)}, 1);
       jit::JitKernel k2(bc, {jit::compile_chunk(bc, 0, ni, 2)}, 2);
-      double t0 = 0, t1 = 0, t2 = 0;
-      std::vector<double> a, b, d;
-      for (int r = 0; r < 3; ++r) {  // interleaved, so load changes hit all three
+      std::vector<double> a, b, bl, d;
+      for (int r = 0; r < 5; ++r) {  // interleaved, so load changes hit all four
         a.push_back(ns_per_element(*vm, 100000, 5));
         b.push_back(ns_per_element(k1, 100000, 5));
+        bl.push_back(ns_per_element(k1l, 100000, 5));
         d.push_back(ns_per_element(k2, 100000, 5));
       }
-      t0 = median(a);
-      t1 = median(b);
-      t2 = median(d);
-      std::printf("%4d %5.0f %8.2f %8.2f %8.2f %9.2fx %8.2fx\n", n, m * 100, t0, t1, t2, t0 / t1, t0 / t2);
+      const double t0 = median(a), t1 = median(b), t1l = median(bl), t2 = median(d);
+      std::printf("%4d %5.0f %8.2f %8.2f %8.2f %8.2f %9.2fx %8.2fx %8.2fx\n", n, m * 100, t0, t1, t1l, t2, t0 / t1,
+                  t0 / t1l, t0 / t2);
       std::fflush(stdout);
     }
   }

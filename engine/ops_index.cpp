@@ -2,7 +2,9 @@
 // their set/increment counterparts (a copy of x with x[idx] updated).
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
+#include "engine/index_fast.hpp"
 #include "engine/index_plan.hpp"
 #include "engine/ops_common.hpp"
 
@@ -67,52 +69,124 @@ class SubtensorK : public OpKernel {
 };
 
 // x[idx] with integer arrays: copies each indexed block.
+void gather_generic(Frame& f, const IndexSpec& s, const Shape& stat) {
+  const Tensor& x = f.in(0);
+  Resolved r;
+  resolve_index(f, s, x, r);
+  check_out_shape(f, 0, stat, r.result);
+  Tensor& o = f.alloc_out(0, x.dtype, r.result);
+  const int64_t es = int64_t(dtype_size(x.dtype));
+  int64_t bst[1][kMaxRank];
+  Tensor dst = r.basic, src = r.basic;
+  r.split_strides(o.strides, dst.strides, bst[0]);
+  char* xd = static_cast<char*>(x.data);
+  char* od = static_cast<char*>(o.data);
+  if (r.basic.ndim() == 0) {  // one element per index position
+    auto one = [&](auto tag) {
+      using U = decltype(tag);
+      U* o = reinterpret_cast<U*>(od);
+      const U* xs = reinterpret_cast<const U*>(xd);
+      for_each_adv(f, r, 1, bst, [&](int64_t xo, const int64_t* oo) { o[oo[0]] = xs[xo]; });
+    };
+    switch (es) {
+      case 1: return one(uint8_t{});
+      case 2: return one(uint16_t{});
+      case 4: return one(uint32_t{});
+      default: return one(uint64_t{});
+    }
+  }
+  if (r.basic.ndim() == 1 && src.strides[0] == 1 && dst.strides[0] == 1) {  // whole rows
+    const size_t row = size_t(r.basic.dim(0)) * es;
+    for_each_adv(f, r, 1, bst, [&](int64_t xo, const int64_t* oo) {
+      std::memcpy(od + oo[0] * es, xd + xo * es, row);
+    });
+    return;
+  }
+  for_each_adv(f, r, 1, bst, [&](int64_t xo, const int64_t* oo) {
+    src.data = xd + xo * es;
+    dst.data = od + oo[0] * es;
+    copy_convert(dst, src);
+  });
+}
+
 class GatherK : public OpKernel {
  public:
   GatherK(IndexSpec s, const Shape& stat) : s_(std::move(s)), stat_(stat) {}
+  void run(Frame& f) const override { gather_generic(f, s_, stat_); }
+
+ private:
+  IndexSpec s_;
+  Shape stat_;
+};
+
+// AdvancedSubtensor1 (x[idx] along axis 0) when x's rows (axes 1..) are
+// C-contiguous: an element or memcpy per index; otherwise the generic path.
+class Gather1K : public OpKernel {
+ public:
+  Gather1K(IndexSpec s, const Shape& stat, ConstIndex ci)
+      : s_(std::move(s)), stat_(stat), ci_(std::move(ci)) {}
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
-    Resolved r;
-    resolve_index(f, s_, x, r);
-    check_out_shape(f, 0, stat_, r.result);
-    Tensor& o = f.alloc_out(0, x.dtype, r.result);
+    const Tensor& idx = f.in(1);
+    int64_t row = 1;
+    for (int d = x.ndim() - 1; d >= 1; --d) {
+      if (x.dim(d) != 1 && x.strides[d] != row) return gather_generic(f, s_, stat_);
+      row *= x.dim(d);
+    }
+    Uninit<Shape> rsb;
+    Shape& rs = *rsb;
+    rs.ndim = x.ndim();
+    rs.dims[0] = idx.dim(0);
+    for (int d = 1; d < x.ndim(); ++d) rs.dims[d] = x.dim(d);
+    check_out_shape(f, 0, stat_, rs);
+    Tensor& o = f.alloc_out(0, x.dtype, rs);
+    const int64_t dim = x.dim(0), xs0 = x.strides[0];
     const int64_t es = int64_t(dtype_size(x.dtype));
-    int64_t bst[1][kMaxRank];
-    Tensor dst = r.basic, src = r.basic;
-    r.split_strides(o.strides, dst.strides, bst[0]);
-    char* xd = static_cast<char*>(x.data);
+    const char* xd = static_cast<const char*>(x.data);
     char* od = static_cast<char*>(o.data);
-    if (r.basic.ndim() == 0) {  // one element per index position
-      auto one = [&](auto tag) {
+    fastidx::with_index(f, ci_, 1, dim, [&](auto get, int64_t) {
+      if (row != 1) {
+        const int64_t rb = row * es;
+        auto one = [&](int64_t b, int64_t v) {
+          if (rb) std::memcpy(od + b * rb, xd + v * xs0 * es, size_t(rb));
+        };
+        fastidx::blocked(
+            rs.dims[0], get,
+            [&](int64_t b, int64_t v0, int64_t v1, int64_t v2, int64_t v3) {
+              one(b, v0), one(b + 1, v1), one(b + 2, v2), one(b + 3, v3);
+            },
+            one);
+        return;
+      }
+      auto elems = [&](auto tag) {
         using U = decltype(tag);
-        U* o = reinterpret_cast<U*>(od);
-        const U* xs = reinterpret_cast<const U*>(xd);
-        for_each_adv(f, r, 1, bst, [&](int64_t xo, const int64_t* oo) { o[oo[0]] = xs[xo]; });
+        U* op = reinterpret_cast<U*>(od);
+        const U* xp = reinterpret_cast<const U*>(xd);
+        auto go = [&](auto stride) {  // stride: xs0, or the constant 1
+          fastidx::blocked(
+              rs.dims[0], get,
+              [&](int64_t b, int64_t v0, int64_t v1, int64_t v2, int64_t v3) {
+                const U a0 = xp[v0 * stride], a1 = xp[v1 * stride], a2 = xp[v2 * stride], a3 = xp[v3 * stride];
+                op[b] = a0, op[b + 1] = a1, op[b + 2] = a2, op[b + 3] = a3;
+              },
+              [&](int64_t b, int64_t v) { op[b] = xp[v * stride]; });
+        };
+        if (xs0 == 1) go(std::integral_constant<int64_t, 1>{});
+        else go(xs0);
       };
       switch (es) {
-        case 1: return one(uint8_t{});
-        case 2: return one(uint16_t{});
-        case 4: return one(uint32_t{});
-        default: return one(uint64_t{});
+        case 1: return elems(uint8_t{});
+        case 2: return elems(uint16_t{});
+        case 4: return elems(uint32_t{});
+        default: return elems(uint64_t{});
       }
-    }
-    if (r.basic.ndim() == 1 && src.strides[0] == 1 && dst.strides[0] == 1) {  // whole rows
-      const size_t row = size_t(r.basic.dim(0)) * es;
-      for_each_adv(f, r, 1, bst, [&](int64_t xo, const int64_t* oo) {
-        std::memcpy(od + oo[0] * es, xd + xo * es, row);
-      });
-      return;
-    }
-    for_each_adv(f, r, 1, bst, [&](int64_t xo, const int64_t* oo) {
-      src.data = xd + xo * es;
-      dst.data = od + oo[0] * es;
-      copy_convert(dst, src);
     });
   }
 
  private:
   IndexSpec s_;
   Shape stat_;
+  ConstIndex ci_;
 };
 
 // out = x; out[idx] = y, or += y (sequentially, so duplicates accumulate like
@@ -121,10 +195,13 @@ class IncK : public OpKernel {
  public:
   enum Mode { Inc, Set, IncNoDup };
   IncK(IndexSpec s, Mode m) : s_(std::move(s)), mode_(m) {}
+  // AdvancedIncSubtensor1: one index vector (input 2) along axis 0.
+  IncK(IndexSpec s, Mode m, ConstIndex ci) : s_(std::move(s)), mode_(m), one_(true), ci_(std::move(ci)) {}
 
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
     const Tensor& y = f.in(1);
+    if (one_ && x.ndim() == 1 && y.dtype == x.dtype && y.ndim() <= 1) return run1(f, x, y);
     Tensor& o = f.alloc_out(0, x.dtype, x.shape);
     copy_convert(o, x);
     Resolved r;
@@ -215,6 +292,63 @@ class IncK : public OpKernel {
     });
   }
 
+  // One index vector into a vector x, y of x's dtype: the index read in its
+  // own dtype (or the load-time ConstIndex), the bounds check in the loop.
+  void run1(Frame& f, const Tensor& x, const Tensor& y) const {
+    const int64_t n = f.in(2).dim(0);
+    int64_t ys = 0;
+    if (y.ndim() == 1 && y.dim(0) != 1) {
+      if (y.dim(0) != n) {
+        Shape res;
+        res.ndim = 1;
+        res.dims[0] = n;
+        f.fail("shape mismatch: value array of shape " + y.shape.str() +
+               " could not be broadcast to indexing result of shape " + res.str());
+      }
+      ys = y.strides[0];
+    }
+    Tensor& o = f.alloc_out(0, x.dtype, x.shape);
+    copy_convert(o, x);
+    const int64_t dim = x.dim(0);
+    dtype_dispatch(x.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* base = o.ptr<T>();
+      const T* yd = y.ptr<const T>();
+      fastidx::with_index(f, ci_, 2, dim, [&](auto get, int64_t n) {
+        const bool constant = ci_.usable(dim);
+        if (mode_ == Set || (constant && !ci_.runs())) {
+          // In order through memory: last write wins / sequential sums.
+          auto go = [&](auto one) {
+            fastidx::blocked(
+                n, get,
+                [&](int64_t b, int64_t v0, int64_t v1, int64_t v2, int64_t v3) {
+                  one(b, v0), one(b + 1, v1), one(b + 2, v2), one(b + 3, v3);
+                },
+                one);
+          };
+          if (mode_ == Set) go([&](int64_t b, int64_t v) { base[v] = yd[b * ys]; });
+          else go([&](int64_t b, int64_t v) { base[v] += yd[b * ys]; });
+          return;
+        }
+        // A run of equal indices (idx is often sorted) accumulates in a
+        // register, in the same order as element-by-element updates through
+        // memory (same bits), without a store-to-load round trip per element.
+        int64_t cur = -1;
+        T acc{};
+        for (int64_t b = 0; b < n; ++b) {
+          const int64_t v = get(b);
+          if (v != cur) {
+            if (cur >= 0) base[cur] = acc;
+            cur = v;
+            acc = base[v];
+          }
+          acc += yd[b * ys];
+        }
+        if (cur >= 0) base[cur] = acc;
+      });
+    });
+  }
+
   // NumPy's buffered `out[idx] += y`: tmp = x[idx]; tmp += y; out[idx] = tmp.
   void run_nodup(Frame& f, const Tensor& x, Tensor& o, const Resolved& r,
                  const Tensor& yv) const {
@@ -245,6 +379,8 @@ class IncK : public OpKernel {
 
   IndexSpec s_;
   Mode mode_;
+  bool one_ = false;
+  ConstIndex ci_;
 };
 
 void check_inc_y(const NodeContext& ctx, const IndexSpec& s, bool set) {
@@ -290,7 +426,7 @@ std::unique_ptr<OpKernel> make_advanced_subtensor1(NodeContext& ctx) {
   ctx.expect_outputs(1);
   IndexSpec s = IndexSpec::gather0(ctx, 1);
   check_x_out(ctx, s);
-  return std::make_unique<GatherK>(std::move(s), ctx.out(0).static_shape);
+  return std::make_unique<Gather1K>(std::move(s), ctx.out(0).static_shape, ConstIndex::make(ctx, 1));
 }
 
 std::unique_ptr<OpKernel> make_inc_subtensor(NodeContext& ctx) {
@@ -318,7 +454,7 @@ std::unique_ptr<OpKernel> make_advanced_inc_subtensor1(NodeContext& ctx) {
   IndexSpec s = IndexSpec::gather0(ctx, 2);
   const bool set = ctx.attr_bool("set_instead_of_inc", false);
   check_inc_y(ctx, s, set);
-  return std::make_unique<IncK>(std::move(s), set ? IncK::Set : IncK::Inc);
+  return std::make_unique<IncK>(std::move(s), set ? IncK::Set : IncK::Inc, ConstIndex::make(ctx, 2));
 }
 
 }  // namespace ember

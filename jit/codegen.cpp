@@ -45,17 +45,32 @@ class Gen {
   }
 
   void run(int lo, int hi, const std::string& name, int max_run) {
-    auto* fty = FunctionType::get(Type::getVoidTy(C), {s64, ptr}, false);
+    auto* fty = FunctionType::get(Type::getVoidTy(C), {s64, ptr, ptr}, false);
     F = Function::Create(fty, Function::ExternalLinkage, name, M);
     F->addFnAttr(Attribute::NoUnwind);
     F->addFnAttr(Attribute::NoRecurse);
     auto a = F->arg_begin();
     m_ = &*a++;
     scratch_ = &*a++;
+    Value* in = &*a++;
+    // Generated code writes only register and temporary cells, never an
+    // input (in place or gathered), so scratch stays noalias.
     F->addParamAttr(1, Attribute::NoAlias);
+    F->addParamAttr(2, Attribute::NoAlias);
+    F->addParamAttr(2, Attribute::ReadOnly);
     B.SetInsertPoint(BasicBlock::Create(C, "entry", F));
-    groups_ = B.CreateUDiv(B.CreateAdd(m_, ConstantInt::get(s64, W - 1)), ConstantInt::get(s64, W));
+    // Loops count bytes of cell (8W per group): no multiply per iteration.
+    end_ = B.CreateMul(B.CreateUDiv(B.CreateAdd(m_, ConstantInt::get(s64, W - 1)), ConstantInt::get(s64, W)),
+                       ConstantInt::get(s64, 8 * W));
     compute_last_reads();
+    // Each input's lane base (jit.hpp), loaded once for the chunk.
+    in_base_.assign(bc_.inputs.size(), nullptr);
+    for (int k = lo; k < hi; ++k)
+      for (int32_t s : {bc_.code[k].a, bc_.code[k].b, bc_.code[k].c})
+        if (is_input(s) && !in_base_[s - bc_.num_consts()]) {
+          const int j = s - bc_.num_consts();
+          in_base_[j] = B.CreateAlignedLoad(ptr, B.CreateConstGEP1_64(ptr, in, j), Align(8));
+        }
 
     // Runs of inline instructions become one fused loop over the block's
     // groups of W lanes; math calls work on whole blocks in scratch.
@@ -109,7 +124,8 @@ class Gen {
     return op == S::Add || op == S::Sub || op == S::Mul || op == S::TrueDiv || op == S::Sqr || op == S::Reciprocal;
   }
 
-  // The block-sized cell of a register or input slot (jit.hpp: cell_index).
+  bool is_input(int32_t s) const { return s >= bc_.num_consts() && s < bc_.first_reg(); }
+  // The block-sized cell of a register slot (jit.hpp: cell_index).
   uint64_t cell_off(int32_t s) const { return static_cast<uint64_t>(cell_index(bc_, s)) * kCellBytes; }
   uint64_t tmp_off(int t) const {
     return static_cast<uint64_t>(bc_.num_regs + static_cast<int>(bc_.inputs.size()) + t) * kCellBytes;
@@ -157,12 +173,14 @@ class Gen {
   Value* read(int32_t s, Cls c, Value* g) {
     if (s < bc_.num_consts()) return constant(s);
     if (auto it = vals_.find(s); it != vals_.end()) return it->second;
-    Value* v = load(cls_ty(c), at(cell_off(s), g));
+    // An input may be the caller's memory: only 8-byte aligned.
+    Value* v = is_input(s) ? B.CreateAlignedLoad(cls_ty(c), B.CreateGEP(i8, in_base_[s - bc_.num_consts()], goff_), Align(8))
+                           : load(cls_ty(c), at(cell_off(s), g));
     vals_[s] = v;
     return v;
   }
 
-  // Emits `for (g = 0; g < groups; ++g) body(g)`; groups >= 1.
+  // Emits `for (off = 0; off < end; off += 8W) body(scratch + off)`; end >= 8W.
   template <class Body> void loop(Body&& body) {
     BasicBlock* pre = B.GetInsertBlock();
     BasicBlock* hdr = BasicBlock::Create(C, "loop", F);
@@ -171,10 +189,11 @@ class Gen {
     B.SetInsertPoint(hdr);
     PHINode* g = B.CreatePHI(s64, 2);
     g->addIncoming(ConstantInt::get(s64, 0), pre);
-    body(B.CreateGEP(i8, scratch_, B.CreateMul(g, ConstantInt::get(s64, 8 * W))));
-    Value* next = B.CreateAdd(g, ConstantInt::get(s64, 1));
+    goff_ = g;
+    body(B.CreateGEP(i8, scratch_, goff_));
+    Value* next = B.CreateAdd(g, ConstantInt::get(s64, 8 * W));
     g->addIncoming(next, B.GetInsertBlock());
-    B.CreateCondBr(B.CreateICmpSLT(next, groups_), hdr, after);
+    B.CreateCondBr(B.CreateICmpSLT(next, end_), hdr, after);
     B.SetInsertPoint(after);
   }
 
@@ -205,24 +224,36 @@ class Gen {
     const char* name = math_name(op);
     if (!name) throw std::runtime_error("no math function for " + interp::opcode_name(in.op));
     const int32_t src[3] = {in.a, in.b, in.c};
-    std::vector<Value*> args{m_};
+    // Constants and float32 operands: widened into a float64 temporary first.
+    std::vector<uint64_t> offs;  // byte offset of each argument in scratch (or ~0: an input's lanes)
     for (int k = 0; k < sig.nargs; ++k) {
       if (sig.arg[k] == Cls::F64 && src[k] >= bc_.num_consts()) {
-        args.push_back(B.CreateConstGEP1_64(i8, scratch_, cell_off(src[k])));
+        offs.push_back(is_input(src[k]) ? ~uint64_t{0} : cell_off(src[k]));
         continue;
       }
-      // Constants and float32 operands: widened into a float64 temporary.
       loop([&](Value* g) {
         Value* v = read(src[k], sig.arg[k], g);
         if (sig.arg[k] == Cls::F32) v = B.CreateFPExt(v, f64);
         store(v, at(tmp_off(k), g));
         vals_.clear();
       });
-      args.push_back(B.CreateConstGEP1_64(i8, scratch_, tmp_off(k)));
+      offs.push_back(tmp_off(k));
     }
     const bool f32res = sig.dst == Cls::F32;
     const uint64_t yoff = f32res ? tmp_off(3) : cell_off(in.d);
-    args.push_back(B.CreateConstGEP1_64(i8, scratch_, yoff));
+    offs.push_back(yoff);
+    // One address per distinct cell (x and y are often the same register).
+    std::vector<Value*> args{m_};
+    std::unordered_map<uint64_t, Value*> addr;
+    for (size_t k = 0; k < offs.size(); ++k) {
+      if (offs[k] == ~uint64_t{0}) {
+        args.push_back(in_base_[src[k] - bc_.num_consts()]);
+        continue;
+      }
+      Value*& a = addr[offs[k]];
+      if (!a) a = B.CreateConstGEP1_64(i8, scratch_, offs[k]);
+      args.push_back(a);
+    }
     std::vector<Type*> pts(args.size(), ptr);
     pts[0] = s64;
     FunctionCallee fn = M.getOrInsertFunction(name, FunctionType::get(Type::getVoidTy(C), pts, false));
@@ -421,7 +452,9 @@ class Gen {
   const bool const_mem_;  // tier 1: vector constants loaded from globals
   Type *f64, *f32, *i64, *s64, *i8, *ptr;
   Function* F = nullptr;
-  Value *m_ = nullptr, *scratch_ = nullptr, *groups_ = nullptr;
+  Value *m_ = nullptr, *scratch_ = nullptr, *end_ = nullptr;
+  Value* goff_ = nullptr;           // byte offset of the current group (in loop())
+  std::vector<Value*> in_base_;     // per input: its lane base, if this chunk reads it
   std::vector<int> last_read_;
   std::unordered_map<int32_t, Value*> vals_;
 };

@@ -21,6 +21,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "jit/codegen.hpp"
+#include "jit/emit_x86.hpp"
 #include "jit/orc.hpp"
 
 namespace ember::jit {
@@ -146,7 +147,8 @@ int max_run(int tier) {
 // code measured several times slower (docs/jit.md).
 bool isolate(int tier) {
   static const bool on = std::getenv("EMBER_JIT_ISOLATE") != nullptr;
-  return tier == 1 && on;
+  static const bool on2 = std::getenv("EMBER_JIT_T2_ISOLATE") != nullptr;
+  return tier == 1 ? on : on2;
 }
 
 bool env_flag(const char* name, bool dflt) {
@@ -179,10 +181,59 @@ std::string cpu_id() {
 
 std::string llvm_version() { return LLVM_VERSION_STRING; }
 
+bool direct_tier1() {
+  const char* e = std::getenv("EMBER_JIT_T1");
+  if (e && std::strcmp(e, "llvm") == 0) return false;
+  return direct_host_ok();
+}
+
+bool direct_chunk(const interp::Bytecode& bc, int lo, int hi) { return direct_tier1() && direct_supports(bc, lo, hi); }
+
+namespace {
+
+// Tier 1 through the direct emitter (emit_x86.hpp); fn == nullptr if it
+// declines the chunk. No object: direct code is not disk-cached.
+Piece compile_direct(const interp::Bytecode& bc, int lo, int hi, CompileStats* st) {
+  struct Peak {
+    size_t h0, peak = 0;
+    double cpu = 0;  // spent measuring
+  } pk{st ? heap_in_use() : 0};
+  // Heap above the start with the emitter's buffers still alive.
+  auto sample = [](void* a) {
+    auto* q = static_cast<Peak*>(a);
+    const double t = thread_cpu_seconds();
+    const size_t h = heap_in_use();
+    q->peak = h > q->h0 ? h - q->h0 : 0;
+    q->cpu = thread_cpu_seconds() - t;
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  const double c0 = thread_cpu_seconds();
+  size_t bytes = 0;
+  std::string why;
+  Piece p = emit_direct(bc, lo, hi, &why, &bytes, st ? +sample : nullptr, &pk);
+  if (p.fn && st) {
+    const double c1 = thread_cpu_seconds();
+    *st = CompileStats{};
+    st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    st->cpu_seconds = c1 - c0 - pk.cpu;  // the emitter's own cost
+    st->emit_s = st->seconds;
+    st->ir_instructions = static_cast<size_t>(hi - lo);
+    st->code_bytes = bytes;
+    st->peak_bytes = std::max(bytes, pk.peak);
+  }
+  return p;
+}
+
+}  // namespace
+
 Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, CompileStats* st, bool keep_object) {
   if (faults().fail_compiles.load() > 0 && faults().fail_compiles.fetch_sub(1) > 0)
     throw std::runtime_error("injected compile failure");
   if (faults().fail_allocs.load() > 0 && faults().fail_allocs.fetch_sub(1) > 0) throw std::bad_alloc();
+  if (tier == 1 && direct_tier1()) {
+    Piece p = compile_direct(bc, lo, hi, st);
+    if (p.fn) return p;
+  }
   const std::string name = "ember_chunk";
   const auto t0 = std::chrono::steady_clock::now();
   const double c0 = thread_cpu_seconds();

@@ -23,8 +23,8 @@ inline constexpr int64_t kCellAlign = 32;
 inline constexpr int64_t kCellBytes = (kBlock + 24) * 8;
 static_assert(kCellBytes % 64 == 0 && kBlock % 16 == 0);
 
-// Scratch layout: registers, then inputs (gathered and widened to their
-// class by JitKernel), then 4 float64 temporaries for math calls.
+// Scratch layout: registers, then inputs (cells JitKernel gathers an input
+// into when it is not read in place), then 4 float64 temporaries for math calls.
 inline int32_t cell_index(const interp::Bytecode& bc, int32_t slot) {
   return slot >= bc.first_reg() ? slot - bc.first_reg() : bc.num_regs + (slot - bc.num_consts());
 }
@@ -33,8 +33,33 @@ inline int32_t cell_index(const interp::Bytecode& bc, int32_t slot) {
 int lanes(int tier);
 
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
-// of m elements held in scratch cells.
-using ChunkFn = void (*)(int64_t m, char* scratch);
+// of m elements. The chunk ABI (codegen version "codegen-8"):
+//   void chunk(int64_t m, char* scratch, const char* const* in)
+// - 0 < m <= kBlock; every piece of a kernel gets the same m, scratch and
+//   in for a block, in order. The chunk computes ceil(m / W) groups of
+//   W = lanes(tier) lanes. Padding lanes past m compute garbage that is never
+//   stored to the caller, so a chunk may read all W * ceil(m / W) lanes of
+//   every input it uses (and of any cell).
+// - scratch: kCellAlign-aligned, scratch_bytes(bc) long, this thread's.
+//   Register slot r lives in cell cell_index(bc, r) at byte
+//   cell_index * kCellBytes, in its class's layout (below); values pass
+//   between pieces of a block in these cells. Input cells follow the
+//   registers, then 4 float64 temporaries. The chunk writes register and
+//   temporary cells only; outputs stay in their register cells for the
+//   caller to scatter after the last piece.
+// - in[k], for every k < bc.inputs.size() (a chunk loads only the inputs it
+//   reads): the lane base of input k for this block, in its class's cell
+//   layout: lane i at byte 8W*(i/W) + size*(i%W), size 8 for the F64 and
+//   I64 classes, 4 for F32. Only 8-byte alignment may be assumed. It is
+//   either input k's own scratch cell (JitKernel gathered, widened or
+//   splatted it there) or, when the input is contiguous float64 / int64,
+//   8-byte aligned and m % W == 0, the caller's memory at this block's first
+//   element (float32 never: no caller array has the F32 cell layout). The
+//   chunk never writes through in[k]; the caller's memory behind in[k] may
+//   be an output buffer (an in-place op), which the caller writes only
+//   after the block's last piece.
+// - Math calls get float64 pointers straight from in[k] or a cell.
+using ChunkFn = void (*)(int64_t m, char* scratch, const char* const* in);
 
 // Linked code; destroying the last reference frees it.
 class Code {
@@ -68,6 +93,15 @@ std::string llvm_version();
 
 size_t scratch_bytes(const interp::Bytecode& bc);
 
+// Tier 1 uses the direct x86-64 emitter (jit/emit_x86.hpp) rather than LLVM:
+// the host has AVX2 and EMBER_JIT_T1 is not "llvm" (read at every call).
+// A chunk it declines is compiled by LLVM as before. Direct code has no
+// object (CompileStats::object stays empty).
+bool direct_tier1();
+// direct_tier1() and the emitter accepts [lo, hi) of bc (compile_chunk then
+// gives direct code, which has no object for the disk cache).
+bool direct_chunk(const interp::Bytecode& bc, int lo, int hi);
+
 // Compiles [lo, hi) of bc at tier 1 (quick) or 2 (optimized). Throws
 // std::runtime_error or std::bad_alloc; never leaves partial state behind.
 Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, CompileStats* st = nullptr,
@@ -90,11 +124,13 @@ class JitKernel : public interp::ElemKernel {
  private:
   static void run_fn(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,
                      const interp::StridedPtr* out);
-  // An input or output: its dtype and cell offset (-1: the constant k).
+  // An input or output: its dtype and cell offset (-1: the constant k);
+  // `in`: an output that is input `in` (-1: not an input).
   struct Slot {
     DType dt;
     int64_t cell;
     interp::Cell k;
+    int in;
   };
   std::vector<Piece> pieces_;
   std::vector<Slot> ins_, outs_;

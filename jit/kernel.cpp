@@ -67,7 +67,7 @@ void scatter(DType dt, const char* cell, const interp::Cell& k, int64_t m, char*
     case DType::Float64:
     case DType::Int64:
       if (stride == 1) {
-        std::memcpy(p, cell, m * 8);
+        std::memmove(p, cell, m * 8);  // an output may be an in-place input's own buffer
       } else {
         for (int64_t i = 0; i < m; ++i) std::memcpy(p + 8 * i * stride, cell + 8 * i, 8);
       }
@@ -107,10 +107,12 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
     : pieces_(std::move(pieces)), scratch_(scratch_bytes(bc)), tier_(tier), lanes_(lanes(tier)) {
   fn = &run_fn;
   for (size_t k = 0; k < bc.inputs.size(); ++k)
-    ins_.push_back({bc.inputs[k], static_cast<int64_t>(bc.num_regs + k) * kCellBytes, {}});
+    ins_.push_back({bc.inputs[k], static_cast<int64_t>(bc.num_regs + k) * kCellBytes, {}, -1});
   for (const interp::OutputRef& o : bc.outputs) {
-    if (o.slot < bc.num_consts()) outs_.push_back({o.dtype, -1, bc.constants[o.slot]});
-    else outs_.push_back({o.dtype, static_cast<int64_t>(cell_index(bc, o.slot)) * kCellBytes, {}});
+    if (o.slot < bc.num_consts()) outs_.push_back({o.dtype, -1, bc.constants[o.slot], -1});
+    else
+      outs_.push_back({o.dtype, static_cast<int64_t>(cell_index(bc, o.slot)) * kCellBytes, {},
+                       o.slot < bc.first_reg() ? o.slot - bc.num_consts() : -1});
   }
 }
 
@@ -168,35 +170,75 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
                        const interp::StridedPtr* out) {
   const auto* k = static_cast<const JitKernel*>(self);
   char* s = scratch_for(k->scratch_);
+  const size_t ni = k->ins_.size();
+  // in[] of the chunk ABI (jit.hpp): each input's lane base for this block.
+  const char* small[16];
+  static thread_local std::vector<const char*> big;
+  if (ni > 16 && big.size() < ni) big.resize(ni);
+  const char** ip = ni > 16 ? big.data() : small;
+  const Slot* x = k->ins_.data();
   if (n == 1) {
     // 0-d calls (most Composites of small models): one element per operand,
     // no block loop, no per-element loops or memcpy calls.
-    const Slot* x = k->ins_.data();
-    for (size_t j = 0, e = k->ins_.size(); j < e; ++j) load_one(x[j].dt, in[j].data, s + x[j].cell);
-    for (const Piece& p : k->pieces_) p.fn(1, s);
+    for (size_t j = 0; j < ni; ++j) {
+      load_one(x[j].dt, in[j].data, s + x[j].cell);
+      ip[j] = s + x[j].cell;
+    }
+    for (const Piece& p : k->pieces_) p.fn(1, s, ip);
     const Slot* o = k->outs_.data();
     for (size_t j = 0, e = k->outs_.size(); j < e; ++j)
       store_one(o[j].dt, o[j].cell >= 0 ? s + o[j].cell : nullptr, o[j].k, out[j].data);
     return;
   }
   const int w = k->lanes_;
-  for (int64_t base = 0; base < n; base += kBlock) {
-    const int64_t m = std::min(kBlock, n - base);
-    for (size_t j = 0; j < k->ins_.size(); ++j) {
-      const Slot& x = k->ins_[j];
-      // Generated code never writes an input's cell: a broadcast input is
-      // filled once, for the first (largest) block.
-      if (in[j].stride == 0 && base > 0) continue;
-      const int64_t es = static_cast<int64_t>(dtype_size(x.dt));
-      gather(x.dt, static_cast<const char*>(in[j].data) + base * in[j].stride * es, in[j].stride, m, s + x.cell, w);
+  // Inputs read in place: contiguous, 8-byte elements already in their
+  // class's cell layout, aligned. Blocks of at least kMinCut elements are
+  // then cut to whole groups of w lanes (padding lanes must not read past
+  // the caller's array); the last < w elements are gathered.
+  constexpr int64_t kMinCut = 64;
+  // EMBER_JIT_INPLACE=0 gathers every input (diagnosis and benchmarks).
+  static const bool inplace = [] {
+    const char* e = std::getenv("EMBER_JIT_INPLACE");
+    return !(e && *e == '0');
+  }();
+  auto direct = [&](size_t j) {
+    return inplace && in[j].stride == 1 && (x[j].dt == DType::Float64 || x[j].dt == DType::Int64) &&
+           reinterpret_cast<uintptr_t>(in[j].data) % 8 == 0;
+  };
+  bool any_direct = false;
+  for (size_t j = 0; j < ni; ++j) {
+    any_direct |= direct(j);
+    // Broadcast inputs: filled once per call (generated code never writes
+    // an input); the first block is the largest.
+    if (in[j].stride == 0) gather(x[j].dt, static_cast<const char*>(in[j].data), 0, std::min(n, kBlock), s + x[j].cell, w);
+  }
+  for (int64_t base = 0; base < n;) {
+    int64_t m = std::min(kBlock, n - base);
+    // Cutting a small block in two costs a second pass of every chunk (and
+    // math call) more than gathering it: at n = 20, W = 8 that was 25 % slower.
+    if (any_direct && m >= kMinCut) m -= m % w;
+    const bool whole = m % w == 0;
+    for (size_t j = 0; j < ni; ++j) {
+      const int64_t es = static_cast<int64_t>(dtype_size(x[j].dt));
+      const char* src = static_cast<const char*>(in[j].data) + base * in[j].stride * es;
+      if (in[j].stride == 0) {
+        ip[j] = s + x[j].cell;
+      } else if (whole && direct(j)) {
+        ip[j] = src;
+      } else {
+        gather(x[j].dt, src, in[j].stride, m, s + x[j].cell, w);
+        ip[j] = s + x[j].cell;
+      }
     }
-    for (const Piece& p : k->pieces_) p.fn(m, s);
+    for (const Piece& p : k->pieces_) p.fn(m, s, ip);
     for (size_t j = 0; j < k->outs_.size(); ++j) {
       const Slot& o = k->outs_[j];
       const int64_t es = static_cast<int64_t>(dtype_size(o.dt));
-      scatter(o.dt, o.cell >= 0 ? s + o.cell : nullptr, o.k, m, static_cast<char*>(out[j].data) + base * out[j].stride * es,
-              out[j].stride, w);
+      // An output that is an input reads that input's lanes, wherever they are.
+      const char* cell = o.in >= 0 ? ip[o.in] : o.cell >= 0 ? s + o.cell : nullptr;
+      scatter(o.dt, cell, o.k, m, static_cast<char*>(out[j].data) + base * out[j].stride * es, out[j].stride, w);
     }
+    base += m;
   }
 }
 

@@ -78,6 +78,17 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
       if (cl::getRegisteredOptions().count(name)) words.emplace_back(arg);
     };
     if (!std::getenv("EMBER_JIT_LSR")) flag("disable-lsr", "-disable-lsr");
+    // Tier 2 selects with FastISel (SelectionDAG only for what FastISel
+    // cannot select: vector selects) and skips Machine CSE and CodeGenPrepare:
+    // 42 -> 31 µs/op of compile CPU for the same steady-state speed; greedy
+    // allocation and the other O2 machine passes are what make tier 2 beat
+    // tier 1 (docs/jit.md). Tier 1 (O0) selects with FastISel anyway and runs
+    // neither pass. EMBER_JIT_T2_SDAG=1: SelectionDAG, Machine CSE, CGP.
+    if (!std::getenv("EMBER_JIT_T2_SDAG")) {
+      flag("fast-isel", "-fast-isel");
+      flag("disable-machine-cse", "-disable-machine-cse");
+      flag("disable-cgp", "-disable-cgp");
+    }
     if (!std::getenv("EMBER_JIT_SCHED")) {
       flag("enable-misched", "-enable-misched=false");
       flag("post-RA-scheduler", "-post-RA-scheduler=false");

@@ -770,10 +770,151 @@ def random_cases():
     case("advanced_random_index_lists_match_numpy_and_add_at", g, [ok(ins, exp_get + exp_inc + exp_set)])
 
 
+def fast_path_cases():
+    """AdvancedSubtensor1 / AdvancedIncSubtensor1 fast paths (engine/index_fast.hpp):
+    constant indices packed at load, index arrays of every integer dtype and
+    stride read directly, rows and strided inputs, every element size."""
+    # Constant int64 index with negatives and repeats, x's static dim known:
+    # normalized and packed at load. Constant non-negative index with x's dim
+    # unknown: packed, used when the run-time dim exceeds its max. Constant
+    # with negatives and unknown dim: checked per call.
+    c1 = rng.integers(-100, 100, size=300)
+    c2 = rng.integers(0, 38, size=200)
+    c2[7] = 37
+    c3 = i64([3, -1, 0, -5, 3])
+    c4 = rng.integers(-300, 300, size=500)  # needs 2-byte entries
+    g = G()
+    x100 = g.inp("float64", [100])
+    xu = g.inp("float64", [None])
+    x300 = g.inp("float64", [300])
+    k1, k2, k3, k4 = (g.const(i64(c)) for c in (c1, c2, c3, c4))
+    g.outputs = [g.node("AdvancedSubtensor1", [x100, k1], [("float64", [300])]),
+                 g.node("AdvancedSubtensor1", [xu, k2], [("float64", [200])]),
+                 g.node("AdvancedSubtensor1", [xu, k3], [("float64", [5])]),
+                 g.node("AdvancedSubtensor1", [x300, k4], [("float64", [500])])]
+    a, b, d, b38 = fl(100), fl(50), fl(300), fl(38)
+    case("gather1_constant_index_packed_matches_numpy", g,
+         [ok([a, b, d], [a[c1], b[c2], b[c3], d[c4]]),
+          err([a, fl(20), d], "is out of bounds for axis 0 with size 20"),
+          ok([a, b38, d], [a[c1], b38[c2], b38[c3], d[c4]])])
+
+    # Index inputs of every integer dtype, a reversed (stride -1) index view,
+    # out-of-range values of each sign.
+    x = fl(7)
+    g = G()
+    a = g.inp("float64", [None])
+    ins = [g.inp(dt, [None]) for dt in ("int8", "uint8", "int16", "int32", "int64")]
+    rev = g.node("Subtensor", [ins[3]], [("int32", [None])], idx_list=[sl(None, None, -1)])
+    g.outputs = [g.node("AdvancedSubtensor1", [a, i], [("float64", [None])]) for i in ins + [rev]]
+    I8 = np.array([-7, 6, -1, 0, 3, 3], np.int8)
+    U8 = np.array([6, 0, 0, 5], np.uint8)
+    I16 = np.array([-2, 4], np.int16)
+    I32 = np.array([1, -3, 6, -7, 2], np.int32)
+    I64 = i64([0, -1])
+    good = [I8, U8, I16, I32, I64]
+    case("gather1_reads_every_index_dtype_and_stride", g,
+         [ok([x] + good, [x[i] for i in good] + [x[I32[::-1]]]),
+          err([x, np.array([-8], np.int8), U8, I16, I32, I64], "index -8 is out of bounds for axis 0 with size 7"),
+          err([x, I8, np.array([7], np.uint8), I16, I32, I64], "index 7 is out of bounds for axis 0 with size 7"),
+          err([x, I8, U8, I16, np.array([2, 1000], np.int32), I64], "index 1000 is out of bounds"),
+          ok([np.zeros(0)] + [np.zeros(0, i.dtype) for i in good], [np.zeros(0)] * 6),
+          err([np.zeros(0), I8[:0], U8[:0], I16[:0], I32[:0], i64([0])], "index 0 is out of bounds for axis 0 with size 0")])
+
+    # Element sizes 1, 2, 4, 8 (and bool), rows (memcpy), reversed rows,
+    # reversed elements, transposed rows (the generic path), empty rows.
+    c = rng.integers(-5, 5, size=40)
+    g = G()
+    xs_ = [g.inp(dt, [5]) for dt in ("int8", "int16", "float32", "bool", "int64")]
+    m = g.inp("float64", [5, 3])
+    e = g.inp("float64", [5, 0])
+    k = g.const(i64(c))
+    iv = g.inp("int64", [None])
+    rv = g.node("Subtensor", [xs_[4]], [("int64", [5])], idx_list=[sl(None, None, -1)])
+    rm = g.node("Subtensor", [m], [("float64", [5, 3])], idx_list=[sl(None, None, -1)])
+    tm = g.node("DimShuffle", [m], [("float64", [3, 5])], new_order=[1, 0])
+    outs = [g.node("AdvancedSubtensor1", [v, k], [(str(dt), [40])])
+            for v, dt in zip(xs_, ("int8", "int16", "float32", "bool", "int64"))]
+    outs += [g.node("AdvancedSubtensor1", [rv, k], [("int64", [40])]),
+             g.node("AdvancedSubtensor1", [m, k], [("float64", [40, 3])]),
+             g.node("AdvancedSubtensor1", [rm, iv], [("float64", [None, 3])]),
+             g.node("AdvancedSubtensor1", [tm, iv], [("float64", [None, 5])]),
+             g.node("AdvancedSubtensor1", [e, k], [("float64", [40, 0])]),
+             g.node("AdvancedSubtensor1", [e, iv], [("float64", [None, 0])])]
+    g.outputs = outs
+    X = [rng.integers(-100, 100, 5).astype(np.int8), rng.integers(-3000, 3000, 5).astype(np.int16),
+         fl(5, dtype=np.float32), rng.random(5) > 0.5, rng.integers(-2**40, 2**40, 5)]
+    M = fl(5, 3)
+    E = np.zeros((5, 0))
+    IV = i64([2, -1, 2, 0])
+    case("gather1_element_sizes_rows_and_strided_inputs", g,
+         [ok(X + [M, E, IV], [v[c] for v in X] + [X[4][::-1][c], M[c], M[::-1][IV], M.T[IV], E[c], E[IV]]),
+          err(X + [M, E, i64([0, 3])], "index 3 is out of bounds for axis 0 with size 3")])
+
+    # Scatter-add / set with a constant index: sorted with runs (register
+    # accumulation), random (in order through memory), and with duplicates
+    # for set (last wins); a run-time index of another dtype; y broadcast
+    # from 0-d and (1,), y strided; bad y length; empty index.
+    srt = np.sort(rng.integers(-30, 30, size=300))
+    rnd = rng.integers(-30, 30, size=300)
+    g = G()
+    x = g.inp("float64", [30])
+    y = g.inp("float64", [300])
+    y0 = g.inp("float64", [])
+    y1 = g.inp("float64", [1])
+    ks, kr = g.const(i64(srt)), g.const(i64(rnd))
+    i16 = g.inp("int16", [None])
+    yv = g.inp("float64", [None])
+    xi = g.inp("int32", [30])
+    yi = g.inp("int32", [300])
+    yrev = g.node("Subtensor", [y], [("float64", [300])], idx_list=[sl(None, None, -1)])
+    ke = g.const(np.zeros(0, np.int64))
+    ye = g.inp("float64", [0])
+    inc = lambda xx, yy, ii, set_=False, out=("float64", [30]): g.node(
+        "AdvancedIncSubtensor1", [xx, yy, ii], [out], set_instead_of_inc=set_)
+    g.outputs = [inc(x, y, ks), inc(x, y, kr), inc(x, y, kr, True), inc(x, y0, kr), inc(x, y1, ks),
+                 inc(x, yrev, kr), inc(x, yv, i16), inc(x, yv, i16, True), inc(xi, yi, kr, out=("int32", [30])),
+                 inc(x, ye, ke)]
+    X, Y, Y0, Y1 = fl(30), fl(300), fl(), fl(1)
+    XI, YI = rng.integers(-1000, 1000, 30).astype(np.int32), rng.integers(-1000, 1000, 300).astype(np.int32)
+    I16 = np.array([3, -1, 3, 3, 0, -30, 29], np.int16)
+    YV = fl(7)
+
+    def add_at(xx, ii, yy):
+        r = xx.copy()
+        np.add.at(r, ii, yy)
+        return r
+
+    def set_at(xx, ii, yy):
+        r = xx.copy()
+        r[ii] = yy
+        return r
+
+    want = [add_at(X, srt, Y), add_at(X, rnd, Y), set_at(X, rnd, Y), add_at(X, rnd, np.broadcast_to(Y0, 300)),
+            add_at(X, srt, np.broadcast_to(Y1, 300)), add_at(X, rnd, Y[::-1]), add_at(X, I16, YV),
+            set_at(X, I16, YV), add_at(XI, rnd, YI), X]
+    case("inc_subtensor1_constant_and_runtime_index_fast_paths", g,
+         [ok([X, Y, Y0, Y1, I16, YV, XI, YI, np.zeros(0)], want),
+          err([X, Y, Y0, Y1, I16, fl(6), XI, YI, np.zeros(0)],
+              "value array of shape (6,) could not be broadcast to indexing result of shape (7,)"),
+          err([X, Y, Y0, Y1, np.array([0, 30], np.int16), fl(2), XI, YI, np.zeros(0)],
+              "index 30 is out of bounds for axis 0 with size 30")])
+
+    # A constant index with an entry out of range is not packed: each call
+    # reports it (PyTensor raises at run time, not at compile time).
+    g = G()
+    x = g.inp("float64", [4])
+    y = g.inp("float64", [3])
+    k = g.const(i64([0, 4, 1]))
+    g.outputs = [g.node("AdvancedSubtensor1", [x, k], [("float64", [3])])]
+    case("gather1_constant_index_out_of_range_fails_per_call", g,
+         [err([fl(4), fl(3)], "index 4 is out of bounds for axis 0 with size 4")])
+
+
 def main():
     global rng
     # Each group draws from its own stream, so editing one leaves the others' files unchanged.
-    for seed, group in enumerate([shape_cases, index_cases, rejection_cases, more_index_cases, random_cases]):
+    for seed, group in enumerate([shape_cases, index_cases, rejection_cases, more_index_cases, random_cases,
+                                   fast_path_cases]):
         rng = np.random.default_rng(20261129 + seed)
         group()
     os.makedirs(OUT, exist_ok=True)

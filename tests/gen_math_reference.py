@@ -298,6 +298,21 @@ def _():
         lambda x, y: MP.power(x, y) if x >= 0 else (-1) ** int(y) * MP.power(-x, y)
 
 
+@table("pow_small_exponent")
+def _():
+    # Integer and half-integer exponents with |y| <= 16 (pow's double-double
+    # path): signed bases for integers, positive bases for half-integers,
+    # bases near 1 and at the edges of that path's range (|x^y| ~ 2^+-960).
+    yi = [float(v) for v in rng.integers(-16, 17, 1200)]
+    xi = logu(1e-18, 1e18, 800, signed=True) + uni(-4, 4, 400)
+    yh = [float(v) + 0.5 for v in rng.integers(-16, 16, 800)]
+    xh = logu(1e-18, 1e18, 600) + [1 + float(v) for v in uni(-1e-6, 1e-6, 200)]
+    ye = [float(v) for v in rng.choice([-16.0, -15.5, -7.0, 9.0, 15.5, 16.0], 300)]
+    xe = [float(2.0 ** (rng.uniform(-1, 1) * 960 / abs(y))) for y in ye]
+    return pairs(xi + xh + xe, yi + yh + ye), \
+        lambda x, y: MP.power(x, y) if x >= 0 else (-1) ** int(y) * MP.power(-x, y)
+
+
 def main():
     names = sys.argv[1:] or list(TABLES)
     for name in names:

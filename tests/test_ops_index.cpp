@@ -60,7 +60,8 @@ TEST_CASE("index_ops_agree_when_called_from_many_threads") {
   using namespace ember;
   for (const char* name : {"advanced_subtensor_mixes_arrays_slices_masks",
                            "advanced_inc_subtensor_add_at_set_and_ignore_duplicates",
-                           "inc_subtensor_set_and_inc_broadcast_y"}) {
+                           "inc_subtensor_set_and_inc_broadcast_y", "gather1_element_sizes_rows_and_strided_inputs",
+                           "inc_subtensor1_constant_and_runtime_index_fast_paths"}) {
     INFO(name);
     const nlohmann::json fx = test::read_json(test::data_path(std::string("ops_index/") + name + ".json"));
     auto p = Program::from_json(fx["graph"].dump());
@@ -91,4 +92,21 @@ TEST_CASE("subtensor_random_index_lists_match_numpy") { run_fixture("subtensor_r
 
 TEST_CASE("advanced_random_index_lists_match_numpy_and_add_at") {
   run_fixture("advanced_random_index_lists_match_numpy_and_add_at");
+}
+
+// AdvancedSubtensor1 / AdvancedIncSubtensor1 fast paths (engine/index_fast.hpp).
+TEST_CASE("gather1_constant_index_packed_matches_numpy") { run_fixture("gather1_constant_index_packed_matches_numpy"); }
+
+TEST_CASE("gather1_reads_every_index_dtype_and_stride") { run_fixture("gather1_reads_every_index_dtype_and_stride"); }
+
+TEST_CASE("gather1_element_sizes_rows_and_strided_inputs") {
+  run_fixture("gather1_element_sizes_rows_and_strided_inputs");
+}
+
+TEST_CASE("gather1_constant_index_out_of_range_fails_per_call") {
+  run_fixture("gather1_constant_index_out_of_range_fails_per_call");
+}
+
+TEST_CASE("inc_subtensor1_constant_and_runtime_index_fast_paths") {
+  run_fixture("inc_subtensor1_constant_and_runtime_index_fast_paths");
 }

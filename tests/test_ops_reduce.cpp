@@ -147,6 +147,57 @@ TEST_CASE("careduce_sum_bits_do_not_depend_on_thread_count") {
   }
 }
 
+// The order documented in engine/reduce_tree.hpp, written out independently:
+// chunks of 65536, each a pairwise tree (split at n/2 rounded down to a
+// multiple of 8) over leaves of <= 128 summed in 8 lanes, then the chunk
+// partials by the same tree.
+namespace {
+double ref_leaf(const double* a, int64_t n) {
+  if (n < 8) {
+    double r = a[0];
+    for (int64_t i = 1; i < n; ++i) r = r + a[i];
+    return r;
+  }
+  double l[8];
+  for (int k = 0; k < 8; ++k) l[k] = a[k];
+  int64_t i = 8;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) l[k] = l[k] + a[i + k];
+  double r = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+  for (; i < n; ++i) r = r + a[i];
+  return r;
+}
+double ref_tree(const double* a, int64_t n) {
+  if (n <= 128) return ref_leaf(a, n);
+  const int64_t h = (n / 2) / 8 * 8;
+  const double left = ref_tree(a, h);
+  return left + ref_tree(a + h, n - h);
+}
+double ref_sum(const std::vector<double>& x) {
+  std::vector<double> parts;
+  for (size_t lo = 0; lo < x.size(); lo += 65536)
+    parts.push_back(ref_tree(x.data() + lo, std::min<int64_t>(65536, int64_t(x.size() - lo))));
+  return ref_tree(parts.data(), int64_t(parts.size()));
+}
+}  // namespace
+
+TEST_CASE("careduce_contiguous_sum_bits_follow_the_documented_tree") {
+  std::mt19937_64 gen(5);
+  std::normal_distribution<double> nd(0.3, 100.0);
+  auto p = Program::from_json(reduce_graph("Sum", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
+  std::vector<int64_t> sizes;
+  for (int64_t n = 1; n <= 300; ++n) sizes.push_back(n);
+  for (int64_t n : {1000, 1023, 4099, 34464, 65535, 65536, 65537, 100000, 131072, 131081, 200003}) sizes.push_back(n);
+  for (int64_t n : sizes) {
+    std::vector<double> x(static_cast<size_t>(n));
+    for (double& v : x) v = nd(gen);
+    Array a = Array::of<double>({1, {n}}, x);
+    const double got = p->call({a.t})[0].data<double>()[0];
+    INFO("n = " << n);
+    CHECK(bits(got) == bits(ref_sum(x)));
+  }
+}
+
 TEST_CASE("careduce_runs_from_many_threads_at_once_with_equal_bits") {
   const int64_t n = 300'000;
   std::vector<double> x(n);

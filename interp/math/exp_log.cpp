@@ -30,8 +30,12 @@ D log1p_kernel(D f) {
 // Splits positive finite x into 2^k * (1 + f) with 1 + f in [sqrt(2)/2, sqrt(2)).
 void log_reduce(D x, D& k, D& f) {
   B sub = x < D(2.2250738585072014e-308);
-  D xs = select(sub, x * D(18014398509481984.0), x);  // * 2^54
-  k = exponent(xs) - select(sub, D(54.0), D(0.0));
+  D xs = x;
+  k = exponent(x);
+  if (xsimd::any(sub)) {
+    xs = select(sub, x * D(18014398509481984.0), x);  // * 2^54
+    k = exponent(xs) - select(sub, D(54.0), D(0.0));
+  }
   D m = mantissa(xs);
   B big = m > D(1.4142135623730951);
   m = select(big, m * D(0.5), m);
@@ -41,6 +45,7 @@ void log_reduce(D x, D& k, D& f) {
 
 // Special values shared by the logarithms: NaN for x < 0 or NaN, -inf at 0, +inf at +inf.
 D log_specials(D x, D r) {
+  if (xsimd::all(x > D(0.0) && x < inf())) return r;
   r = select(x == inf(), x, r);
   r = select(x == D(0.0), neg(inf()), r);
   r = select(x < D(0.0), nan(), r);
@@ -68,6 +73,7 @@ D exp_scaled(D x, D s) {
 
 D exp(D x) {
   D y = exp_scaled(x, D(0.0));
+  if (xsimd::all(abs(x) < D(708.0))) return y;
   y = select(x > D(kExpOverflow), inf(), y);
   y = select(x < D(kExpUnderflow), D(0.0), y);
   return select(is_nan(x), x, y);
@@ -191,6 +197,7 @@ D log1p(D x) {
                    1.818357216161805012e-01, 1.531383769920937332e-01,
                    1.479819860511658591e-01);
   D r = k * D(kLn2Hi) - ((hfsq - (s * (hfsq + R) + (k * D(kLn2Lo) + c))) - f);
+  if (xsimd::all(x > D(-1.0) && x < inf() && x != D(0.0))) return r;
   r = select(x == inf(), x, r);
   r = select(x == D(-1.0), neg(inf()), r);
   r = select(x < D(-1.0), nan(), r);

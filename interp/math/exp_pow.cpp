@@ -11,8 +11,11 @@ namespace {
 // log2(ax) as t1 + t2, t1 with its low 32 bits clear. ax finite, > 0.
 void log2_ext(D ax, D& t1, D& t2) {
   B sub = ax < D(2.2250738585072014e-308);
-  ax = select(sub, ax * D(9007199254740992.0), ax);  // * 2^53
-  D n = exponent(ax) - select(sub, D(53.0), D(0.0));
+  D n = exponent(ax);
+  if (xsimd::any(sub)) {
+    ax = select(sub, ax * D(9007199254740992.0), ax);  // * 2^53
+    n = exponent(ax) - select(sub, D(53.0), D(0.0));
+  }
   D m = mantissa(ax);
   B k0 = m < from_bits(0x3ff3988f00000000ull);  // below ~sqrt(3/2)
   B k1 = !k0 && m < from_bits(0x3ffbb67a00000000ull);  // below ~sqrt(3)
@@ -69,9 +72,81 @@ D exp2_ext(D p_h, D p_l) {
   return ldexp(D(1.0) - (r - z), nn);
 }
 
+// (ah + al)(bh + bl) as h + l, |l| <= ulp(h)/2 (relative error ~2^-104).
+void mul_dd(D ah, D al, D bh, D bl, D& h, D& l) {
+  D p, e;
+  two_prod(ah, bh, p, e);
+  e = e + (ah * bl + al * bh);
+  h = p + e;
+  l = e - (h - p);
+}
+
+// Lanes where x^y is |x|^n (times sqrt x) by multiplication: y an integer or
+// half-integer with |y| <= 16, x normal (positive for half-integers) and the
+// result between 2^-960 and 2^960, so every product below stays normal.
+B small_pow_ok(D x, D y) {
+  D ay = abs(y);
+  B ok = ay <= D(16.0) && rint(ay + ay) == ay + ay;
+  if (!xsimd::any(ok)) return ok;
+  D ax = abs(x);
+  ok = ok && ax >= D(2.2250738585072014e-308) && ax < inf();
+  ok = ok && (xsimd::floor(ay) == ay || x > D(0.0));
+  D e = select(ok, exponent(ax), D(0.0));
+  return ok && (abs(e) + D(1.0)) * ay <= D(960.0);
+}
+
+// x^y on small_pow_ok lanes: binary powering in double-double, times
+// sqrt(x) as a double-double for half-integers, 1/(.) for y < 0: one final
+// rounding of a ~2^-100-accurate value, so within 0.5 ulp + tiny.
+D pow_small(D x, D y, B ok) {
+  D ay = select(ok, abs(y), D(0.0));
+  D m = xsimd::floor(ay);
+  B half = m != ay;
+  D ah(1.0), al(0.0), bh = x, bl(0.0);
+  for (;;) {
+    D hm = xsimd::floor(m * D(0.5));
+    B bit = m != hm + hm;
+    D h, l;
+    mul_dd(ah, al, bh, bl, h, l);
+    ah = select(bit, h, ah);
+    al = select(bit, l, al);
+    m = hm;
+    if (!xsimd::any(m > D(0.0))) break;
+    mul_dd(bh, bl, bh, bl, bh, bl);
+  }
+  if (xsimd::any(half)) {
+    D s = sqrt(select(half, x, D(1.0)));
+    D p, e;
+    two_prod(s, s, p, e);
+    D sl = ((select(half, x, D(1.0)) - p) - e) / (s + s);
+    D h, l;
+    mul_dd(ah, al, s, sl, h, l);
+    ah = select(half, h, ah);
+    al = select(half, l, al);
+  }
+  B inv = y < D(0.0);
+  if (xsimd::any(inv)) ah = select(inv, div_dd(D(1.0), ah, al), ah);
+  return ah;
+}
+
 }  // namespace
 
 D pow(D x, D y) {
+  // Squares are common (PyTensor keeps x**2 inside ScalarLoop bodies): x*x
+  // is what the exact case below selects for y == 2, zeros, infinities and
+  // NaN included.
+  if (xsimd::all(y == D(2.0))) return x * x;
+  B fast = small_pow_ok(x, y);
+  D rf(0.0);
+  if (xsimd::any(fast)) rf = pow_small(x, y, fast);
+  if (xsimd::all(fast)) {
+    // Only the exact cases C99 and NumPy agree on can apply here.
+    rf = select(y == D(1.0), x, rf);
+    rf = select(y == D(-1.0), D(1.0) / x, rf);
+    rf = select(y == D(2.0), x * x, rf);
+    rf = select(y == D(0.5), xsimd::sqrt(x), rf);
+    return select(y == D(0.0) || x == D(1.0), D(1.0), rf);
+  }
   D ax = abs(x);
   D t1, t2;
   log2_ext(ax, t1, t2);
@@ -84,6 +159,11 @@ D pow(D x, D y) {
   B under = z < D(-1075.0) || (z == D(-1075.0) && p_l <= z - p_h);
   D r = exp2_ext(select(over || under, D(0.0), p_h), select(over || under, D(0.0), p_l));
   r = select(over, inf(), select(under, D(0.0), r));
+  // Nothing below changes a lane with x > 0 finite, y finite and not one of
+  // the exact cases: skip it when every lane is such.
+  B plain = x > D(0.0) && ax < inf() && abs(y) < inf() && y != D(1.0) && y != D(-1.0) &&
+            y != D(2.0) && y != D(0.5) && y != D(0.0) && x != D(1.0);
+  if (!xsimd::any(fast) && xsimd::all(plain)) return r;
 
   D fy = xsimd::floor(y);
   B yint = fy == y;
@@ -91,6 +171,7 @@ D pow(D x, D y) {
   B xneg = x < D(0.0);
   r = select(xneg && yodd, neg(r), r);
   r = select(xneg && !yint, nan(), r);
+  r = select(fast, rf, r);
   // Exact cases C99 and NumPy agree on.
   r = select(y == D(1.0), x, r);
   r = select(y == D(-1.0), D(1.0) / x, r);

@@ -30,7 +30,23 @@ constexpr double kL2[] = {
 
 }  // namespace
 
-D lgamma2p(D e) { return e * polevl(e, kL2); }
+D lgamma2p(D e) {
+  // c0 + e(c1 + e(c2 + e(c3 + e T))) by Horner (these steps carry the
+  // rounding that matters), the tail T = c4 + c5 e + ... (scaled by e^4 <= 1/16)
+  // as four Horner chains in e^4 that overlap instead of one long dependency.
+  constexpr int N = sizeof kL2 / sizeof kL2[0];  // kL2[N - 1 - i] = c_i
+  D e2 = e * e, e4 = e2 * e2;
+  D p[4];
+  for (int j = 0; j < 4; ++j) {
+    int top = 4 + j + (N - 5 - j) / 4 * 4;  // highest power in chain j
+    D r(kL2[N - 1 - top]);
+    for (int i = top - 4; i >= 4 + j; i -= 4) r = r * e4 + D(kL2[N - 1 - i]);
+    p[j] = r;
+  }
+  D h = (p[0] + e * p[1]) + e2 * (p[2] + e * p[3]);
+  for (int i = 3; i >= 0; --i) h = D(kL2[N - 1 - i]) + e * h;
+  return e * h;
+}
 
 D sinpi(D x) {
   D n = rint(x);
@@ -56,11 +72,16 @@ D cospi(D x) {
 }
 
 D log1pmx(D t) {
-  // Series -t^2/2 + t^3/3 - ... for |t| < 0.25, else log1p(t) - t.
-  D s(0.0);
-  for (int k = 30; k >= 2; --k) s = s * t + D((k % 2 ? 1.0 : -1.0) / k);
-  s = s * t * t;
-  return select(abs(t) < D(0.25), s, log1p(t) - t);
+  // Series -t^2/2 + t^3/3 - ... for |t| < 0.25, else log1p(t) - t; each only
+  // when some lane needs it (lanes are independent, so the bits are the same).
+  B ser = abs(t) < D(0.25);
+  D s(0.0), g(0.0);
+  if (xsimd::any(ser)) {
+    for (int k = 30; k >= 2; --k) s = s * t + D((k % 2 ? 1.0 : -1.0) / k);
+    s = s * t * t;
+  }
+  if (!xsimd::all(ser)) g = log1p(t) - t;
+  return select(ser, s, g);
 }
 
 D log1pmx(D t, D ratio) { return select(t < D(-0.5), log(ratio) - t, log1pmx(t)); }
@@ -76,12 +97,14 @@ D stirling_corr(D x) {
 D lgamma_pos(D x) {
   // x in [0.5, 1.5): lgamma(x) = lgamma(x + 1) - log x with x + 1 - 2 = x - 1 exact.
   // x in (0, 0.5): one more step, lgamma(x) = lgamma(x + 1) - log x (x + 1 rounded; well conditioned).
+  // x in [1.5, 10): subtract 1 until in [1.5, 2.5), multiplying the factors.
+  // x >= 10: Stirling. One log and one series call serve all three ranges,
+  // and a range no lane is in is skipped (lanes stay independent).
   B tiny = x < D(0.5);
   D xs = select(tiny, x + D(1.0), x);
   B low = xs < D(1.5);
-  D r_low = lgamma2p(xs - D(1.0)) - log(xs);
-  // x in [1.5, 10): subtract 1 until in [1.5, 2.5), multiplying the factors.
-  D u = select(low || xs >= D(10.0), D(2.0), xs);
+  B big = xs >= D(10.0);
+  D u = select(low || big, D(2.0), xs);
   D z(1.0);
   for (int i = 0; i < 8; ++i) {
     B m = u >= D(2.5);
@@ -89,11 +112,19 @@ D lgamma_pos(D x) {
     u = select(m, u - D(1.0), u);
     z = select(m, z * u, z);
   }
-  D r_mid = log(z) + lgamma2p(u - D(2.0));
-  D xl = select(xs >= D(10.0), xs, D(10.0));
-  D r_big = (xl - D(0.5)) * log(xl) - xl + D(kLogSqrt2Pi) + stirling_corr(xl);
-  D r = select(low, r_low, select(xs < D(10.0), r_mid, r_big));
-  r = select(tiny, r - log(x), r);
+  D lg = log(select(low || big, xs, z));
+  D r;
+  if (xsimd::all(big)) {
+    r = (xs - D(0.5)) * lg - xs + D(kLogSqrt2Pi) + stirling_corr(xs);
+  } else {
+    D ser = lgamma2p(select(low, xs - D(1.0), u - D(2.0)));
+    r = select(low, ser - lg, lg + ser);
+    if (xsimd::any(big)) {
+      D xl = select(big, xs, D(10.0));
+      r = select(big, (xl - D(0.5)) * lg - xl + D(kLogSqrt2Pi) + stirling_corr(xl), r);
+    }
+  }
+  if (xsimd::any(tiny)) r = select(tiny, r - log(x), r);
   return select(x == inf(), x, r);
 }
 
@@ -102,16 +133,20 @@ D lgamma_pos(D x) {
 using namespace special;
 
 D lgamma(D x) {
+  B negx = x < D(0.0);
   D q = abs(x);
-  D lp = lgamma_pos(select(x == D(0.0), D(1.0), q));
-  // (-0.5, 0): lgamma(x) = lgamma(1 + x) - log(-x).
-  D near0 = lgamma_pos(select(x < D(0.0) && x > D(-0.5), x + D(1.0), D(1.0))) - log(q);
-  // x <= -0.5: |Gamma(x)| = pi / (q |sin(pi q)| Gamma(q)).
-  D s = abs(sinpi(q));
-  D refl = D(kLogPi) - log(q * s) - lp;
-  D r = select(x > D(0.0), lp, select(x > D(-0.5), near0, refl));
-  B pole = (x <= D(0.0) && is_int(x)) || s == D(0.0);
-  r = select(pole && x <= D(0.0), inf(), r);
+  // (-0.5, 0): lgamma(x) = lgamma(1 + x) - log(-x), so lgamma_pos runs on 1 + x there.
+  B near0 = negx && x > D(-0.5);
+  D lp = lgamma_pos(select(x == D(0.0), D(1.0), select(near0, x + D(1.0), q)));
+  D r = lp;
+  if (xsimd::any(negx)) {
+    // x <= -0.5: |Gamma(x)| = pi / (q |sin(pi q)| Gamma(q)).
+    D s = abs(sinpi(q));
+    D refl = D(kLogPi) - log(q * s) - lp;
+    r = select(negx, select(near0, lp - log(q), refl), r);
+    r = select(negx && (is_int(x) || s == D(0.0)), inf(), r);
+  }
+  r = select(x == D(0.0), inf(), r);
   r = select(x == -inf(), -inf(), r);  // SciPy's gammaln(-inf)
   return select(is_nan(x), x, r);
 }
@@ -206,7 +241,8 @@ D digamma(D x) {
   // Negative x: psi(x) = psi(1 - x) - pi cot(pi x), with pi x reduced exactly.
   B neg = x < D(0.0);
   D r0 = x - rint(x);
-  D refl = select(neg, D(0.0) - pi_cotpi(select(neg, r0, D(0.25))), D(0.0));
+  D refl(0.0);
+  if (xsimd::any(neg)) refl = select(neg, D(0.0) - pi_cotpi(select(neg, r0, D(0.25))), D(0.0));
   D v = select(neg, D(1.0) - x, x);
   v = select(v == inf() || is_nan(v) || v == D(0.0), D(1.0), v);
   // (0, 1): psi(v) = psi(v + 1) - 1/v.
@@ -219,15 +255,27 @@ D digamma(D x) {
     v = select(m, v - D(1.0), v);
     y = select(m, y + D(1.0) / v, y);
   }
-  D w = select(v <= D(2.0), v, D(1.5));
-  D g = ((w - D(kRoot1)) - D(kRoot2)) - D(kRoot3);
-  D rat = polevl(w - D(1.0), kPsiP) / polevl(w - D(1.0), kPsiQ);
-  D small = g * D(kPsiY) + g * rat;
-  D vl = select(v <= D(2.0), D(10.0), v);
-  D z = D(1.0) / (vl * vl);
-  D corr = select(vl < D(1e17), z * polevl(z, kPsiA), D(0.0));
-  D large = log(vl) - D(0.5) / vl - corr;
-  D r = y + select(v <= D(2.0), small, large) + refl;
+  // [1, 2]: the rational around the root; above: the asymptotic series. A
+  // branch no lane takes is skipped.
+  B on12 = v <= D(2.0);
+  D small(0.0), large(0.0);
+  if (xsimd::any(on12)) {
+    D w = select(on12, v, D(1.5));
+    D g = ((w - D(kRoot1)) - D(kRoot2)) - D(kRoot3);
+    D rat = polevl(w - D(1.0), kPsiP) / polevl(w - D(1.0), kPsiQ);
+    small = g * D(kPsiY) + g * rat;
+  }
+  if (!xsimd::all(on12)) {
+    D vl = select(on12, D(10.0), v);
+    // One division: 1/v = v * (1/v^2) (its extra rounding is below 0.02 ulp of psi).
+    D z = D(1.0) / (vl * vl);
+    D corr = select(vl < D(1e17), z * polevl(z, kPsiA), D(0.0));
+    B fine = vl < D(1e150);  // vl * vl finite
+    D half_inv = D(0.5) * (vl * z);
+    if (!xsimd::all(fine)) half_inv = select(fine, half_inv, D(0.5) / vl);
+    large = log(vl) - half_inv - corr;
+  }
+  D r = y + select(on12, small, large) + refl;
   // Next to the first negative root, where the reflection cancels: its Taylor series.
   D h = x - D(kNegRoot);  // exact for |h| < 0.05 (Sterbenz)
   B near_root = abs(h) < D(0.05);
@@ -240,8 +288,11 @@ D digamma(D x) {
 
 D trigamma(D x) {
   B neg = x <= D(0.0);
-  D s = sinpi(x);
-  D refl = select(neg, D(kPi * kPi) / (s * s), D(0.0));
+  D s(1.0), refl(0.0);
+  if (xsimd::any(neg)) {
+    s = sinpi(x);
+    refl = select(neg, D(kPi * kPi) / (s * s), D(0.0));
+  }
   D v = select(neg, D(1.0) - x, x);
   v = select(v == inf() || is_nan(v), D(1.0), v);
   // Up to v >= 10: psi1(v) = psi1(v + 1) + 1/v^2.

@@ -15,15 +15,22 @@ D sigmoid(D x) {
 }
 
 D softplus(D x) {
-  D ex = exp(x);
-  D y = select(x < D(-37.0), ex,
-               select(x < D(18.0), log1p(ex),
-                      select(x < D(33.3), x + exp(neg(x)), x)));
+  // One exp serves both exp(x) (x < 18) and exp(-x) (x >= 18); log1p runs
+  // only if some lane needs it (lanes stay independent: same bits).
+  B lo = x < D(18.0);
+  D ex = exp(select(lo, x, neg(x)));
+  B mid = x >= D(-37.0) && lo;
+  D l1p = xsimd::any(mid) ? log1p(ex) : ex;
+  D y = select(x < D(-37.0), ex, select(lo, l1p, select(x < D(33.3), x + ex, x)));
   return select(is_nan(x), x, y);
 }
 
 D log1mexp(D x) {
-  D y = select(x < D(-0.6931471805599453), log1p(neg(exp(x))), log(neg(expm1(x))));
+  B lo = x < D(-0.6931471805599453);
+  D a(0.0), b(0.0);
+  if (xsimd::any(lo)) a = log1p(neg(exp(x)));
+  if (!xsimd::all(lo)) b = log(neg(expm1(x)));
+  D y = select(lo, a, b);
   return select(is_nan(x), x, y);
 }
 

@@ -70,8 +70,10 @@ inline D pow2i(D n) {
   return from_bits(bits(n + magic) << 52);
 }
 // x * 2^n for integer-valued n in [-2044, 2046]: two exact-power steps so a
-// subnormal result is rounded once.
+// subnormal result is rounded once. For |x| in [2^-500, 2^500] (the callers'
+// x is near 1) one step gives the same bits when every |n| <= 1022.
 inline D ldexp(D x, D n) {
+  if (xsimd::all(abs(n) <= D(1022.0))) return x * pow2i(n);
   D n1 = rint(n * D(0.5));
   return x * pow2i(n1) * pow2i(n - n1);
 }

@@ -1,0 +1,83 @@
+// Per-node time of a graph's calls: node_profile GRAPH X.npy [CALLS]
+// Runs Program::run's loop (same steps, same workspace) with a clock read
+// around each node; prints each node's median time over CALLS calls (default
+// 400), sorted by cost, and the sum per op. The clock reads add ~20-40 ns per
+// node. EMBER_PARALLEL_THRESHOLD=N sets Options::parallel_threshold (elements
+// below which a node stays on the calling thread). Built with the other
+// bench/*.cpp: build/<variant>/bench/node_profile.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/ember.hpp"
+#include "engine/npy.hpp"
+#include "engine/program_impl.hpp"
+
+using namespace ember;
+using clk = std::chrono::steady_clock;
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: node_profile GRAPH X.npy [CALLS]\n");
+    return 2;
+  }
+  Options opt;
+  if (const char* t = std::getenv("EMBER_PARALLEL_THRESHOLD")) opt.parallel_threshold = std::atoll(t);
+  auto prog = Program::load(argv[1], opt);
+  Array x = read_npy(argv[2]);
+  const int calls = argc > 3 ? std::atoi(argv[3]) : 400;
+  auto ws = prog->make_workspace();
+  std::vector<Tensor> args{x.t};
+  for (int r = 0; r < 20; ++r) prog->run(*ws, args);  // sets the arguments, warms the buffers
+  const ProgramImpl& p = prog->impl();
+  const size_t ns = p.steps.size();
+  std::vector<std::vector<double>> t(ns);
+  std::vector<double> total;
+  for (int c = 0; c < calls; ++c) {
+    const auto t0 = clk::now();
+    auto prev = t0;
+    for (size_t k = 0; k < ns; ++k) {
+      const Step& st = p.steps[k];
+      Frame f(*ws, st);
+      st.kernel->run(f);
+      const auto now = clk::now();
+      t[k].push_back(std::chrono::duration<double, std::nano>(now - prev).count());
+      prev = now;
+    }
+    total.push_back(std::chrono::duration<double, std::nano>(prev - t0).count());
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  struct Row {
+    size_t k;
+    double med;
+  };
+  std::vector<Row> rows;
+  std::map<std::string, double> per_op;
+  double sum = 0;
+  for (size_t k = 0; k < ns; ++k) {
+    const double m = median(t[k]);
+    rows.push_back({k, m});
+    per_op[p.steps[k].op] += m;
+    sum += m;
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.med > b.med; });
+  std::printf("%s: %zu nodes, %d calls; median call %.2f us, sum of node medians %.2f us\n", argv[1], ns, calls,
+              median(total) / 1e3, sum / 1e3);
+  for (const Row& r : rows) {
+    if (r.med < 0.01 * sum && &r != &rows[0]) continue;
+    const Step& st = p.steps[r.k];
+    const Tensor& o = ws->values[st.out[0]];
+    std::printf("  node %4d %-22s out %-12s %9.2f us  %5.1f%%\n", st.node, st.op.c_str(), o.shape.str().c_str(),
+                r.med / 1e3, 100 * r.med / sum);
+  }
+  std::printf("per op:\n");
+  for (const auto& [op, v] : per_op) std::printf("  %-22s %9.2f us  %5.1f%%\n", op.c_str(), v / 1e3, 100 * v / sum);
+  return 0;
+}

@@ -1,0 +1,212 @@
+// JIT kernels that read inputs in place (jit.hpp, chunk ABI): contiguous
+// float64/int64 inputs are read from the caller's memory, the rest gathered.
+// Every case compares both tiers bit for bit with the interpreter over sizes
+// around the lane and block boundaries.
+#ifdef EMBER_WITH_JIT
+#include <catch2/catch.hpp>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "interp/vm.hpp"
+#include "jit/jit.hpp"
+#include "tests/jit_util.hpp"
+
+using namespace ember;
+using namespace ember::interp;
+using ember::test::Buf;
+
+namespace {
+
+const int64_t kSizes[] = {1, 2, 7, 8, 20, 511, 512, 513, 1000, 1027, 4099};
+
+// Runs c on the interpreter and both tiers with inputs of the given strides
+// (0: broadcast); "" or the first mismatch.
+std::string check(const Composite& c, const std::vector<int64_t>& strides, uint64_t seed) {
+  auto vm = Interpreted::compile(c);
+  const Bytecode& bc = vm->bytecode();
+  std::mt19937_64 rng(seed);
+  for (int tier : {1, 2}) {
+    jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), tier)}, tier);
+    for (int64_t n : kSizes) {
+      std::vector<Buf> ins;
+      for (size_t k = 0; k < c.inputs.size(); ++k) {
+        ins.emplace_back(c.inputs[k], n, strides[k]);
+        ins.back().fill(rng);
+      }
+      std::vector<Buf> o1, o2;
+      for (int32_t o : c.outputs) {
+        o1.emplace_back(c.value_dtype(o), n, 1);
+        o2.emplace_back(c.value_dtype(o), n, 1);
+      }
+      std::vector<StridedPtr> pi, p1, p2;
+      for (auto& b : ins) pi.push_back(b.ptr());
+      for (auto& b : o1) p1.push_back(b.ptr());
+      for (auto& b : o2) p2.push_back(b.ptr());
+      vm->run(n, pi.data(), p1.data());
+      jk.run(n, pi.data(), p2.data());
+      for (size_t k = 0; k < o1.size(); ++k)
+        if (std::string e = test::compare(o1[k], o2[k]); !e.empty())
+          return "tier " + std::to_string(tier) + " n=" + std::to_string(n) + " output " + std::to_string(k) + ": " + e;
+    }
+  }
+  return "";
+}
+
+// (x * y + 0.5) - exp(x), max(.., y): inline ops before and after a math
+// call, which reads an input's lanes through the same pointer.
+Composite arith(DType a, DType b) {
+  Composite c;
+  c.inputs = {a, b};
+  c.constants.push_back({DType::Float64, 0.5, 0});
+  c.nodes.push_back({ScalarOp::Mul, DType::Float64, {0, 1}});
+  c.nodes.push_back({ScalarOp::Add, DType::Float64, {3, 2}});
+  c.nodes.push_back({ScalarOp::Exp, DType::Float64, {0}});
+  c.nodes.push_back({ScalarOp::Sub, DType::Float64, {4, 5}});
+  c.nodes.push_back({ScalarOp::Maximum, DType::Float64, {6, 1}});
+  c.outputs = {7, 3};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("jit_contiguous_float64_inputs_read_in_place_match_interpreter", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  CHECK(check(arith(DType::Float64, DType::Float64), {1, 1}, 1) == "");
+}
+
+TEST_CASE("jit_strided_inputs_are_gathered_and_match_interpreter", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  CHECK(check(arith(DType::Float64, DType::Float64), {2, 3}, 2) == "");
+}
+
+TEST_CASE("jit_broadcast_input_beside_an_in_place_one_matches_interpreter", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  CHECK(check(arith(DType::Float64, DType::Float64), {1, 0}, 3) == "");
+  CHECK(check(arith(DType::Float64, DType::Float64), {0, 1}, 4) == "");
+}
+
+TEST_CASE("jit_mixed_in_place_strided_broadcast_and_narrow_inputs_match_interpreter", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  // int64 in place, int32 widened, float64 strided, float64 broadcast, and
+  // an int64 input that is also an output.
+  Composite c;
+  c.inputs = {DType::Int64, DType::Int32, DType::Float64, DType::Float64};
+  c.nodes.push_back({ScalarOp::Add, DType::Int64, {0, 1}});
+  c.nodes.push_back({ScalarOp::Mul, DType::Float64, {4, 2}});
+  c.nodes.push_back({ScalarOp::Sub, DType::Float64, {5, 3}});
+  c.nodes.push_back({ScalarOp::Log1p, DType::Float64, {6}});
+  c.outputs = {7, 4, 0};
+  CHECK(check(c, {1, 1, 2, 0}, 5) == "");
+  CHECK(check(c, {1, 0, 1, 1}, 6) == "");
+}
+
+TEST_CASE("jit_float32_inputs_match_interpreter", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  Composite c;
+  c.inputs = {DType::Float32, DType::Float64};
+  c.constants.push_back({DType::Float32, 0.25f, 0});
+  c.nodes.push_back({ScalarOp::Mul, DType::Float32, {0, 2}});
+  c.nodes.push_back({ScalarOp::Add, DType::Float64, {3, 1}});
+  c.nodes.push_back({ScalarOp::Exp, DType::Float32, {0}});
+  c.outputs = {4, 5, 0};
+  CHECK(check(c, {1, 1}, 7) == "");
+  CHECK(check(c, {1, 0}, 8) == "");
+}
+
+TEST_CASE("jit_inputs_are_not_read_past_the_end_of_the_callers_array", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  // Each input ends right before a page that cannot be read: padding lanes
+  // of the last group would fault if they read caller memory.
+  const long page = sysconf(_SC_PAGESIZE);
+  Composite c = arith(DType::Float64, DType::Int64);
+  auto vm = Interpreted::compile(c);
+  const Bytecode& bc = vm->bytecode();
+  for (int tier : {1, 2}) {
+    jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), tier)}, tier);
+    for (int64_t n : {1, 3, 9, 517, 1029}) {
+      const size_t bytes = ((n * 8 + page - 1) / page) * page;
+      char* map[2];
+      for (char*& m : map) {
+        m = static_cast<char*>(mmap(nullptr, bytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        REQUIRE(m != MAP_FAILED);
+        REQUIRE(mprotect(m + bytes, page, PROT_NONE) == 0);
+      }
+      auto* x = reinterpret_cast<double*>(map[0] + bytes - n * 8);
+      auto* y = reinterpret_cast<int64_t*>(map[1] + bytes - n * 8);
+      for (int64_t i = 0; i < n; ++i) {
+        x[i] = 0.01 * double(i) - 2;
+        y[i] = i % 7 - 3;
+      }
+      std::vector<double> a(n), b(n), a2(n), b2(n);
+      StridedPtr in[2] = {{x, 1}, {y, 1}};
+      StridedPtr o1[2] = {{a.data(), 1}, {a2.data(), 1}}, o2[2] = {{b.data(), 1}, {b2.data(), 1}};
+      vm->run(n, in, o1);
+      jk.run(n, in, o2);
+      INFO("tier " << tier << " n " << n);
+      CHECK(std::memcmp(a.data(), b.data(), n * 8) == 0);
+      CHECK(std::memcmp(a2.data(), b2.data(), n * 8) == 0);
+      for (char* m : map) munmap(m, bytes + page);
+    }
+  }
+}
+
+TEST_CASE("jit_unaligned_float64_input_matches_interpreter", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  Composite c = arith(DType::Float64, DType::Float64);
+  auto vm = Interpreted::compile(c);
+  const Bytecode& bc = vm->bytecode();
+  const int64_t n = 1000;
+  std::vector<char> raw(n * 8 + 8);
+  std::vector<double> y(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = 0.003 * double(i) - 1;
+    std::memcpy(raw.data() + 4 + 8 * i, &v, 8);
+    y[i] = 1 + 0.001 * double(i);
+  }
+  for (int tier : {1, 2}) {
+    jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), tier)}, tier);
+    std::vector<double> a(n), b(n), a2(n), b2(n);
+    StridedPtr in[2] = {{raw.data() + 4, 1}, {y.data(), 1}};
+    StridedPtr o1[2] = {{a.data(), 1}, {a2.data(), 1}}, o2[2] = {{b.data(), 1}, {b2.data(), 1}};
+    vm->run(n, in, o1);
+    jk.run(n, in, o2);
+    INFO("tier " << tier);
+    CHECK(std::memcmp(a.data(), b.data(), n * 8) == 0);
+  }
+}
+
+TEST_CASE("jit_output_aliasing_an_in_place_input_matches_interpreter", "[jit]") {
+  if (!jit::available()) SUCCEED("JIT unavailable");
+  // Output 0 is written over input 0 (a PyTensor in-place op), and output 1
+  // is input 1 itself, over its own buffer.
+  Composite c = arith(DType::Float64, DType::Float64);
+  c.outputs = {7, 1};
+  auto vm = Interpreted::compile(c);
+  const Bytecode& bc = vm->bytecode();
+  for (int tier : {1, 2}) {
+    jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), tier)}, tier);
+    for (int64_t n : kSizes) {
+      std::vector<double> x(n), y(n);
+      for (int64_t i = 0; i < n; ++i) {
+        x[i] = 0.01 * double(i % 613) - 3;
+        y[i] = 1.5 - 0.002 * double(i % 401);
+      }
+      std::vector<double> x1 = x, y1 = y, x2 = x, y2 = y;
+      StridedPtr i1[2] = {{x1.data(), 1}, {y1.data(), 1}}, i2[2] = {{x2.data(), 1}, {y2.data(), 1}};
+      vm->run(n, i1, i1);
+      jk.run(n, i2, i2);
+      INFO("tier " << tier << " n " << n);
+      CHECK(std::memcmp(x1.data(), x2.data(), n * 8) == 0);
+      CHECK(std::memcmp(y2.data(), y.data(), n * 8) == 0);
+      // Independently: the first element from its formula.
+      const double e = std::max(x[0] * y[0] + 0.5 - std::exp(x[0]), y[0]);
+      CHECK(x2[0] == Approx(e).epsilon(1e-14));
+    }
+  }
+}
+#endif
