@@ -319,6 +319,15 @@ class ReduceKernel final : public OpKernel {
 
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
+    // A 0-d or fully reduced 1-d input: the small path without the plan.
+    if (x.ndim() == 0 || (x.ndim() == 1 && mask_ == 1u)) {
+      const int64_t n = x.ndim() ? x.dim(0) : 1, st = x.ndim() ? x.strides[0] : 1;
+      if (n >= 1 && x.dtype == in_ && (n <= kSmall || (direct_ && st == 1 && n <= kChunk))) {
+        Uninit<Shape> os;
+        (*os).ndim = 0;
+        return small_(x.data, n, st, f.alloc_out(0, *os));
+      }
+    }
     Plan p;
     p.threshold = threshold_;
     Uninit<Shape> osb;
