@@ -222,6 +222,40 @@ void reduce_all(Frame& f, const Plan& p, const Tensor& x, Tensor& y) {
   });
 }
 
+// Above this many elements a strided or converting small reduction takes the
+// general path (the fast path gathers into a stack buffer of this size).
+constexpr int64_t kSmall = 256;
+
+// One output over n elements x[0], x[st], ...: the general path's RowTask and
+// finish for O == 1, nc == 1 without the plan, walkers and scratch. Gathering
+// into a buffer and running tree_contiguous on it visits the same leaves and
+// combinations as RowTask's gathering tree, so the bits are the same.
+template <Rop op, class In, class A>
+void reduce_small(const void* xv, int64_t n, int64_t st, Tensor& y) {
+  const In* x = static_cast<const In*>(xv);
+  A v;
+  if constexpr (std::is_same_v<In, A>) {
+    if (st == 1) {
+      // tree_contiguous's own first case, inlined (it is not, and n is small)
+      v = n <= kLeaf ? reduce::leaf<op, A>(x, n) : reduce::tree_contiguous<op, A>(x, n);
+    } else {
+      A buf[kSmall];
+      for (int64_t i = 0; i < n; ++i) buf[i] = x[i * st];
+      v = reduce::tree_contiguous<op, A>(buf, n);
+    }
+  } else {
+    A buf[kSmall];
+    for (int64_t i = 0; i < n; ++i) buf[i] = reduce::convert<A>(x[i * st]);
+    v = reduce::tree_contiguous<op, A>(buf, n);
+  }
+  dtype_dispatch(y.dtype, [&](auto o) {
+    using Out = decltype(o);
+    *y.ptr<Out>() = reduce::convert<Out>(v);
+  });
+}
+
+using SmallFn = void (*)(const void*, int64_t, int64_t, Tensor&);
+
 template <class F>
 void with_op(Rop op, F&& fn) {
   switch (op) {
@@ -246,13 +280,54 @@ const char* rop_name(Rop op) {
   return "?";
 }
 
+// The small path's function for (op, input dtype, accumulator), picked at
+// load so a call does not dispatch on them again.
+// direct: the input is the accumulator type, so a contiguous input needs no
+// buffer and may take the small path up to one chunk.
+SmallFn pick_small(Rop rop, DType in_dt, DType acc, bool& direct) {
+  SmallFn fn = nullptr;
+  with_op(rop, [&](auto opc) {
+    constexpr Rop op = decltype(opc)::value;
+    dtype_dispatch(in_dt, [&](auto in) {
+      using In = decltype(in);
+      if constexpr (op == Rop::And || op == Rop::Or) {
+        fn = &reduce_small<op, In, bool>;
+        direct = std::is_same_v<In, bool>;
+      } else if constexpr (op == Rop::Max || op == Rop::Min) {
+        fn = &reduce_small<op, In, In>;
+        direct = true;
+      } else if (acc == DType::Float64) {
+        fn = &reduce_small<op, In, double>;
+        direct = std::is_same_v<In, double>;
+      } else if (acc == DType::Float32) {
+        fn = &reduce_small<op, In, float>;
+        direct = std::is_same_v<In, float>;
+      } else {
+        fn = &reduce_small<op, In, int64_t>;
+        direct = std::is_same_v<In, int64_t>;
+      }
+    });
+  });
+  return fn;
+}
+
 class ReduceKernel final : public OpKernel {
  public:
-  ReduceKernel(Rop op, uint32_t axis_mask, DType acc, int64_t threshold)
-      : op_(op), mask_(axis_mask), acc_(acc), threshold_(threshold) {}
+  ReduceKernel(Rop op, uint32_t axis_mask, DType in, DType acc, int64_t threshold)
+      : op_(op), mask_(axis_mask), in_(in), acc_(acc), threshold_(threshold),
+        small_(pick_small(op, in, acc, direct_)) {}
 
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
+    // A 0-d or fully reduced 1-d input: the small path without the plan.
+    if (x.ndim() == 0 || (x.ndim() == 1 && mask_ == 1u)) {
+      const int64_t n = x.ndim() ? x.dim(0) : 1, st = x.ndim() ? x.strides[0] : 1;
+      if (n >= 1 && x.dtype == in_ && (n <= kSmall || (direct_ && st == 1 && n <= kChunk))) {
+        Uninit<Shape> os;
+        (*os).ndim = 0;
+        return small_(x.data, n, st, f.alloc_out(0, *os));
+      }
+    }
     Plan p;
     p.threshold = threshold_;
     Uninit<Shape> osb;
@@ -273,6 +348,11 @@ class ReduceKernel final : public OpKernel {
       Axes& a = (mask_ & (1u << i)) ? p.red : p.kept;
       a.push(x.dim(i), x.strides[i]);
     }
+    // One output over a contiguous or 1-d strided run (eight schools' Sums
+    // of 8): no plan, walkers or scratch. Same tree, same bits.
+    if (p.O == 1 && p.red.nd <= 1 && x.dtype == in_ &&
+        (p.R <= kSmall || (direct_ && p.R <= kChunk && p.red.nd == 1 && p.red.strides[0] == 1)))
+      return small_(x.data, p.R, p.red.nd ? p.red.strides[0] : 1, y);
     p.nc = (p.R + kChunk - 1) / kChunk;
     if (p.kept.nd > 0 && p.red.nd > 0) {
       const int64_t sk = std::llabs(p.kept.strides[p.kept.nd - 1]);
@@ -318,8 +398,10 @@ class ReduceKernel final : public OpKernel {
 
   Rop op_;
   uint32_t mask_;
-  DType acc_;
+  DType in_, acc_;
   int64_t threshold_;
+  bool direct_ = false;
+  SmallFn small_;
 };
 
 Rop parse_rop(NodeContext& ctx) {
@@ -412,7 +494,7 @@ std::unique_ptr<OpKernel> make_careduce(NodeContext& ctx) {
   if ((op == Rop::And || op == Rop::Or) && out.dtype != DType::Bool)
     ctx.fail("outputs", "All/Any output must be bool, not " + std::string(dtype_name(out.dtype)));
   const DType acc = parse_acc(ctx, op, in.dtype);
-  return std::make_unique<ReduceKernel>(op, mask, acc, ctx.options().parallel_threshold);
+  return std::make_unique<ReduceKernel>(op, mask, in.dtype, acc, ctx.options().parallel_threshold);
 }
 
 }  // namespace ember
