@@ -507,6 +507,8 @@ void TierManager::configure(const JitConfig& c) {
     e->failures = 0;
     e->backoff_until = {};
   }
+  // The peak is reported against the budget: a new budget starts it anew.
+  impl_->totals.peak_bytes = impl_->resident_locked();
 }
 
 JitConfig TierManager::config() const {
