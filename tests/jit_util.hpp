@@ -91,4 +91,34 @@ inline std::string compare(const Buf& a, const Buf& b) {
   return "";
 }
 
+// Every dtype a Composite can carry.
+inline constexpr DType kAllDTypes[] = {DType::Float64, DType::Float32, DType::Int64, DType::Int32,
+                                       DType::Int16,   DType::Int8,    DType::UInt8, DType::Bool};
+
+// Runs kernels a and b of Composite c on the same n inputs (filled from rng
+// in order, input k with strides[k]; 0 broadcasts) into outputs of stride
+// out_stride: "" if every output has the same bits, else "output k: ...".
+inline std::string run_both(const interp::Composite& c, const interp::ElemKernel& a, const interp::ElemKernel& b,
+                            int64_t n, const std::vector<int64_t>& strides, int64_t out_stride, std::mt19937_64& rng) {
+  std::vector<Buf> ins;
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    ins.emplace_back(c.inputs[k], n, strides[k]);
+    ins.back().fill(rng);
+  }
+  std::vector<Buf> o1, o2;
+  for (int32_t o : c.outputs) {
+    o1.emplace_back(c.value_dtype(o), n, out_stride);
+    o2.emplace_back(c.value_dtype(o), n, out_stride);
+  }
+  std::vector<interp::StridedPtr> pi, p1, p2;
+  for (auto& x : ins) pi.push_back(x.ptr());
+  for (auto& x : o1) p1.push_back(x.ptr());
+  for (auto& x : o2) p2.push_back(x.ptr());
+  a.run(n, pi.data(), p1.data());
+  b.run(n, pi.data(), p2.data());
+  for (size_t k = 0; k < o1.size(); ++k)
+    if (std::string e = compare(o1[k], o2[k]); !e.empty()) return "output " + std::to_string(k) + ": " + e;
+  return "";
+}
+
 }  // namespace ember::test

@@ -25,8 +25,7 @@ using ember::test::Buf;
 
 namespace {
 
-const DType kAll[] = {DType::Float64, DType::Float32, DType::Int64, DType::Int32,
-                      DType::Int16,   DType::Int8,    DType::UInt8, DType::Bool};
+const auto& kAll = test::kAllDTypes;
 
 // Sets EMBER_JIT_T1 for one scope.
 struct T1Mode {
@@ -51,28 +50,11 @@ bool direct_possible() { return jit::available() && jit::direct_host_ok(); }
 std::string compare_kernels(const Composite& c, const ElemKernel& vm, const ElemKernel& jk, std::mt19937_64& rng) {
   for (int64_t n : {1, 2, 5, 511, 1300}) {
     for (int pattern = 0; pattern < 3; ++pattern) {
-      std::vector<Buf> ins;
-      for (size_t k = 0; k < c.inputs.size(); ++k) {
-        int64_t s = pattern == 1 ? 3 : 1;
-        if (pattern == 2 && k == 0) s = 0;
-        ins.emplace_back(c.inputs[k], n, s);
-        ins.back().fill(rng);
-      }
-      std::vector<Buf> o1, o2;
-      for (int32_t o : c.outputs) {
-        o1.emplace_back(c.value_dtype(o), n, 1);
-        o2.emplace_back(c.value_dtype(o), n, 1);
-      }
-      std::vector<StridedPtr> pi, p1, p2;
-      for (auto& b : ins) pi.push_back(b.ptr());
-      for (auto& b : o1) p1.push_back(b.ptr());
-      for (auto& b : o2) p2.push_back(b.ptr());
-      vm.run(n, pi.data(), p1.data());
-      jk.run(n, pi.data(), p2.data());
-      for (size_t k = 0; k < o1.size(); ++k)
-        if (std::string e = test::compare(o1[k], o2[k]); !e.empty())
-          return "n=" + std::to_string(n) + " pattern " + std::to_string(pattern) + " output " + std::to_string(k) +
-                 ": " + e + " (interpreter vs tier 1)\n" + compile_bytecode(c).disassemble();
+      std::vector<int64_t> strides(c.inputs.size(), pattern == 1 ? 3 : 1);
+      if (pattern == 2 && !strides.empty()) strides[0] = 0;
+      if (std::string e = test::run_both(c, vm, jk, n, strides, 1, rng); !e.empty())
+        return "n=" + std::to_string(n) + " pattern " + std::to_string(pattern) + " " + e +
+               " (interpreter vs tier 1)\n" + compile_bytecode(c).disassemble();
     }
   }
   return "";

@@ -33,25 +33,8 @@ std::string check(const Composite& c, const std::vector<int64_t>& strides, uint6
   for (int tier : {1, 2}) {
     jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), tier)}, tier);
     for (int64_t n : kSizes) {
-      std::vector<Buf> ins;
-      for (size_t k = 0; k < c.inputs.size(); ++k) {
-        ins.emplace_back(c.inputs[k], n, strides[k]);
-        ins.back().fill(rng);
-      }
-      std::vector<Buf> o1, o2;
-      for (int32_t o : c.outputs) {
-        o1.emplace_back(c.value_dtype(o), n, 1);
-        o2.emplace_back(c.value_dtype(o), n, 1);
-      }
-      std::vector<StridedPtr> pi, p1, p2;
-      for (auto& b : ins) pi.push_back(b.ptr());
-      for (auto& b : o1) p1.push_back(b.ptr());
-      for (auto& b : o2) p2.push_back(b.ptr());
-      vm->run(n, pi.data(), p1.data());
-      jk.run(n, pi.data(), p2.data());
-      for (size_t k = 0; k < o1.size(); ++k)
-        if (std::string e = test::compare(o1[k], o2[k]); !e.empty())
-          return "tier " + std::to_string(tier) + " n=" + std::to_string(n) + " output " + std::to_string(k) + ": " + e;
+      if (std::string e = test::run_both(c, *vm, jk, n, strides, 1, rng); !e.empty())
+        return "tier " + std::to_string(tier) + " n=" + std::to_string(n) + " " + e;
     }
   }
   return "";
