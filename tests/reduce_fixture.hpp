@@ -16,6 +16,17 @@
 
 namespace ember::test::rfx {
 
+// A one-node graph: y = op(x) with the given dtypes, static shapes (JSON)
+// and attrs (a JSON object).
+inline std::string reduce_graph(const std::string& op, const std::string& dtype, const std::string& in_shape,
+                                const std::string& out_dtype, const std::string& out_shape, const std::string& attrs) {
+  return R"({"format": "ember-graph", "version": 1,
+    "variables": [{"name": "x", "dtype": ")" + dtype + R"(", "shape": )" + in_shape + R"(},
+                  {"name": "y", "dtype": ")" + out_dtype + R"(", "shape": )" + out_shape + R"(}],
+    "inputs": [{"var": 0}], "outputs": [1],
+    "nodes": [{"op": ")" + op + R"(", "inputs": [0], "outputs": [1], "attrs": )" + attrs + "}]}";
+}
+
 inline Array decode_array(const nlohmann::json& j) {
   const DType dt = *dtype_from_name(j["dtype"].get<std::string>());
   Shape s;

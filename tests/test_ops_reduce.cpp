@@ -20,15 +20,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string reduce_graph(const std::string& op, const std::string& dtype, const std::string& in_shape,
-                         const std::string& out_dtype, const std::string& out_shape, const std::string& attrs) {
-  return R"({"format": "ember-graph", "version": 1,
-    "variables": [{"name": "x", "dtype": ")" + dtype + R"(", "shape": )" + in_shape + R"(},
-                  {"name": "y", "dtype": ")" + out_dtype + R"(", "shape": )" + out_shape + R"(}],
-    "inputs": [{"var": 0}], "outputs": [1],
-    "nodes": [{"op": ")" + op + R"(", "inputs": [0], "outputs": [1], "attrs": )" + attrs + "}]}";
-}
-
 uint64_t bits(double v) {
   uint64_t b;
   std::memcpy(&b, &v, 8);

@@ -13,19 +13,12 @@
 #include <catch2/catch.hpp>
 
 #include "engine/ember.hpp"
+#include "reduce_fixture.hpp"
 
 using namespace ember;
+using ember::test::rfx::reduce_graph;
 
 namespace {
-
-std::string graph(const std::string& op, const std::string& dtype, const std::string& in_shape,
-                  const std::string& out_dtype, const std::string& out_shape, const std::string& attrs) {
-  return R"({"format": "ember-graph", "version": 1,
-    "variables": [{"name": "x", "dtype": ")" + dtype + R"(", "shape": )" + in_shape + R"(},
-                  {"name": "y", "dtype": ")" + out_dtype + R"(", "shape": )" + out_shape + R"(}],
-    "inputs": [{"var": 0}], "outputs": [1],
-    "nodes": [{"op": ")" + op + R"(", "inputs": [0], "outputs": [1], "attrs": )" + attrs + "}]}";
-}
 
 uint64_t bits(double v) {
   uint64_t b;
@@ -77,7 +70,7 @@ const std::vector<int64_t> kEdges = {1, 2, 7, 8, 9, 15, 16, 17, 127, 128, 129, 1
 TEST_CASE("small_sum_of_strided_1d_views_follows_the_documented_tree") {
   std::mt19937_64 gen(21);
   std::normal_distribution<double> nd(0.7, 50.0);
-  auto p = Program::from_json(graph("Sum", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
+  auto p = Program::from_json(reduce_graph("Sum", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
   for (int64_t st : {1, 3, -1, -2}) {
     for (int64_t n : kEdges) {
       const int64_t m = n * (st < 0 ? -st : st);
@@ -96,10 +89,10 @@ TEST_CASE("small_sum_of_strided_1d_views_follows_the_documented_tree") {
 TEST_CASE("small_prod_follows_the_documented_tree_and_takes_2d_inputs") {
   std::mt19937_64 gen(22);
   std::uniform_real_distribution<double> ud(0.5, 1.7);
-  auto p1 = Program::from_json(graph("Prod", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
-  auto p2 = Program::from_json(graph("Prod", "float64", "[null, null]", "float64", "[]", R"({"axis": null})"));
+  auto p1 = Program::from_json(reduce_graph("Prod", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
+  auto p2 = Program::from_json(reduce_graph("Prod", "float64", "[null, null]", "float64", "[]", R"({"axis": null})"));
   // axis 1 of a (1, n) input: one output, the kept dim has size 1
-  auto pk = Program::from_json(graph("Prod", "float64", "[1, null]", "float64", "[1]", R"({"axis": [1]})"));
+  auto pk = Program::from_json(reduce_graph("Prod", "float64", "[1, null]", "float64", "[1]", R"({"axis": [1]})"));
   for (int64_t n : kEdges) {
     std::vector<double> x(static_cast<size_t>(n));
     for (double& v : x) v = ud(gen);
@@ -113,11 +106,11 @@ TEST_CASE("small_prod_follows_the_documented_tree_and_takes_2d_inputs") {
 }
 
 TEST_CASE("small_reductions_of_zero_and_one_elements") {
-  auto sum = Program::from_json(graph("Sum", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
-  auto prod = Program::from_json(graph("Prod", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
-  auto mx = Program::from_json(graph("Max", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
-  auto all = Program::from_json(graph("All", "float64", "[null]", "bool", "[]", R"({"axis": null})"));
-  auto sum0d = Program::from_json(graph("Sum", "int32", "[]", "int64", "[]", R"({"axis": null})"));
+  auto sum = Program::from_json(reduce_graph("Sum", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
+  auto prod = Program::from_json(reduce_graph("Prod", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
+  auto mx = Program::from_json(reduce_graph("Max", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
+  auto all = Program::from_json(reduce_graph("All", "float64", "[null]", "bool", "[]", R"({"axis": null})"));
+  auto sum0d = Program::from_json(reduce_graph("Sum", "int32", "[]", "int64", "[]", R"({"axis": null})"));
   Array e = Array::of<double>({1, {0}}, std::vector<double>{});
   CHECK(sum->call({e.t})[0].data<double>()[0] == 0.0);
   CHECK(prod->call({e.t})[0].data<double>()[0] == 1.0);
@@ -132,9 +125,9 @@ TEST_CASE("small_reductions_of_zero_and_one_elements") {
 }
 
 TEST_CASE("small_max_min_propagate_nan_from_any_position") {
-  auto mx = Program::from_json(graph("Max", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
-  auto mn = Program::from_json(graph("Min", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
-  auto mx32 = Program::from_json(graph("Max", "float32", "[null]", "float32", "[]", R"({"axis": null})"));
+  auto mx = Program::from_json(reduce_graph("Max", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
+  auto mn = Program::from_json(reduce_graph("Min", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
+  auto mx32 = Program::from_json(reduce_graph("Max", "float32", "[null]", "float32", "[]", R"({"axis": null})"));
   for (int64_t n : {1, 5, 8, 9, 128, 129, 256}) {
     for (int64_t at : {int64_t{0}, n / 2, n - 1}) {
       std::vector<double> x(static_cast<size_t>(n));
@@ -155,12 +148,12 @@ TEST_CASE("small_max_min_propagate_nan_from_any_position") {
 
 TEST_CASE("small_reductions_of_integer_float32_and_bool_inputs") {
   std::mt19937_64 gen(23);
-  auto sum_i32 = Program::from_json(graph("Sum", "int32", "[null]", "int32", "[]", R"({"axis": null})"));
-  auto sum_f32 = Program::from_json(graph("Sum", "float32", "[null]", "float32", "[]", R"({"axis": null})"));
-  auto max_i64 = Program::from_json(graph("Max", "int64", "[null]", "int64", "[]", R"({"axis": null})"));
-  auto min_i16 = Program::from_json(graph("Min", "int16", "[null]", "int16", "[]", R"({"axis": null})"));
-  auto any_b = Program::from_json(graph("Any", "bool", "[null]", "bool", "[]", R"({"axis": null})"));
-  auto all_f = Program::from_json(graph("All", "float64", "[null]", "bool", "[]", R"({"axis": null})"));
+  auto sum_i32 = Program::from_json(reduce_graph("Sum", "int32", "[null]", "int32", "[]", R"({"axis": null})"));
+  auto sum_f32 = Program::from_json(reduce_graph("Sum", "float32", "[null]", "float32", "[]", R"({"axis": null})"));
+  auto max_i64 = Program::from_json(reduce_graph("Max", "int64", "[null]", "int64", "[]", R"({"axis": null})"));
+  auto min_i16 = Program::from_json(reduce_graph("Min", "int16", "[null]", "int16", "[]", R"({"axis": null})"));
+  auto any_b = Program::from_json(reduce_graph("Any", "bool", "[null]", "bool", "[]", R"({"axis": null})"));
+  auto all_f = Program::from_json(reduce_graph("All", "float64", "[null]", "bool", "[]", R"({"axis": null})"));
   for (int64_t n : kEdges) {
     INFO("n = " << n);
     std::vector<int32_t> xi(static_cast<size_t>(n));
@@ -203,10 +196,10 @@ TEST_CASE("small_path_gives_the_general_paths_bits") {
   // view with a gap between its rows (two reduced axes: the general path).
   std::mt19937_64 gen(24);
   std::normal_distribution<double> nd(-0.2, 1e4);
-  auto p1 = Program::from_json(graph("Sum", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
-  auto p2 = Program::from_json(graph("Sum", "float64", "[null, null]", "float64", "[]", R"({"axis": null})"));
-  auto m1 = Program::from_json(graph("Max", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
-  auto m2 = Program::from_json(graph("Max", "float64", "[null, null]", "float64", "[]", R"({"axis": null})"));
+  auto p1 = Program::from_json(reduce_graph("Sum", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
+  auto p2 = Program::from_json(reduce_graph("Sum", "float64", "[null, null]", "float64", "[]", R"({"axis": null})"));
+  auto m1 = Program::from_json(reduce_graph("Max", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
+  auto m2 = Program::from_json(reduce_graph("Max", "float64", "[null, null]", "float64", "[]", R"({"axis": null})"));
   for (int64_t n : {2, 8, 16, 18, 254, 256, 258, 1000, 65536}) {
     const int64_t h = n / 2;
     std::vector<double> x(static_cast<size_t>(n)), gap(static_cast<size_t>(n + 5));
