@@ -18,10 +18,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/c_abi.hpp"
-#include "engine/ember.hpp"
-#include "engine/graph.hpp"
-#include "engine/npy.hpp"
+#include "engine/c_api.hpp"
+#include "ember/ember.hpp"
+#include "engine/graph/graph.hpp"
+#include "engine/graph/npy.hpp"
 
 using namespace ember;
 using clock_type = std::chrono::steady_clock;

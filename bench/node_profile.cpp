@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/ember.hpp"
-#include "engine/npy.hpp"
-#include "engine/program_impl.hpp"
+#include "ember/ember.hpp"
+#include "engine/graph/npy.hpp"
+#include "engine/program/program_impl.hpp"
 
 using namespace ember;
 using clk = std::chrono::steady_clock;

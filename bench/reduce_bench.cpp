@@ -10,7 +10,7 @@
 
 #include <tbb/global_control.h>
 
-#include "engine/ember.hpp"
+#include "ember/ember.hpp"
 
 using namespace ember;
 using clock_type = std::chrono::steady_clock;

@@ -1,4 +1,4 @@
-// The C ABI (engine/ember.h). Never lets an exception cross into C.
+// The C ABI (include/ember/ember.h). Never lets an exception cross into C.
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/c_abi.hpp"
-#include "engine/ember.h"
-#include "engine/ember.hpp"
-#include "engine/program_impl.hpp"
+#include "engine/c_api.hpp"
+#include "ember/ember.h"
+#include "ember/ember.hpp"
+#include "engine/program/program_impl.hpp"
 
 // Workspaces for concurrent callers. A call takes a free slot (one atomic
 // exchange on the slot's own cache line: the slot its thread used last, else

@@ -771,7 +771,7 @@ def random_cases():
 
 
 def fast_path_cases():
-    """AdvancedSubtensor1 / AdvancedIncSubtensor1 fast paths (engine/index_fast.hpp):
+    """AdvancedSubtensor1 / AdvancedIncSubtensor1 fast paths (engine/ops/index_fast.hpp):
     constant indices packed at load, index arrays of every integer dtype and
     stride read directly, rows and strided inputs, every element size."""
     # Constant int64 index with negatives and repeats, x's static dim known:

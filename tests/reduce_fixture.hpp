@@ -11,7 +11,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "engine/ember.hpp"
+#include "ember/ember.hpp"
 #include "test_util.hpp"
 
 namespace ember::test::rfx {

@@ -1,4 +1,4 @@
-// Every boundary a caller crosses: the C++ API, the C ABI (engine/ember.h) and
+// Every boundary a caller crosses: the C++ API, the C ABI (include/ember/ember.h) and
 // the `ember run` command. Bad calls get a clear error and a documented
 // status, never a crash; non-finite values pass through as IEEE 754 says.
 #include <sys/wait.h>
@@ -15,8 +15,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "engine/ember.h"
-#include "engine/ember.hpp"
+#include "ember/ember.h"
+#include "ember/ember.hpp"
 #include "test_util.hpp"
 
 using namespace ember;

@@ -1,5 +1,5 @@
-// Kernels swapped under calling threads (the protocol of engine/elemwise.hpp
-// and engine/tier_manager.cpp). Built into ember_tests and, under
+// Kernels swapped under calling threads (the protocol of engine/ops/elemwise.hpp
+// and jit/tier_manager.cpp). Built into ember_tests and, under
 // ThreadSanitizer, into ember_thread_tests (tests/fuzz/CMakeLists.txt).
 #include <atomic>
 #include <cstring>
@@ -10,10 +10,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "engine/elemwise.hpp"
-#include "engine/ember.hpp"
-#include "engine/program_impl.hpp"
-#include "engine/tier_manager.hpp"
+#include "engine/ops/elemwise.hpp"
+#include "ember/ember.hpp"
+#include "engine/program/program_impl.hpp"
+#include "jit/tier_manager.hpp"
 #ifdef EMBER_WITH_JIT
 #include "jit/jit.hpp"
 #endif

@@ -7,9 +7,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "engine/c_abi.hpp"
-#include "engine/ember.hpp"
-#include "engine/program_impl.hpp"
+#include "engine/c_api.hpp"
+#include "ember/ember.hpp"
+#include "engine/program/program_impl.hpp"
 #include "test_util.hpp"
 
 using namespace ember;

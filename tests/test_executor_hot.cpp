@@ -5,8 +5,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "engine/ember.hpp"
-#include "engine/tier_manager.hpp"
+#include "ember/ember.hpp"
+#include "jit/tier_manager.hpp"
 
 using namespace ember;
 

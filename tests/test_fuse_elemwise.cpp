@@ -1,4 +1,4 @@
-// Load-time fusion of one-element Elemwise runs (engine/fuse_elemwise.cpp):
+// Load-time fusion of one-element Elemwise runs (engine/program/fuse_elemwise.cpp):
 // where it fuses, where it must not, and that fused programs give the
 // unfused programs' bits (EMBER_FUSE=0 turns fusion off).
 #include <cmath>
@@ -11,8 +11,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "engine/ember.hpp"
-#include "engine/program_impl.hpp"
+#include "ember/ember.hpp"
+#include "engine/program/program_impl.hpp"
 #include "test_util.hpp"
 
 using namespace ember;

@@ -1,4 +1,4 @@
-// The random graph generator and the differential runner (engine/differential.hpp):
+// The random graph generator and the differential runner (tools/differential.hpp):
 // a short seeded run, and checks that the runner and shrinker can fail.
 #include <catch2/catch.hpp>
 
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <set>
 
-#include "engine/differential.hpp"
+#include "tools/differential.hpp"
 #include "interp/vm.hpp"
 
 using namespace ember;

@@ -235,8 +235,8 @@ TEST_CASE("jit_injected_failures_throw_without_leaking_state", "[jit]") {
 
 #include <nlohmann/json.hpp>
 
-#include "engine/ember.hpp"
-#include "engine/tier_manager.hpp"
+#include "ember/ember.hpp"
+#include "jit/tier_manager.hpp"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <random>
 #include <string>
 
-#include "engine/differential.hpp"
+#include "tools/differential.hpp"
 #include "interp/bytecode.hpp"
 #include "interp/vm.hpp"
 #include "jit/emit_x86.hpp"

@@ -8,8 +8,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "engine/ember.hpp"
-#include "engine/graph.hpp"
+#include "ember/ember.hpp"
+#include "engine/graph/graph.hpp"
 #include "test_util.hpp"
 
 using namespace ember;

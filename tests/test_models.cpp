@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "engine/ember.hpp"
+#include "ember/ember.hpp"
 #include "test_util.hpp"
 
 using namespace ember;

@@ -94,7 +94,7 @@ TEST_CASE("advanced_random_index_lists_match_numpy_and_add_at") {
   run_fixture("advanced_random_index_lists_match_numpy_and_add_at");
 }
 
-// AdvancedSubtensor1 / AdvancedIncSubtensor1 fast paths (engine/index_fast.hpp).
+// AdvancedSubtensor1 / AdvancedIncSubtensor1 fast paths (engine/ops/index_fast.hpp).
 TEST_CASE("gather1_constant_index_packed_matches_numpy") { run_fixture("gather1_constant_index_packed_matches_numpy"); }
 
 TEST_CASE("gather1_reads_every_index_dtype_and_stride") { run_fixture("gather1_reads_every_index_dtype_and_stride"); }

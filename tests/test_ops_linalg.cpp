@@ -2,7 +2,7 @@
 // Blockwise against NumPy/SciPy fixtures, strided inputs and load checks.
 #include <catch2/catch.hpp>
 
-#include "engine/ember.hpp"
+#include "ember/ember.hpp"
 #include "reduce_fixture.hpp"
 
 using namespace ember;

@@ -10,7 +10,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "engine/ember.hpp"
+#include "ember/ember.hpp"
 #include "reduce_fixture.hpp"
 
 using namespace ember;
@@ -138,7 +138,7 @@ TEST_CASE("careduce_sum_bits_do_not_depend_on_thread_count") {
   }
 }
 
-// The order documented in engine/reduce_tree.hpp, written out independently:
+// The order documented in engine/ops/reduce_tree.hpp, written out independently:
 // chunks of 65536, each a pairwise tree (split at n/2 rounded down to a
 // multiple of 8) over leaves of <= 128 summed in 8 lanes, then the chunk
 // partials by the same tree.

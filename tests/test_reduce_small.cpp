@@ -1,7 +1,7 @@
-// The small full-reduction fast path of engine/ops_reduce.cpp (one output
+// The small full-reduction fast path of engine/ops/ops_reduce.cpp (one output
 // over <= 256 elements, contiguous or 1-d strided, or a contiguous run up to
 // one chunk): values against references written here from the order
-// documented in engine/reduce_tree.hpp, and bits against the general path
+// documented in engine/ops/reduce_tree.hpp, and bits against the general path
 // (the same data as a 2-d strided view the fast path does not take).
 #include <cmath>
 #include <cstring>
@@ -12,7 +12,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "engine/ember.hpp"
+#include "ember/ember.hpp"
 #include "reduce_fixture.hpp"
 
 using namespace ember;

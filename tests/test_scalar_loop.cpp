@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "engine/ember.hpp"
+#include "ember/ember.hpp"
 #include "ops_fixture.hpp"
 #include "test_util.hpp"
 

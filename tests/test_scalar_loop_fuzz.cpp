@@ -1,4 +1,4 @@
-// Random ScalarLoops in the differential runner (engine/differential.hpp):
+// Random ScalarLoops in the differential runner (tools/differential.hpp):
 // the loop kernel on every path against a per-element reference that runs
 // the body as a plain Composite, the generator's coverage, the reference
 // against hand-worked values, and checks that the runner and shrinker can
@@ -11,7 +11,7 @@
 #include <fstream>
 #include <set>
 
-#include "engine/differential.hpp"
+#include "tools/differential.hpp"
 #include "interp/scalar_loop.hpp"
 
 using namespace ember;

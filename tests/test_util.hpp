@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/ember.hpp"
+#include "ember/ember.hpp"
 
 namespace ember::test {
 

@@ -5,7 +5,7 @@ numba backend does (nutpie's own private `_make_functions`: canonicalize +
 stabilize, gradient joined into one vector, one flat `_unconstrained_point`
 input) but compiles them in an export-only Ember mode, loads them into ember
 Programs and hands nutpie two C function pointers with its exact signatures
-(ember_logp / ember_expand of engine/ember.h; user_data = the ember_program handle).
+(ember_logp / ember_expand of include/ember/ember.h; user_data = the ember_program handle).
 nutpie's chains call them from their own threads without the GIL; nothing in
 that path touches Python.
 

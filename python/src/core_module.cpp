@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/ember.hpp"
-#include "engine/graph.hpp"
-#include "engine/c_abi.hpp"
-#include "engine/tier_manager.hpp"
+#include "ember/ember.hpp"
+#include "engine/graph/graph.hpp"
+#include "engine/c_api.hpp"
+#include "jit/tier_manager.hpp"
 #include "jit/jit.hpp"
 
 namespace nb = nanobind;

@@ -1,11 +1,11 @@
-// Fuzz target: the C ABI (engine/ember.h) on fuzzed graphs and inputs. The
+// Fuzz target: the C ABI (include/ember/ember.h) on fuzzed graphs and inputs. The
 // bytes are a graph file, then optionally a NUL byte and the bytes of x.
 // Status codes must be the documented ones, and a wrong dim must give -1.
 #include <cmath>
 #include <cstring>
 #include <vector>
 
-#include "engine/ember.h"
+#include "ember/ember.h"
 #include "fuzz_common.hpp"
 
 using ember::fuzz_target::violation;

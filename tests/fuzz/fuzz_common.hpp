@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/ember.hpp"
+#include "ember/ember.hpp"
 
 namespace ember::fuzz_target {
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/graph.hpp"
+#include "engine/graph/graph.hpp"
 #include "fuzz_common.hpp"
 
 using namespace ember;

@@ -1,0 +1,93 @@
+// The Elemwise kernel, shared by the executor and the tier manager (which
+// swaps compiled kernels into `active_`).
+#pragma once
+#include <atomic>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "engine/ops/op.hpp"
+#include "interp/vm.hpp"
+#include "jit/tier_manager.hpp"
+
+namespace ember {
+
+struct TierEntry;  // jit/tier_manager.hpp
+
+// An input of a fused node: a one-element tensor, or (pick) the element at
+// `coord` of a larger one (a Subtensor with literal indices, absorbed).
+struct FusedInput {
+  bool pick = false;
+  std::vector<int64_t> coord;
+};
+
+class ElemwiseKernel final : public OpKernel, public SwapTarget {
+ public:
+  ElemwiseKernel(interp::Composite c, std::shared_ptr<const interp::Interpreted> vm, int ndim,
+                 int64_t parallel_threshold);
+  ~ElemwiseKernel() override;
+  void run(Frame& f) const override;
+  // Registers with the tier manager (JIT builds; no-op when the JIT is off).
+  void attach_tier();
+  // From the load: an output whose dims are all statically 1 lets calls whose
+  // inputs are all 1s skip the broadcast loop nest.
+  void set_static_output_shape(const Shape& s);
+  // A node fused at load (engine/program/fuse_elemwise.cpp): one element per
+  // Composite operand; an input is one element of any rank (or one element
+  // picked from a larger input); each output has its own static shape.
+  // `dst`, when not empty: per Composite output, the node output and the
+  // element it writes (outputs packed into one tensor are adjacent).
+  void set_fused(std::vector<Shape> out_shapes, std::vector<FusedInput> ins,
+                 std::vector<std::pair<int32_t, int32_t>> dst = {}) {
+    fused_out_ = std::move(out_shapes);
+    fused_in_ = std::move(ins);
+    fused_dst_ = std::move(dst);
+  }
+  bool fused() const { return !fused_out_.empty(); }
+  const std::vector<Shape>& fused_out_shapes() const { return fused_out_; }
+  const std::vector<FusedInput>& fused_inputs() const { return fused_in_; }
+  // The node output and element that Composite output j writes.
+  std::pair<int32_t, int32_t> fused_target(int j) const {
+    return fused_dst_.empty() ? std::pair<int32_t, int32_t>(j, 0) : fused_dst_[j];
+  }
+  // A fused node's call with its operand table laid out per workspace
+  // (Step::ops_at): inputs [0, nin) then Composite outputs. Fills the
+  // inputs listed in `live`, then runs.
+  void run_planned(Frame& f, interp::StridedPtr* ops, const int32_t* live, int nlive) const;
+
+  const interp::Composite& composite() const override { return composite_; }
+  const interp::Interpreted& interpreter() const { return *vm_; }
+  // The kernel calls start with. The swapper keeps the old one alive until
+  // no call can still be inside it: a call counts itself in (TierManager::
+  // enter) before loading `active_`, and both sides are seq_cst, so once the
+  // swapper has stored a new kernel and then seen the count at zero, no call
+  // can still hold the old one.
+  const interp::ElemKernel* active() const { return active_.load(std::memory_order_seq_cst); }
+  void set_active(const interp::ElemKernel* k) const override { active_.store(k, std::memory_order_seq_cst); }
+
+ private:
+  interp::Composite composite_;
+  std::shared_ptr<const interp::Interpreted> vm_;
+  int ndim_;
+  int64_t parallel_threshold_;
+  bool all_ones_ = false;
+  Shape ones_;  // ndim_ dims of 1 (0-d when ndim_ is 0)
+  std::vector<Shape> fused_out_;  // non-empty: a fused node's output shapes
+  std::vector<FusedInput> fused_in_;  // per input of a fused node
+  std::vector<std::pair<int32_t, int32_t>> fused_dst_;
+  void* fused_input(Frame& f, int i) const;
+  void run_fused(Frame& f, const interp::ElemKernel* k) const;
+  mutable std::atomic<const interp::ElemKernel*> active_;
+  std::shared_ptr<TierEntry> tier_;  // null when the JIT is off
+};
+
+// Fails the load when an output's declared static shape (or two inputs')
+// disagrees with the broadcast of the inputs' static shapes over nd dims.
+void check_static_broadcast(NodeContext& ctx, int nd);
+
+// Parses attrs.scalar_op into a validated Composite whose inputs and outputs
+// match the node's dtypes.
+interp::Composite read_composite(NodeContext& ctx, const nlohmann::json& scalar_op,
+                                 const std::vector<DType>& ins, const std::vector<DType>& outs);
+
+}  // namespace ember

@@ -1,0 +1,112 @@
+// Helpers shared by the data-movement ops: strided loops, element
+// conversion, broadcasting views, index and slice normalization.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <optional>
+#include <string>
+
+#include "engine/ops/op.hpp"
+#include "ember/tensor.hpp"
+
+namespace ember {
+
+// Storage for a per-call Shape or Tensor that is not zero-initialized (they
+// are 136 and 272 bytes; zeroing them was a visible share of a small node's
+// cost). Only fields the caller writes may be read: ndim, dims/strides below
+// ndim, dtype, data. The bytes implicitly create the object (C++20).
+template <class T> struct Uninit {
+  alignas(T) std::byte raw[sizeof(T)];
+  T& operator*() { return *std::launder(reinterpret_cast<T*>(raw)); }
+};
+
+// Simplifies an n-operand strided loop: drops size-1 dims and merges dims
+// that are contiguous with their inner neighbour in every operand. Returns the
+// new rank (0 means a single element); dims/strides are rewritten in place.
+int coalesce_dims(int ndim, int64_t* dims, int nops, int64_t (*strides)[kMaxRank]);
+
+// Calls f(a, b) for every element pair of two same-shaped strided views, C order.
+template <class A, class B, class F>
+void zip_each(const Shape& shape, A* a, const int64_t* sa, B* b, const int64_t* sb, F&& f) {
+  int64_t dims[kMaxRank];
+  int64_t st[2][kMaxRank];
+  for (int i = 0; i < shape.ndim; ++i) {
+    dims[i] = shape.dims[i];
+    st[0][i] = sa[i];
+    st[1][i] = sb[i];
+    if (dims[i] == 0) return;
+  }
+  const int nd = coalesce_dims(shape.ndim, dims, 2, st);
+  if (nd == 0) {
+    f(*a, *b);
+    return;
+  }
+  const int64_t n = dims[nd - 1], ia = st[0][nd - 1], ib = st[1][nd - 1];
+  int64_t idx[kMaxRank] = {};
+  for (;;) {
+    A* pa = a;
+    B* pb = b;
+    for (int64_t k = 0; k < n; ++k, pa += ia, pb += ib) f(*pa, *pb);
+    int d = nd - 2;
+    for (; d >= 0; --d) {
+      a += st[0][d];
+      b += st[1][d];
+      if (++idx[d] < dims[d]) break;
+      a -= st[0][d] * dims[d];
+      b -= st[1][d] * dims[d];
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+// Copies src into dst (same shape), converting the element type as NumPy's
+// unsafe cast does. src may have zero strides (broadcast).
+void copy_convert(const Tensor& dst, const Tensor& src);
+// dst[...] = 0.
+void fill_zero(const Tensor& dst);
+
+// Views `t` broadcast to `to` (NumPy rules: right-aligned, dims of 1 stretch).
+// Returns nullopt when the shapes are incompatible.
+std::optional<Tensor> broadcast_view(const Tensor& t, const Shape& to);
+// NumPy broadcast of two shapes; nullopt when incompatible.
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+
+// A 0-d (or one-element) integer or bool tensor read as int64.
+int64_t scalar_int(const Tensor& t);
+// A 0-d tensor of any dtype read as double (ints exactly when |v| < 2^53).
+double scalar_double(const Tensor& t);
+
+// Python's index rule: -dim <= i < dim. Returns the normalized index, or -1
+// when out of bounds.
+inline int64_t normalize_index(int64_t i, int64_t dim) {
+  if (i < 0) i += dim;
+  return (i < 0 || i >= dim) ? -1 : i;
+}
+// NumPy's IndexError text, for Frame::fail.
+std::string index_error_msg(int64_t i, int axis, int64_t dim);
+
+// Python's slice.indices(): start, element count and step for one axis.
+struct SliceRange {
+  int64_t start = 0, len = 0, step = 1;
+};
+// step must be non-zero (checked by the caller).
+SliceRange slice_range(std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step,
+                       int64_t dim);
+
+// Load-time checks shared by the ops.
+bool is_int_dtype(DType t);  // integer (not bool)
+// Fails unless input i is a 0-d integer tensor.
+void expect_int_scalar_input(const NodeContext& ctx, int i, const std::string& field);
+// Fails unless the output's dtype and rank are as given.
+void expect_out(const NodeContext& ctx, int i, DType dt, int ndim);
+// Fails unless every dim known in both `computed` (-1: unknown) and the
+// output's static shape agrees.
+void expect_out_shape(const NodeContext& ctx, int i, const Shape& computed);
+
+// Run-time check that output i's shape agrees with its static shape (later
+// nodes were validated against it).
+void check_out_shape(const Frame& f, int i, const Shape& stat, const Shape& got);
+
+}  // namespace ember

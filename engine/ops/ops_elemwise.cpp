@@ -1,0 +1,571 @@
+// Elemwise: a Composite (or one scalar op) applied over broadcast tensors.
+// Runs on the interpreter; the JIT later swaps in compiled kernels through
+// `active`, which each call reads once at its start.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <new>
+
+#include <tbb/parallel_for.h>
+
+#include "engine/ops/elemwise.hpp"
+#include "jit/tier_manager.hpp"
+#include "interp/vm.hpp"
+
+namespace ember {
+
+using nlohmann::json;
+
+namespace {
+
+interp::ScalarConst read_scalar_const(NodeContext& ctx, const json& c, const std::string& field) {
+  if (!c.is_object()) ctx.fail(field, "must be an object");
+  auto dt = c.contains("dtype") && c["dtype"].is_string() ? dtype_from_name(c["dtype"].get<std::string>())
+                                                          : std::nullopt;
+  if (!dt) ctx.fail(field + ".dtype", "missing or unknown dtype");
+  if (!c.contains("value")) ctx.fail(field + ".value", "missing");
+  const json& v = c["value"];
+  interp::ScalarConst sc;
+  sc.dtype = *dt;
+  double f = 0;
+  int64_t i = 0;
+  bool is_int = false;
+  if (v.is_boolean()) { i = v.get<bool>(); is_int = true; }
+  else if (v.is_number_integer()) { i = v.get<int64_t>(); is_int = true; }
+  else if (v.is_number()) f = v.get<double>();
+  else if (v.is_string() && v == "nan") f = NAN;
+  else if (v.is_string() && v == "inf") f = INFINITY;
+  else if (v.is_string() && v == "-inf") f = -INFINITY;
+  else ctx.fail(field + ".value", "must be a number, \"nan\", \"inf\" or \"-inf\"");
+  if (dtype_is_float(*dt)) {
+    sc.f = is_int ? static_cast<double>(i) : f;
+    if (*dt == DType::Float32) sc.f = static_cast<float>(sc.f);
+  } else {
+    if (!is_int) {
+      if (!std::isfinite(f) || f != std::floor(f)) ctx.fail(field + ".value", "not an integer");
+      if (!(f >= -9223372036854775808.0 && f < 9223372036854775808.0)) ctx.fail(field + ".value", "out of range");
+      i = static_cast<int64_t>(f);
+    }
+    sc.i = *dt == DType::Bool ? (i != 0) : i;
+  }
+  return sc;
+}
+
+}  // namespace
+
+interp::Composite read_composite(NodeContext& ctx, const json& so, const std::vector<DType>& ins,
+                                 const std::vector<DType>& outs) {
+  interp::Composite c;
+  if (!so.is_object() || !so.contains("op") || !so["op"].is_string())
+    ctx.fail("attrs.scalar_op", "must be an object with a string 'op'");
+  const std::string name = so["op"].get<std::string>();
+  if (name != "Composite") {
+    auto op = interp::scalar_op_from_name(name);
+    if (!op) ctx.fail("attrs.scalar_op.op", "unsupported scalar op '" + name + "'");
+    if (outs.size() != 1) ctx.fail("outputs", "a single scalar op has one output");
+    c.inputs = ins;
+    std::vector<int32_t> args;
+    for (size_t k = 0; k < ins.size(); ++k) args.push_back(static_cast<int32_t>(k));
+    c.nodes.push_back(interp::ScalarNode{*op, outs[0], args});
+    c.outputs.push_back(static_cast<int32_t>(ins.size()));
+  } else {
+    auto list = [&](const char* key) -> const json& {
+      if (!so.contains(key) || !so[key].is_array()) ctx.fail(std::string("attrs.scalar_op.") + key, "must be a list");
+      if (so[key].size() > 10'000'000) ctx.fail(std::string("attrs.scalar_op.") + key, "too long");
+      return so[key];
+    };
+    for (const json& d : list("inputs")) {
+      auto dt = d.is_string() ? dtype_from_name(d.get<std::string>()) : std::nullopt;
+      if (!dt) ctx.fail("attrs.scalar_op.inputs", "unknown dtype " + d.dump());
+      c.inputs.push_back(*dt);
+    }
+    if (so.contains("constants")) {
+      const json& cs = list("constants");
+      for (size_t k = 0; k < cs.size(); ++k)
+        c.constants.push_back(read_scalar_const(ctx, cs[k], "attrs.scalar_op.constants[" + std::to_string(k) + "]"));
+    }
+    const json& nodes = list("nodes");
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const std::string p = "attrs.scalar_op.nodes[" + std::to_string(k) + "]";
+      const json& n = nodes[k];
+      if (!n.is_object() || !n.contains("op") || !n["op"].is_string()) ctx.fail(p + ".op", "missing");
+      auto op = interp::scalar_op_from_name(n["op"].get<std::string>());
+      if (!op) ctx.fail(p + ".op", "unsupported scalar op '" + n["op"].get<std::string>() + "'");
+      auto dt = n.contains("dtype") && n["dtype"].is_string() ? dtype_from_name(n["dtype"].get<std::string>())
+                                                               : std::nullopt;
+      if (!dt) ctx.fail(p + ".dtype", "missing or unknown dtype");
+      interp::ScalarNode sn{*op, *dt, {}};
+      if (!n.contains("inputs") || !n["inputs"].is_array()) ctx.fail(p + ".inputs", "must be a list");
+      for (const json& i : n["inputs"]) {
+        if (!i.is_number_integer()) ctx.fail(p + ".inputs", "must be value indices");
+        const int64_t v = i.get<int64_t>();
+        if (v < 0 || v > INT32_MAX) ctx.fail(p + ".inputs", "value index out of range");
+        sn.inputs.push_back(static_cast<int32_t>(v));
+      }
+      c.nodes.push_back(std::move(sn));
+    }
+    for (const json& o : list("outputs")) {
+      if (!o.is_number_integer() || o.get<int64_t>() < 0 || o.get<int64_t>() > INT32_MAX)
+        ctx.fail("attrs.scalar_op.outputs", "must be value indices");
+      c.outputs.push_back(static_cast<int32_t>(o.get<int64_t>()));
+    }
+  }
+  if (std::string err = c.validate(); !err.empty()) ctx.fail("attrs.scalar_op", err);
+  if (c.inputs.size() != ins.size())
+    ctx.fail("attrs.scalar_op.inputs", "composite has " + std::to_string(c.inputs.size()) +
+                                           " inputs, node has " + std::to_string(ins.size()));
+  for (size_t k = 0; k < ins.size(); ++k)
+    if (c.inputs[k] != ins[k])
+      ctx.fail("attrs.scalar_op.inputs[" + std::to_string(k) + "]",
+               "dtype " + std::string(dtype_name(c.inputs[k])) + " but tensor input is " +
+                   std::string(dtype_name(ins[k])));
+  if (c.outputs.size() != outs.size())
+    ctx.fail("attrs.scalar_op.outputs", "composite has " + std::to_string(c.outputs.size()) +
+                                            " outputs, node has " + std::to_string(outs.size()));
+  for (size_t k = 0; k < outs.size(); ++k)
+    if (c.value_dtype(c.outputs[k]) != outs[k])
+      ctx.fail("attrs.scalar_op.outputs[" + std::to_string(k) + "]",
+               "dtype " + std::string(dtype_name(c.value_dtype(c.outputs[k]))) + " but tensor output is " +
+                   std::string(dtype_name(outs[k])));
+  return c;
+}
+
+ElemwiseKernel::ElemwiseKernel(interp::Composite c, std::shared_ptr<const interp::Interpreted> vm, int ndim,
+                               int64_t parallel_threshold)
+    : composite_(std::move(c)), vm_(std::move(vm)), ndim_(ndim), parallel_threshold_(parallel_threshold) {
+  active_.store(vm_.get());
+  ones_.ndim = ndim;
+  for (int d = 0; d < ndim; ++d) ones_.dims[d] = 1;
+}
+
+void ElemwiseKernel::set_static_output_shape(const Shape& s) {
+  all_ones_ = ndim_ > 0 && s.ndim == ndim_;
+  for (int d = 0; d < s.ndim && all_ones_; ++d) all_ones_ = s.dims[d] == 1;
+}
+
+ElemwiseKernel::~ElemwiseKernel() { TierManager::instance().detach(tier_); }
+
+void ElemwiseKernel::attach_tier() { tier_ = TierManager::instance().attach(*this, vm_); }
+
+namespace {
+
+// A broadcast loop nest after merging: `m` dims, operand strides in elements.
+struct LoopNest {
+  int nin = 0, nops = 0, m = 0;
+  int64_t dims[kMaxRank];            // [0, m) set; not zeroed (per-call cost)
+  const int64_t* st = nullptr;       // nops x kMaxRank
+  interp::StridedPtr const* base = nullptr;
+  const int64_t* esize = nullptr;    // bytes per element, per operand
+};
+
+// Runs rows [r0, r1) of the nest, each over inner elements [c0, c1).
+void run_rows(const interp::ElemKernel* k, const LoopNest& L, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  constexpr int kSmall = 32;
+  interp::StridedPtr small[kSmall];
+  thread_local std::vector<interp::StridedPtr> big;
+  interp::StridedPtr* ops = small;
+  if (L.nops > kSmall) {
+    if (big.size() < static_cast<size_t>(L.nops)) big.resize(L.nops);
+    ops = big.data();
+  }
+  const int in = L.m - 1;
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int i = 0; i < L.nops; ++i) {
+      int64_t off = c0 * L.st[i * kMaxRank + in];
+      int64_t rem = r;
+      for (int d = L.m - 2; d >= 0; --d) {
+        off += (rem % L.dims[d]) * L.st[i * kMaxRank + d];
+        rem /= L.dims[d];
+      }
+      ops[i].data = static_cast<char*>(L.base[i].data) + off * L.esize[i];
+      ops[i].stride = L.st[i * kMaxRank + in];
+    }
+    k->run(c1 - c0, ops, ops + L.nin);
+  }
+}
+
+}  // namespace
+
+namespace {
+// Counts a call in for the tier manager (hotness, per-tier speed, and when
+// replaced code may be freed). The clock is read on one call in
+// TierManager::kSample per kernel (two clock reads cost more than a small
+// Composite's whole call); calls stay exact, elements and ns are scaled.
+struct Hot {
+  TierEntry* e;
+  int64_t elements = 0;
+  bool timed = false;
+  std::chrono::steady_clock::time_point t0;
+  explicit Hot(TierEntry* te) : e(te) {
+    if (!e) return;
+    timed = TierManager::enter_sampled(e);
+    if (timed) t0 = std::chrono::steady_clock::now();
+  }
+  ~Hot() {
+    if (!e) return;
+    const int64_t ns =
+        timed ? std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count() : 0;
+    TierManager::leave_sampled(e, timed, elements, ns);
+  }
+};
+}  // namespace
+
+namespace {
+// The broadcast loop nest; returns the element count. Out of line: its
+// operand tables make a frame of several KB, which the one-element path
+// (most calls on small models) should not carry.
+[[gnu::noinline]] int64_t run_nest(Frame& f, const interp::ElemKernel* k, int ndim, int64_t parallel_threshold) {
+  const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
+  // Not zero-initialized (a Shape is 136 bytes): only dims [0, ndim) are
+  // used. The bytes hold an implicitly created Shape (C++20 implicit-lifetime).
+  alignas(Shape) std::byte out_raw[sizeof(Shape)];
+  Shape& out = *std::launder(reinterpret_cast<Shape*>(out_raw));
+  out.ndim = ndim;
+  for (int d = 0; d < ndim; ++d) {
+    int64_t size = 1;
+    for (int i = 0; i < nin; ++i) {
+      const int64_t s = f.in(i).dim(d);
+      if (s == 1) continue;
+      if (size != 1 && size != s)
+        f.fail("input shapes do not broadcast at dim " + std::to_string(d) + ": " + std::to_string(size) +
+               " vs " + std::to_string(s) + " (input " + std::to_string(i) + " has shape " +
+               f.in(i).shape.str() + ")");
+      size = s;
+    }
+    out.dims[d] = size;
+  }
+  // Per-operand tables on the stack for the usual operand counts (no
+  // thread_local lookups, no zeroing: the merge below writes every entry it
+  // reads); thread-local, grow-only beyond that.
+  constexpr int kSmallOps = 24;
+  int64_t st_small[kSmallOps * kMaxRank], esize_small[kSmallOps];
+  interp::StridedPtr base_small[kSmallOps];
+  int64_t* st = st_small;
+  int64_t* esize = esize_small;
+  interp::StridedPtr* base = base_small;
+  if (nops > kSmallOps) {
+    thread_local std::vector<int64_t> st_big, esize_big;
+    thread_local std::vector<interp::StridedPtr> base_big;
+    if (st_big.size() < static_cast<size_t>(nops) * kMaxRank) st_big.resize(static_cast<size_t>(nops) * kMaxRank);
+    if (esize_big.size() < static_cast<size_t>(nops)) esize_big.resize(nops), base_big.resize(nops);
+    st = st_big.data();
+    esize = esize_big.data();
+    base = base_big.data();
+  }
+  for (int i = 0; i < nin; ++i) {
+    base[i] = {f.in(i).data, 0};
+    esize[i] = static_cast<int64_t>(dtype_size(f.in(i).dtype));
+  }
+  for (int o = 0; o < nout; ++o) {
+    const Tensor& t = f.alloc_out(o, out);
+    base[nin + o] = {t.data, 0};
+    esize[nin + o] = static_cast<int64_t>(dtype_size(t.dtype));
+  }
+  const int64_t total = out.size();
+  if (total == 0) return 0;
+
+  // Drop size-1 dims (broadcast inputs get stride 0), then merge dims that
+  // are contiguous for every operand.
+  LoopNest L;
+  L.nin = nin;
+  L.nops = nops;
+  int64_t out_stride[kMaxRank];
+  {
+    int64_t s = 1;
+    for (int d = ndim - 1; d >= 0; --d) {
+      out_stride[d] = s;
+      s *= out.dims[d];
+    }
+  }
+  for (int d = 0; d < ndim; ++d) {
+    if (out.dims[d] == 1) continue;
+    const int64_t n = out.dims[d];
+    auto stride_of = [&](int i) {
+      if (i >= nin) return out_stride[d];
+      const Tensor& t = f.in(i);
+      return t.dim(d) == 1 ? int64_t(0) : t.strides[d];
+    };
+    if (L.m > 0) {
+      bool merge = true;
+      for (int i = 0; i < nops && merge; ++i) merge = st[i * kMaxRank + L.m - 1] == stride_of(i) * n;
+      if (merge) {
+        for (int i = 0; i < nops; ++i) st[i * kMaxRank + L.m - 1] = stride_of(i);
+        L.dims[L.m - 1] *= n;
+        continue;
+      }
+    }
+    for (int i = 0; i < nops; ++i) st[i * kMaxRank + L.m] = stride_of(i);
+    L.dims[L.m++] = n;
+  }
+  if (L.m == 0) {  // 0-d, or every dim has size 1
+    k->run(1, base, base + nin);
+    return total;
+  }
+  L.st = st;
+  L.base = base;
+  L.esize = esize;
+  const int64_t inner = L.dims[L.m - 1];
+  const int64_t rows = total / inner;
+  if (total < parallel_threshold) {
+    run_rows(k, L, 0, rows, 0, inner);
+    return total;
+  }
+  // Fixed chunks, whatever the thread count: by rows when there are many,
+  // else by pieces of the inner dim.
+  constexpr int64_t kChunk = 16384;
+  if (inner <= kChunk) {
+    const int64_t per = std::max<int64_t>(1, kChunk / inner);
+    const int64_t nchunks = (rows + per - 1) / per;
+    tbb::parallel_for(int64_t(0), nchunks, [&](int64_t c) {
+      run_rows(k, L, c * per, std::min(rows, (c + 1) * per), 0, inner);
+    });
+  } else {
+    const int64_t per_row = (inner + kChunk - 1) / kChunk;
+    tbb::parallel_for(int64_t(0), rows * per_row, [&](int64_t t) {
+      const int64_t r = t / per_row, c = t % per_row;
+      run_rows(k, L, r, r + 1, c * kChunk, std::min(inner, (c + 1) * kChunk));
+    });
+  }
+  return total;
+}
+}  // namespace
+
+namespace {
+// The common vector case without the loop nest: every input either has one
+// element (broadcast, stride 0) or one shared shape and is C-contiguous, so
+// the whole output is one run of `total` elements (the loop nest would merge
+// all dims into the same single run; element-wise ops do not depend on how a
+// run is split). Returns false, having done nothing, when it does not apply
+// (then run_nest handles it, broadcast errors included).
+bool run_flat(Frame& f, const interp::ElemKernel* k, int ndim, int64_t parallel_threshold, int64_t& total) {
+  const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
+  constexpr int kSmallOps = 24;
+  if (nops > kSmallOps) return false;
+  interp::StridedPtr ops[kSmallOps];
+  const Tensor* ref = nullptr;  // the first input of more than one element
+  for (int i = 0; i < nin; ++i) {
+    const Tensor& t = f.in(i);
+    int64_t n = 1, st = 1;
+    bool contiguous = true;
+    for (int d = ndim - 1; d >= 0; --d) {
+      const int64_t v = t.shape.dims[d];
+      contiguous = contiguous && (v == 1 || t.strides[d] == st);
+      st *= v;
+      n *= v;
+    }
+    if (n == 1) {
+      ops[i] = {t.data, 0};
+      continue;
+    }
+    if (!contiguous) return false;
+    if (!ref) {
+      ref = &t;
+    } else {
+      for (int d = 0; d < ndim; ++d)
+        if (t.shape.dims[d] != ref->shape.dims[d]) return false;
+    }
+    ops[i] = {t.data, 1};
+  }
+  if (!ref) return false;  // all one element: the caller's other paths
+  total = ref->size();
+  if (total >= parallel_threshold) return false;
+  for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, ref->shape).data, 1};
+  if (total > 0) k->run(total, ops, ops + nin);
+  return true;
+}
+}  // namespace
+
+// Static shapes promised one element (or a picked element in range); a graph
+// whose other ops broke that promise gets an error here, not a stray read.
+void* ElemwiseKernel::fused_input(Frame& f, int i) const {
+  const Tensor& t = f.in(i);
+  const FusedInput& fi = fused_in_[i];
+  if (!fi.pick) {
+    if (t.size() != 1) [[unlikely]]
+      f.fail("fused input " + std::to_string(i) + " has shape " + t.shape.str() +
+             ", but its static shape says one element");
+    return t.data;
+  }
+  const int nd = static_cast<int>(fi.coord.size());
+  int64_t off = 0;
+  bool ok = t.ndim() == nd;
+  for (int d = 0; d < nd && ok; ++d) {
+    ok = fi.coord[d] < t.dim(d);
+    off += fi.coord[d] * t.strides[d];
+  }
+  if (!ok) [[unlikely]]
+    f.fail("fused input " + std::to_string(i) + " has shape " + t.shape.str() +
+           ", too small for the element its static shape promised");
+  return static_cast<char*>(t.data) + off * static_cast<int64_t>(dtype_size(t.dtype));
+}
+
+void ElemwiseKernel::run_fused(Frame& f, const interp::ElemKernel* k) const {
+  const int nin = f.num_inputs(), nout = f.num_outputs();
+  const int ncomp = static_cast<int>(composite_.outputs.size()), nops = nin + ncomp;
+  constexpr int kSmall = 64;
+  interp::StridedPtr small[kSmall];
+  thread_local std::vector<interp::StridedPtr> big;
+  interp::StridedPtr* ops = small;
+  if (nops > kSmall) {
+    if (big.size() < static_cast<size_t>(nops)) big.resize(nops);
+    ops = big.data();
+  }
+  for (int i = 0; i < nin; ++i) {
+    const Tensor& t = f.in(i);
+    // Inline: a 0-d or (1,) input (most); picks, other ranks and errors out of line.
+    if (!fused_in_[i].pick && (t.shape.ndim == 0 || (t.shape.ndim == 1 && t.shape.dims[0] == 1)))
+      ops[i] = {t.data, 0};
+    else
+      ops[i] = {fused_input(f, i), 0};
+  }
+  if (fused_dst_.empty()) {
+    for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, fused_out_[o]).data, 0};
+  } else {
+    // Packed outputs (an absorbed Join / MakeVector): several scalar
+    // outputs write elements of one tensor. Allocate each tensor once.
+    interp::StridedPtr* outp = ops + nin;
+    int o = -1;
+    char* base = nullptr;
+    size_t es = 0;
+    for (int j = 0; j < ncomp; ++j) {
+      const auto [to, elem] = fused_dst_[j];
+      if (to != o) {
+        o = to;
+        Tensor& t = f.alloc_out(o, fused_out_[o]);
+        base = static_cast<char*>(t.data);
+        es = dtype_size(t.dtype);
+      }
+      outp[j] = {base + static_cast<size_t>(elem) * es, 0};
+    }
+  }
+  k->run(1, ops, ops + nin);
+}
+
+void ElemwiseKernel::run_planned(Frame& f, interp::StridedPtr* ops, const int32_t* live, int nlive) const {
+  Hot hot(tier_.get());
+  hot.elements = 1;
+  const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
+  for (int j = 0; j < nlive; ++j) {
+    const int i = live[j];
+    const Tensor& t = f.in(i);
+    const FusedInput& fi = fused_in_[i];
+    // Inline: a 0-d or (1,) input, or an element picked from a vector (the
+    // point's x[k], most picks); other ranks and errors out of line.
+    if (!fi.pick && (t.shape.ndim == 0 || (t.shape.ndim == 1 && t.shape.dims[0] == 1)))
+      ops[i].data = t.data;
+    else if (fi.pick && t.shape.ndim == 1 && fi.coord.size() == 1 && fi.coord[0] < t.shape.dims[0])
+      ops[i].data = static_cast<char*>(t.data) + fi.coord[0] * t.strides[0] * static_cast<int64_t>(dtype_size(t.dtype));
+    else
+      ops[i].data = fused_input(f, i);
+  }
+  k->run(1, ops, ops + f.num_inputs());
+}
+
+void ElemwiseKernel::run(Frame& f) const {
+  const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
+  Hot hot(tier_.get());
+  const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
+  if (!fused_out_.empty()) {
+    hot.elements = 1;
+    run_fused(f, k);
+    return;
+  }
+  // One element: 0-d (most Composites of small models), or every dim
+  // statically 1 (checked here: then the output is `ones_`). No loop nest.
+  bool single = ndim_ == 0;
+  if (all_ones_) {
+    single = true;
+    for (int i = 0; i < nin && single; ++i)
+      for (int d = 0; d < ndim_; ++d) single = single && f.in(i).dim(d) == 1;
+  }
+  if (single) {
+    constexpr int kSmall = 64;
+    interp::StridedPtr small[kSmall];
+    thread_local std::vector<interp::StridedPtr> big;
+    interp::StridedPtr* ops = small;
+    if (nops > kSmall) {
+      big.resize(nops);
+      ops = big.data();
+    }
+    for (int i = 0; i < nin; ++i) ops[i] = {f.in(i).data, 0};
+    for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, ones_).data, 0};
+    hot.elements = 1;
+    k->run(1, ops, ops + nin);
+    return;
+  }
+  int64_t total = 0;
+  if (run_flat(f, k, ndim_, parallel_threshold_, total)) {
+    hot.elements = total;
+    return;
+  }
+  hot.elements = run_nest(f, k, ndim_, parallel_threshold_);
+}
+
+// Declared static shapes must agree with the broadcast of the inputs' (only
+// static 1s broadcast; -1 is unknown): a graph declaring (2,) for inputs of
+// shape (1,) would otherwise load and give (1,) at run time.
+void check_static_broadcast(NodeContext& ctx, int nd) {
+  for (int d = 0; d < nd; ++d) {
+    int64_t size = 1;  // the known non-1 size, or 1
+    int from = -1;
+    bool unknown = false;
+    for (int i = 0; i < ctx.num_inputs(); ++i) {
+      const int64_t s = ctx.in(i).static_shape.dims[d];
+      if (s < 0) unknown = true;
+      if (s < 0 || s == 1) continue;
+      if (from >= 0 && s != size)
+        ctx.fail("inputs[" + std::to_string(i) + "]",
+                 "static shape " + ctx.in(i).static_shape.str() + " does not broadcast with input " +
+                     std::to_string(from) + "'s " + ctx.in(from).static_shape.str() + " at dim " +
+                     std::to_string(d));
+      size = s;
+      from = i;
+    }
+    if (unknown && from < 0) continue;  // anything at run time
+    for (int o = 0; o < ctx.num_outputs(); ++o) {
+      const int64_t s = ctx.out(o).static_shape.dims[d];
+      if (s >= 0 && s != size)
+        ctx.fail("outputs[" + std::to_string(o) + "]",
+                 "static shape " + ctx.out(o).static_shape.str() + " but the inputs broadcast to " +
+                     std::to_string(size) + " at dim " + std::to_string(d));
+    }
+  }
+}
+
+std::unique_ptr<OpKernel> make_scalar_loop(NodeContext& ctx);  // engine/ops/ops_scalar_loop.cpp
+
+std::unique_ptr<OpKernel> make_elemwise(NodeContext& ctx) {
+  if (const json& so = ctx.attr("scalar_op"); so.is_object() && so.value("op", json()) == "ScalarLoop")
+    return make_scalar_loop(ctx);
+  ctx.expect_inputs(1, -1);
+  if (ctx.num_outputs() < 1) ctx.fail("outputs", "needs at least one output");
+  const int nd = ctx.out(0).static_shape.ndim;
+  std::vector<DType> ins, outs;
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    if (ctx.in(i).static_shape.ndim != nd)
+      ctx.fail("inputs[" + std::to_string(i) + "]", "has " + std::to_string(ctx.in(i).static_shape.ndim) +
+                                                        " dims, output has " + std::to_string(nd) +
+                                                        " (Elemwise inputs are padded to equal rank)");
+    ins.push_back(ctx.in(i).dtype);
+  }
+  for (int o = 0; o < ctx.num_outputs(); ++o) {
+    if (ctx.out(o).static_shape.ndim != nd) ctx.fail("outputs[" + std::to_string(o) + "]", "rank differs");
+    outs.push_back(ctx.out(o).dtype);
+  }
+  check_static_broadcast(ctx, nd);
+  interp::Composite c = read_composite(ctx, ctx.attr("scalar_op"), ins, outs);
+  std::shared_ptr<const interp::Interpreted> vm;
+  try {
+    vm = interp::Interpreted::compile(c);
+  } catch (const std::exception& e) {
+    ctx.fail("attrs.scalar_op", e.what());
+  }
+  auto k = std::make_unique<ElemwiseKernel>(std::move(c), std::move(vm), nd, ctx.options().parallel_threshold);
+  k->set_static_output_shape(ctx.out(0).static_shape);
+  k->attach_tier();
+  return k;
+}
+
+}  // namespace ember

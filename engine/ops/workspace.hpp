@@ -1,0 +1,69 @@
+// What a kernel runs in: one schedule step (Step) and the per-thread
+// Workspace that holds every variable's value and buffer during a call.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "ember/ember.hpp"
+#include "interp/kernel.hpp"
+
+namespace ember {
+
+class OpKernel;
+struct ProgramImpl;
+class ElemwiseKernel;
+
+// One node of the static schedule.
+struct Step {
+  int node = -1;                 // index in the graph's node list
+  const OpKernel* kernel = nullptr;
+  std::vector<int> in, out;      // variable ids
+  std::vector<int> out_slot;     // buffer slot per output
+  std::string op;                // for messages
+  std::vector<DType> out_dtype;  // per output (filled by Program's constructor)
+  // A node fused at load (engine/program/fuse_elemwise.cpp), laid out by Program's
+  // constructor: its outputs live at fixed places in Workspace::arena (set
+  // up once per workspace, never reused by other steps), and its operand
+  // table Workspace::fused_ops[ops_at...] holds their pointers and those of
+  // inputs made by earlier fused nodes; a call fills only `live_in`.
+  const ElemwiseKernel* fused = nullptr;
+  int ops_at = -1;
+  std::vector<size_t> out_at;   // byte offset of each output in the arena
+  std::vector<int32_t> live_in;  // inputs whose pointer each call looks up
+};
+
+// A grow-only, 64-byte aligned byte buffer.
+struct Buffer {
+  void* p = nullptr;
+  size_t cap = 0;
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& o) noexcept : p(o.p), cap(o.cap) { o.p = nullptr; o.cap = 0; }
+  ~Buffer() {
+    if (p) ::operator delete(p, std::align_val_t(64));
+  }
+  // Throws CallError when memory is exhausted. Inline: steady calls only
+  // take the first branch.
+  void* reserve(size_t bytes) { return bytes <= cap && p ? p : grow(bytes); }
+  void* grow(size_t bytes);
+};
+
+class Workspace {
+ public:
+  std::vector<Tensor> values;  // per variable id
+  std::vector<Buffer> slots;
+  Buffer scratch;
+  std::vector<std::shared_ptr<const Array>> shared_snapshot;
+  uint64_t shared_seen = ~uint64_t(0);  // ProgramImpl::shared_version of shared_snapshot
+  std::vector<Tensor> outputs;
+  const ProgramImpl* owner = nullptr;
+  const std::string* source = nullptr;  // the graph's file name, for messages
+  Buffer arena;  // fused nodes' outputs (Step::out_at)
+  std::vector<interp::StridedPtr> fused_ops;  // fused nodes' operand tables (Step::ops_at)
+};
+
+}  // namespace ember

@@ -1,0 +1,42 @@
+// Internals of a loaded Program: its static schedule (Steps, engine/ops/
+// workspace.hpp), kernels, buffer plan and pool of Workspaces.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "ember/ember.hpp"
+#include "engine/graph/graph.hpp"
+#include "engine/ops/op.hpp"
+#include "engine/ops/workspace.hpp"
+#include "interp/kernel.hpp"
+
+namespace ember {
+
+struct ProgramImpl {
+  Graph graph;
+  Options options;
+  std::vector<std::unique_ptr<OpKernel>> kernels;  // per step
+  std::vector<Step> steps;
+  std::vector<IOInfo> args, shared, outputs;
+  std::vector<int> const_vars;
+  std::vector<Tensor> const_values;  // parallel to const_vars
+  int num_slots = 0;
+  size_t arena_bytes = 0, fused_ops_size = 0;  // Workspace::arena / fused_ops sizes
+
+  mutable std::mutex shared_mu;  // guards shared_values
+  mutable std::vector<std::shared_ptr<const Array>> shared_values;
+  mutable std::atomic<uint64_t> shared_version{0};  // bumped (under shared_mu) by each set_shared
+  mutable std::mutex pool_mu;
+  mutable std::vector<WorkspacePtr> pool;
+
+  // Builds the schedule, kernels and buffer plan. Throws LoadError.
+  static std::unique_ptr<ProgramImpl> build(Graph g, const Options& o);
+};
+
+}  // namespace ember

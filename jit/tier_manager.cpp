@@ -1,0 +1,610 @@
+#include "jit/tier_manager.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#ifdef EMBER_WITH_JIT
+#include "jit/disk_cache.hpp"
+#include "jit/jit.hpp"
+#endif
+
+namespace ember {
+
+using Clock = std::chrono::steady_clock;
+
+size_t parse_size(const char* s, size_t dflt) {
+  if (!s || !*s) return dflt;
+  char* end = nullptr;
+  const double v = std::strtod(s, &end);
+  if (end == s || v < 0) return dflt;
+  double mul = 1;
+  switch (*end) {
+    case 'k': case 'K': mul = 1024.0; break;
+    case 'm': case 'M': mul = 1024.0 * 1024; break;
+    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; break;
+    default: break;
+  }
+  return static_cast<size_t>(v * mul);
+}
+
+JitConfig JitConfig::from_env() {
+  JitConfig c;
+  if (const char* m = std::getenv("EMBER_JIT")) {
+    const std::string s = m;
+    if (s == "off" || s == "0") c.mode = JitMode::Off;
+    else if (s == "eager") c.mode = JitMode::Eager;
+    else c.mode = JitMode::Auto;
+  }
+  c.memory_budget = parse_size(std::getenv("EMBER_JIT_MEMORY"), c.memory_budget);
+  if (const char* v = std::getenv("EMBER_JIT_CACHE"); v && std::string(v) == "0") c.cache = false;
+  return c;
+}
+
+std::string JitStats::to_json() const {
+  nlohmann::json j;
+  j["budget_bytes"] = budget;
+  j["peak_bytes"] = peak_bytes;
+  j["resident_code_bytes"] = resident_code_bytes;
+  j["compiles"] = compiles;
+  j["failures"] = failures;
+  j["evictions"] = evictions;
+  j["rejected_slower"] = rejected_slower;
+  j["splits"] = splits;
+  j["cache"] = {{"hits", cache_hits}, {"misses", cache_misses}, {"write_failures", cache_write_failures}};
+  nlohmann::json cs = nlohmann::json::array();
+  for (const CompositeStats& c : composites) {
+    cs.push_back({{"name", c.name},
+                  {"ops", c.ops},
+                  {"instructions", c.instructions},
+                  {"tier", c.tier},
+                  {"chunks", c.chunks},
+                  {"calls", c.calls},
+                  {"elements", c.elements},
+                  {"seconds_per_tier", {c.seconds[0], c.seconds[1], c.seconds[2]}},
+                  {"ns_per_element_per_tier", {c.ns_per_element[0], c.ns_per_element[1], c.ns_per_element[2]}},
+                  {"compile_seconds", c.compile_seconds},
+                  {"compile_peak_bytes", c.compile_peak_bytes},
+                  {"code_bytes", c.code_bytes},
+                  {"cache_hit", c.cache_hit},
+                  {"failures", c.failures},
+                  {"last_error", c.last_error}});
+  }
+  j["composites"] = cs;
+  return j.dump(2);
+}
+
+struct TierEntry {
+  // Call path (lock-free).
+  std::atomic<int64_t> inflight{0};
+  std::atomic<uint64_t> calls{0}, elements{0}, ns{0};
+
+  // Everything below is guarded by the manager's mutex.
+  const SwapTarget* owner = nullptr;
+  std::shared_ptr<const interp::Interpreted> vm;
+  bool detached = false, busy = false;
+  int tier = 0;
+#ifdef EMBER_WITH_JIT
+  std::shared_ptr<jit::JitKernel> current, previous;  // previous: kept while `current` is measured
+  std::vector<std::shared_ptr<jit::JitKernel>> retired;
+#endif
+  bool measuring = false;
+  // Speed of the kernel in use: ns/element of each scan interval it ran in
+  // (a ring of the last kWindows). Medians of these decide whether a new
+  // kernel is kept: one preempted or cache-cold interval cannot drop it.
+  static constexpr int kWindows = 16;
+  double win[kWindows] = {};
+  int nwin = 0, wpos = 0, skip = 0;
+  // While a new kernel is measured, the scan alternates the active pointer
+  // between it and the kernel it replaces, interval by interval, so both are
+  // timed under the same load (a compile, other processes), and compares
+  // the medians: ab[1] new, ab[0] old.
+  static constexpr int kAB = 8;
+  double ab[2][kAB] = {};
+  int ab_n[2] = {}, ab_side = 1;
+  uint64_t seen_calls = 0, seen_elements = 0, seen_ns = 0;
+  uint64_t tier_elements[3] = {}, tier_ns[3] = {};
+  double recent_rate = 0;  // ns spent per second of wall time, smoothed
+
+  void push_window(double r) {
+    win[wpos] = r;
+    wpos = (wpos + 1) % kWindows;
+    nwin = std::min(nwin + 1, kWindows);
+  }
+  double median_window() const {
+    double v[kWindows];
+    std::copy(win, win + nwin, v);
+    std::nth_element(v, v + nwin / 2, v + nwin);
+    return v[nwin / 2];
+  }
+  bool no_retry[3] = {};
+  int failures = 0;
+  Clock::time_point backoff_until{};
+  CompositeStats st;
+};
+
+struct TierManager::Impl {
+  mutable std::mutex mu;
+  std::condition_variable cv, idle_cv;
+  JitConfig cfg = JitConfig::from_env();
+  std::vector<std::shared_ptr<TierEntry>> entries;
+  std::thread worker;
+  bool stop = false, compiling = false;
+  size_t queued = 0;
+  JitStats totals;
+  // Per-tier compile model (CPU µs = chunks x base + per instruction x n),
+  // recalibrated from measurements. The fixed part dominates the small
+  // Composites of real models (tier 1: ~2.4 ms whatever the size,
+  // docs/jit.md); without it, per-instruction figures learnt from them
+  // over-predict large Composites many times over.
+  // Tier 1's direct emitter (jit/emit_x86.hpp) costs ~3 us per chunk +
+  // 0.15 us per instruction, ~0.1 MB at most (bench/jit_bench), so it has
+  // its own starting points, floors and fixed peak; a chunk it declines goes
+  // to LLVM, and the recalibration follows whichever ran.
+  static bool t1_direct() {
+#ifdef EMBER_WITH_JIT
+    return jit::direct_tier1();
+#else
+    return false;
+#endif
+  }
+  double base_us[3] = {0, t1_direct() ? 20.0 : 2400.0, 6000};
+  double us_per_instr[3] = {0, t1_direct() ? 0.2 : 17.0, 45};
+  double peak_per_instr[3] = {0, t1_direct() ? 500.0 : 6000.0, 12000};
+  double code_per_instr[3] = {0, t1_direct() ? 24.0 : 120.0, 120};
+  const double min_base_us[3] = {0, t1_direct() ? 5.0 : 300.0, 300.0};
+  const double min_us_per_instr[3] = {0, t1_direct() ? 0.05 : 1.0, 1.0};
+  // Fixed peak of one compile: LLVM's ~2 MB, the direct emitter's buffers.
+  const double peak_base[3] = {0, t1_direct() ? double(256 << 10) : double(2 << 20), double(2 << 20)};
+  // Instructions per compiled chunk at most, per tier, so compile time and
+  // peak memory stay linear in the Composite's size (bench/jit_bench: tier
+  // 2 costs more per instruction in larger functions, tier 1 does not).
+  // Tier 2 at 512: 24-27 us/op against 31.5 at 256, peak 0.46 MB (docs/jit.md).
+  static constexpr int kMaxChunk[3] = {0, 2048, 512};
+  // Intervals the current kernel must have been measured over before it is replaced.
+  static constexpr int kBaseWindows = 3;
+  Clock::time_point last_scan = Clock::now();
+  struct Cand {
+    TierEntry* e;
+    int tier;
+    double score;
+  };
+  std::vector<Cand> cands;
+  std::mt19937 rng{12345};
+
+  size_t resident_locked() const {
+    size_t n = 0;
+#ifdef EMBER_WITH_JIT
+    for (const auto& e : entries) {
+      if (e->current) n += e->current->code_bytes();
+      if (e->previous) n += e->previous->code_bytes();
+      for (const auto& r : e->retired) n += r->code_bytes();
+    }
+#endif
+    return n;
+  }
+
+#ifdef EMBER_WITH_JIT
+  struct Plan {
+    std::shared_ptr<TierEntry> e;
+    std::shared_ptr<const interp::Interpreted> vm;
+    int tier = 1;
+    int chunks = 1;
+  };
+
+  void install_locked(TierEntry& e, std::shared_ptr<jit::JitKernel> k, bool measure) {
+    if (e.previous) e.retired.push_back(std::move(e.previous));
+    e.previous = measure ? e.current : nullptr;
+    if (!measure && e.current) e.retired.push_back(e.current);
+    e.current = std::move(k);
+    e.tier = e.current->tier();
+    e.owner->set_active(e.current.get());
+    e.measuring = measure;
+    e.ab_n[0] = e.ab_n[1] = 0;
+    e.ab_side = 1;
+    e.nwin = e.wpos = 0;
+    e.skip = 1;  // the first interval mixes both kernels and runs cold code
+  }
+
+  const interp::ElemKernel* replaced(const TierEntry& e) const {
+    return e.previous ? static_cast<const interp::ElemKernel*>(e.previous.get()) : e.vm.get();
+  }
+  static double median_of(const double* w, int n) {
+    double v[TierEntry::kAB];
+    std::copy(w, w + n, v);
+    std::nth_element(v, v + n / 2, v + n);
+    return v[n / 2];
+  }
+
+  // Back to the interpreter (eviction): the code is freed once no call is inside it.
+  void demote_locked(TierEntry& e) {
+    e.owner->set_active(e.vm.get());
+    if (e.current) e.retired.push_back(std::move(e.current));
+    if (e.previous) e.retired.push_back(std::move(e.previous));
+    e.current = e.previous = nullptr;
+    e.tier = 0;
+    e.measuring = false;
+    e.nwin = e.wpos = 0;
+  }
+
+  void free_retired_locked(TierEntry& e) {
+    if (!e.retired.empty() && e.inflight.load(std::memory_order_seq_cst) == 0) e.retired.clear();
+  }
+
+  // Compiles (or loads from the disk cache) the plan's pieces. No lock held.
+  std::shared_ptr<jit::JitKernel> build(const Plan& p, const JitConfig& cfg, CompositeStats& st, size_t& peak,
+                                        bool& hit) {
+    const interp::Bytecode& bc = p.vm->bytecode();
+    const int n = static_cast<int>(bc.code.size());
+    std::vector<jit::Piece> pieces;
+    std::unique_ptr<jit::DiskCache> cache;
+    if (cfg.cache)
+      cache = std::make_unique<jit::DiskCache>(cfg.cache_dir.empty() ? jit::DiskCache::default_dir() : cfg.cache_dir,
+                                               cfg.cache_max_bytes);
+    const std::string cpu = cache ? jit::cpu_id() : "";
+    hit = true;
+    double secs = 0;
+    for (int k = 0; k < p.chunks; ++k) {
+      const int lo = static_cast<int>(int64_t(n) * k / p.chunks), hi = static_cast<int>(int64_t(n) * (k + 1) / p.chunks);
+      // Tier 1's direct code is not cached: emitting it costs less than
+      // looking a file up (docs/jit.md). Chunks it declines go to LLVM and
+      // its cache as before.
+      const bool direct = p.tier == 1 && jit::direct_chunk(bc, lo, hi);
+      jit::CompileStats cs;
+      std::string key;
+      bool loaded = false;
+      if (cache && !direct) {
+        key = jit::cache_key(bc, lo, hi, p.tier, cpu, jit::llvm_version());
+        if (auto obj = cache->get(key)) {
+          try {
+            pieces.push_back(jit::load_object(*obj, &cs));
+            loaded = true;
+            std::lock_guard<std::mutex> g(mu);
+            ++totals.cache_hits;
+          } catch (const std::exception&) {
+            // unusable entry: compile and overwrite it
+          }
+        }
+        if (!loaded) {
+          std::lock_guard<std::mutex> g(mu);
+          ++totals.cache_misses;
+        }
+      }
+      if (!loaded) {
+        hit = false;
+        pieces.push_back(jit::compile_chunk(bc, lo, hi, p.tier, &cs, cache != nullptr && !direct));
+        if (cache && !direct && !cs.object.empty() && !cache->put(key, cs.object)) {
+          std::lock_guard<std::mutex> g(mu);
+          ++totals.cache_write_failures;
+        }
+        // Recalibrate the per-tier model (smoothed, within bounds): small
+        // compiles correct the fixed part, large ones the per-instruction part.
+        std::lock_guard<std::mutex> g(mu);
+        const double ni = std::max(1, hi - lo);
+        const double t_us = (cs.cpu_seconds > 0 ? cs.cpu_seconds : cs.seconds) * 1e6;
+        const double resid = t_us - (base_us[p.tier] + us_per_instr[p.tier] * ni);
+        if (ni < 128)
+          base_us[p.tier] = std::clamp(base_us[p.tier] + 0.3 * resid, min_base_us[p.tier], 50000.0);
+        else
+          us_per_instr[p.tier] = std::clamp(us_per_instr[p.tier] + 0.3 * resid / ni, min_us_per_instr[p.tier], 2000.0);
+        peak_per_instr[p.tier] =
+            std::max(500.0, 0.7 * peak_per_instr[p.tier] + 0.3 * (double(cs.peak_bytes) / ni));
+        code_per_instr[p.tier] = std::max(16.0, 0.7 * code_per_instr[p.tier] + 0.3 * (double(cs.code_bytes) / ni));
+      }
+      secs += cs.seconds;
+      peak = std::max(peak, cs.peak_bytes);
+    }
+    st.compile_seconds = secs;
+    return std::make_shared<jit::JitKernel>(bc, std::move(pieces), p.tier);
+  }
+
+  // Chooses the chunk count so each chunk's predicted peak fits the budget,
+  // evicting cold kernels first. 0: cannot fit.
+  int plan_chunks_locked(const TierEntry& self, int tier, int n) {
+    auto predicted = [&](int instr) {
+      return peak_base[tier] + (peak_per_instr[tier] + code_per_instr[tier]) * instr;
+    };
+    auto avail = [&] {
+      const double r = static_cast<double>(resident_locked());
+      return static_cast<double>(cfg.memory_budget) - r;
+    };
+    // Evict the coldest compiled kernels while the whole compile would not fit.
+    while (predicted(n) > avail()) {
+      TierEntry* cold = nullptr;
+      for (const auto& e : entries)
+        if (e.get() != &self && !e->busy && e->current && (!cold || e->recent_rate < cold->recent_rate))
+          cold = e.get();
+      if (!cold) break;
+      demote_locked(*cold);
+      free_retired_locked(*cold);
+      ++totals.evictions;
+    }
+    const double a = avail() - code_per_instr[tier] * n;  // the code stays resident
+    if (a <= peak_base[tier]) return 0;
+    const double per = peak_per_instr[tier];
+    const int max_instr = static_cast<int>(std::min<double>({double(n), (a - peak_base[tier]) / per, double(kMaxChunk[tier])}));
+    if (max_instr < 1) return 0;
+    return (n + max_instr - 1) / max_instr;
+  }
+
+  // Updates counters, ends measurements, frees retired code; returns the
+  // best candidate for a compile, if any.
+  std::optional<Plan> scan_locked() {
+    const auto now = Clock::now();
+    const double wall = std::max(1e-6, std::chrono::duration<double>(now - last_scan).count());
+    last_scan = now;
+    cands.clear();  // reused: the idle scan does not allocate
+    for (const auto& sp : entries) {
+      TierEntry& e = *sp;
+      const uint64_t c = e.calls.load(), el = e.elements.load(), ns = e.ns.load();
+      const uint64_t dns = ns - e.seen_ns, del = el - e.seen_elements;
+      e.tier_ns[e.tier] += dns;
+      e.tier_elements[e.tier] += del;
+      e.seen_calls = c;
+      e.seen_elements = el;
+      e.seen_ns = ns;
+      e.recent_rate = 0.5 * e.recent_rate + 0.5 * (double(dns) / wall);
+      if (del > 0) {
+        if (e.skip > 0) {
+          --e.skip;
+        } else if (e.measuring) {
+          // A/B: record this interval for the kernel that ran it, then switch.
+          const int sd = e.ab_side;
+          if (e.ab_n[sd] < TierEntry::kAB) e.ab[sd][e.ab_n[sd]++] = double(dns) / double(del);
+          e.ab_side = e.ab_n[1 - sd] < TierEntry::kAB ? 1 - sd : sd;
+          e.owner->set_active(e.ab_side ? static_cast<const interp::ElemKernel*>(e.current.get()) : replaced(e));
+        } else {
+          e.push_window(double(dns) / double(del));
+        }
+      }
+      free_retired_locked(e);
+      if (e.measuring && e.ab_n[0] >= TierEntry::kAB && e.ab_n[1] >= TierEntry::kAB) {
+        // Keep the new kernel only if it is faster per element than the one
+        // it replaced (medians of interleaved intervals, so noise cannot decide).
+        const double new_rate = median_of(e.ab[1], e.ab_n[1]), old_rate = median_of(e.ab[0], e.ab_n[0]);
+        const int old_tier = e.previous ? e.previous->tier() : 0;
+        e.measuring = false;
+        if (new_rate >= old_rate) {
+          e.no_retry[e.tier] = true;
+          ++totals.rejected_slower;
+          e.owner->set_active(replaced(e));
+          e.retired.push_back(std::move(e.current));
+          e.current = std::move(e.previous);
+          e.tier = old_tier;
+          e.nwin = e.wpos = 0;
+          e.skip = 1;
+        } else {
+          e.owner->set_active(e.current.get());
+          e.nwin = e.wpos = 0;
+          if (e.previous) e.retired.push_back(std::move(e.previous));
+        }
+        free_retired_locked(e);
+      }
+      if (e.busy || e.measuring || cfg.mode != JitMode::Auto || e.vm->bytecode().code.empty()) continue;
+      // A baseline first: the replaced kernel's median over a few intervals
+      // (a lifetime average is skewed by the first, cold calls: on 1e5-element
+      // calls it kept a tier-1 kernel 3x slower than the VM).
+      if (e.nwin < kBaseWindows) continue;
+      if (now < e.backoff_until || e.failures >= 4) continue;
+      int next = e.tier + 1;
+      while (next <= cfg.max_tier && e.no_retry[next]) ++next;
+      if (next > cfg.max_tier) continue;
+      const double n = static_cast<double>(e.vm->bytecode().code.size());
+      const double chunks = std::ceil(n / kMaxChunk[next]);
+      const double predicted_s = (base_us[next] * chunks + us_per_instr[next] * n) * 1e-6;
+      const double spent_s = e.tier_ns[e.tier] * 1e-9;
+      const double factor = cfg.hot_factor * (next == 2 ? 4 : 1);
+      cands.push_back({&e, next, spent_s / (factor * predicted_s)});
+    }
+    // Thresholds rise with the backlog: a candidate must clear 1 + backlog/4.
+    size_t ready = 0;
+    for (const Cand& c : cands) ready += c.score >= 1;
+    queued = ready;
+    const double bar = 1.0 + double(ready) / 4;
+    const Cand* best = nullptr;
+    for (const Cand& c : cands)
+      if (c.score >= bar && (!best || c.e->recent_rate > best->e->recent_rate)) best = &c;
+    if (!best) return std::nullopt;
+    for (const auto& sp : entries)
+      if (sp.get() == best->e) return Plan{sp, sp->vm, best->tier, 1};
+    return std::nullopt;
+  }
+
+  // Runs one plan: budget, compile, install. Called with `lk` held; unlocks
+  // around the compile.
+  void run_plan(std::unique_lock<std::mutex>& lk, Plan p, bool measure) {
+    TierEntry& e = *p.e;
+    const int n = static_cast<int>(p.vm->bytecode().code.size());
+    p.chunks = plan_chunks_locked(e, p.tier, n);
+    if (p.chunks > 1) ++totals.splits;
+    e.busy = true;
+    compiling = true;
+    const JitConfig cfg_copy = cfg;
+    const size_t resident = resident_locked();
+    lk.unlock();
+    std::shared_ptr<jit::JitKernel> k;
+    std::string err;
+    size_t peak = 0;
+    bool hit = false;
+    CompositeStats cs;
+    if (p.chunks == 0) {
+      err = "compile does not fit the JIT memory budget";
+    } else {
+      try {
+        k = build(p, cfg_copy, cs, peak, hit);
+      } catch (const std::bad_alloc&) {
+        err = "out of memory while compiling";
+      } catch (const std::exception& ex) {
+        err = ex.what();
+      }
+    }
+    lk.lock();
+    e.busy = false;
+    compiling = false;
+    totals.peak_bytes = std::max(totals.peak_bytes, resident + peak);
+    if (!k) {
+      ++e.failures;
+      ++totals.failures;
+      e.st.failures = e.failures;
+      e.st.last_error = err;
+      // Randomized exponential backoff; after 4 failures stop trying.
+      const double ms = 50.0 * std::pow(2.0, e.failures) * (1 + std::uniform_real_distribution<>(0, 1)(rng));
+      e.backoff_until = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
+    } else if (!e.detached) {
+      ++totals.compiles;
+      e.st.compile_seconds += cs.compile_seconds;
+      e.st.compile_peak_bytes = std::max(e.st.compile_peak_bytes, peak);
+      e.st.chunks = p.chunks;
+      e.st.cache_hit = hit;
+      install_locked(e, std::move(k), measure);
+    }
+    idle_cv.notify_all();
+  }
+
+  void loop() {
+    std::unique_lock<std::mutex> lk(mu);
+    while (!stop) {
+      cv.wait_for(lk, std::chrono::milliseconds(2));
+      if (stop) break;
+      auto p = scan_locked();
+      if (p) run_plan(lk, std::move(*p), true);
+      else idle_cv.notify_all();
+    }
+  }
+#endif
+};
+
+TierManager::TierManager() : impl_(std::make_unique<Impl>()) {}
+
+TierManager::~TierManager() {
+  {
+    std::lock_guard<std::mutex> g(impl_->mu);
+    impl_->stop = true;
+  }
+  impl_->cv.notify_all();
+  if (impl_->worker.joinable()) impl_->worker.join();
+}
+
+TierManager& TierManager::instance() {
+  // Leaked: Programs destroyed during static destruction still detach.
+  static TierManager* m = new TierManager();
+  return *m;
+}
+
+void TierManager::configure(const JitConfig& c) {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  impl_->cfg = c;
+  for (auto& e : impl_->entries) {
+    e->failures = 0;
+    e->backoff_until = {};
+  }
+  // The peak is reported against the budget: a new budget starts it anew.
+  impl_->totals.peak_bytes = impl_->resident_locked();
+}
+
+JitConfig TierManager::config() const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  return impl_->cfg;
+}
+
+void TierManager::enter(TierEntry* e) { e->inflight.fetch_add(1, std::memory_order_seq_cst); }
+
+bool TierManager::enter_sampled(TierEntry* e) {
+  e->inflight.fetch_add(1, std::memory_order_seq_cst);
+  return e->calls.fetch_add(1, std::memory_order_relaxed) % kSample == 0;
+}
+
+void TierManager::leave_sampled(TierEntry* e, bool timed, int64_t elements, int64_t ns) {
+  if (timed) {
+    e->elements.fetch_add(static_cast<uint64_t>(elements) * kSample, std::memory_order_relaxed);
+    e->ns.fetch_add(static_cast<uint64_t>(ns) * kSample, std::memory_order_relaxed);
+  }
+  e->inflight.fetch_sub(1, std::memory_order_release);
+}
+
+void TierManager::leave(TierEntry* e, int64_t elements, int64_t ns) {
+  e->calls.fetch_add(1, std::memory_order_relaxed);
+  e->elements.fetch_add(static_cast<uint64_t>(elements), std::memory_order_relaxed);
+  e->ns.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
+  e->inflight.fetch_sub(1, std::memory_order_release);
+}
+
+std::shared_ptr<TierEntry> TierManager::attach(const SwapTarget& k, std::shared_ptr<const interp::Interpreted> vm) {
+#ifndef EMBER_WITH_JIT
+  return nullptr;
+#else
+  std::unique_lock<std::mutex> lk(impl_->mu);
+  if (impl_->cfg.mode == JitMode::Off) return nullptr;
+  auto e = std::make_shared<TierEntry>();
+  e->owner = &k;
+  e->vm = std::move(vm);
+  e->st.ops = static_cast<int>(k.composite().nodes.size());
+  e->st.instructions = static_cast<int>(e->vm->bytecode().code.size());
+  e->st.name = "composite" + std::to_string(impl_->entries.size());
+  impl_->entries.push_back(e);
+  if (impl_->cfg.mode == JitMode::Eager) {
+    if (jit::available() && !e->vm->bytecode().code.empty()) {
+      // Before the first call: straight to the top tier, no measurement.
+      impl_->run_plan(lk, Impl::Plan{e, e->vm, impl_->cfg.max_tier, 1}, false);
+    }
+  } else if (!impl_->worker.joinable()) {
+    impl_->worker = std::thread([this] { impl_->loop(); });
+  }
+  return e;
+#endif
+}
+
+void TierManager::detach(const std::shared_ptr<TierEntry>& e) {
+  if (!e) return;
+  std::unique_lock<std::mutex> lk(impl_->mu);
+  // A compile for this entry may be running: it checks `detached` before installing.
+  impl_->idle_cv.wait(lk, [&] { return !e->busy; });
+  e->detached = true;
+  auto& v = impl_->entries;
+  v.erase(std::remove(v.begin(), v.end(), e), v.end());
+#ifdef EMBER_WITH_JIT
+  // The owning Program is being destroyed: no call can be inside its code.
+  e->current.reset();
+  e->previous.reset();
+  e->retired.clear();
+#endif
+}
+
+void TierManager::quiesce() {
+  std::unique_lock<std::mutex> lk(impl_->mu);
+  impl_->cv.notify_all();
+  impl_->idle_cv.wait_for(lk, std::chrono::seconds(60), [&] { return !impl_->compiling && impl_->queued == 0; });
+}
+
+JitStats TierManager::stats() const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  JitStats s = impl_->totals;
+  s.budget = impl_->cfg.memory_budget;
+  s.resident_code_bytes = impl_->resident_locked();
+  s.peak_bytes = std::max(s.peak_bytes, s.resident_code_bytes);
+  for (const auto& e : impl_->entries) {
+    CompositeStats c = e->st;
+    c.tier = e->tier;
+    c.calls = e->calls.load();
+    c.elements = e->elements.load();
+    for (int t = 0; t < 3; ++t) {
+      c.seconds[t] = e->tier_ns[t] * 1e-9;
+      c.ns_per_element[t] = e->tier_elements[t] ? double(e->tier_ns[t]) / double(e->tier_elements[t]) : 0;
+    }
+#ifdef EMBER_WITH_JIT
+    c.code_bytes = e->current ? e->current->code_bytes() : 0;
+#endif
+    s.composites.push_back(std::move(c));
+  }
+  return s;
+}
+
+}  // namespace ember

@@ -1,0 +1,114 @@
+// The compile service: watches every Elemwise kernel's interpreter time and
+// compiles the hot ones on ONE background thread (tier 1 quick, tier 2
+// optimized), swapping them in through SwapTarget::set_active. No call
+// ever waits for a compile; a failed or unprofitable compile leaves the
+// Composite on the tier it was on. Configured from the environment until
+// ember::Options carries these fields: EMBER_JIT=off|auto|eager,
+// EMBER_JIT_MEMORY=SIZE (default 256M), EMBER_CACHE_DIR, EMBER_JIT_CACHE=0.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "interp/vm.hpp"
+
+namespace ember {
+
+// What the service swaps compiled kernels into: an Elemwise node's kernel
+// (engine/ops/elemwise.hpp). Calls read the active kernel once at their start.
+class SwapTarget {
+ public:
+  virtual const interp::Composite& composite() const = 0;
+  virtual void set_active(const interp::ElemKernel* k) const = 0;
+
+ protected:
+  ~SwapTarget() = default;
+};
+
+enum class JitMode { Off, Auto, Eager };
+
+// "256M", "1.5G", "4096": bytes; dflt when s is empty or not a size.
+size_t parse_size(const char* s, size_t dflt);
+
+struct JitConfig {
+  JitMode mode = JitMode::Auto;
+  size_t memory_budget = size_t(256) << 20;  // compile transients + resident code
+  bool cache = true;
+  std::string cache_dir;                     // "" = $EMBER_CACHE_DIR, $XDG_CACHE_HOME/ember, ~/.cache/ember
+  size_t cache_max_bytes = size_t(512) << 20;
+  int max_tier = 2;
+  // Auto mode: compile when the time already spent interpreting exceeds
+  // `hot_factor` x the predicted compile time (raised as the queue backs up).
+  double hot_factor = 1.0;
+  static JitConfig from_env();
+};
+
+// Per-kernel counters on the call path, and the kernel's tiering state
+// (guarded by the manager's mutex).
+struct TierEntry;
+
+// Per-Composite statistics.
+struct CompositeStats {
+  std::string name;
+  int ops = 0, instructions = 0, tier = 0, chunks = 0, failures = 0;
+  uint64_t calls = 0, elements = 0;
+  double seconds[3] = {0, 0, 0};     // time spent per tier
+  double ns_per_element[3] = {0, 0, 0};
+  double compile_seconds = 0;
+  size_t compile_peak_bytes = 0, code_bytes = 0;
+  bool cache_hit = false;
+  std::string last_error;
+};
+
+struct JitStats {
+  size_t budget = 0, peak_bytes = 0, resident_code_bytes = 0;
+  uint64_t compiles = 0, failures = 0, evictions = 0, rejected_slower = 0, splits = 0;
+  uint64_t cache_hits = 0, cache_misses = 0, cache_write_failures = 0;
+  std::vector<CompositeStats> composites;
+  std::string to_json() const;
+};
+
+class TierManager {
+ public:
+  // The process-wide service (its worker starts on first attach in auto mode).
+  static TierManager& instance();
+
+  // Registers a kernel. Returns nullptr when the JIT is off or compiled out.
+  // In eager mode compiles it to the top tier before returning.
+  std::shared_ptr<TierEntry> attach(const SwapTarget& k, std::shared_ptr<const interp::Interpreted> vm);
+  void detach(const std::shared_ptr<TierEntry>& e);
+
+  // Replaces the configuration (tests, CLI). Affects later attaches and compiles.
+  void configure(const JitConfig& c);
+  JitConfig config() const;
+  JitStats stats() const;
+  // Blocks until no compile is queued or running (tests, benchmarks).
+  void quiesce();
+
+  // Call-path hooks (lock-free): a call enters before reading the active
+  // kernel and leaves after its last use.
+  static void enter(TierEntry* e);
+  static void leave(TierEntry* e, int64_t elements, int64_t ns);
+  // The same, timing only one call in kSample per kernel (reading the clock
+  // twice costs more than a small Composite's whole call): enter_sampled says
+  // whether to time this call; leave_sampled counts a timed call's elements
+  // and ns kSample times, so the counters stay unbiased estimates. The
+  // counter is the kernel's own: a per-thread one would alias with the
+  // program's node count and time the same nodes every call.
+  static constexpr uint64_t kSample = 16;
+  static bool enter_sampled(TierEntry* e);
+  static void leave_sampled(TierEntry* e, bool timed, int64_t elements, int64_t ns);
+
+  ~TierManager();
+
+  struct Impl;
+
+ private:
+  TierManager();
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ember
