@@ -52,7 +52,8 @@ the VM. `micro.sh` runs it up to 1,000 ops.
 HAND_MEASURED = """## Micro-benchmarks measured by hand
 
 Measured on 2026-11-30 on the same kind of machine (2 shared cores, AMD EPYC Zen 4 under KVM, AVX2 build), JIT \
-build; not produced by `run_all.sh`. Each line names the command that reproduces it.
+build; not produced by `run_all.sh`. Each line names the command that reproduces it. On a \
+loaded machine the absolute figures rise (up to about 2x); the ratios between tiers and backends hold better.
 
 **Executor cost per call on model graphs** (`EMBER_JIT=off`; `build/jit/bench/executor_bench GRAPH X.npy`, X = \
 the first point of the model's `.values.json`, medians of 5 runs of the median of 201 batches; instructions per \
