@@ -20,10 +20,12 @@ using namespace ember;
 
 namespace {
 
-int cmd_info(const std::string& path) {
+int cmd_info(const std::string& path, const std::string& write_path) {
   auto prog = Program::load(path);
   const Graph& g = prog->graph();
   std::printf("graph %s%s%s\n", path.c_str(), g.name.empty() ? "" : ": ", g.name.c_str());
+  std::printf("%s\n", prog->impl().pass_report.summary().c_str());
+  if (!write_path.empty()) g.write_file(write_path);
   auto shape_str = [](const Shape& s) {
     std::string r = "(";
     for (int d = 0; d < s.ndim; ++d)
@@ -41,7 +43,7 @@ int cmd_info(const std::string& path) {
     std::printf("  %s %s %s\n", i.name.c_str(), std::string(dtype_name(i.dtype)).c_str(), shape_str(i.static_shape).c_str());
   std::map<std::string, int> counts;
   for (const NodeSpec& n : g.nodes) counts[n.op]++;
-  std::printf("nodes: %zu\n", g.nodes.size());
+  std::printf("nodes: %zu (%zu steps after fusing one-element runs)\n", g.nodes.size(), prog->impl().steps.size());
   for (auto& [op, c] : counts) std::printf("  %-24s %d\n", op.c_str(), c);
   int k = 0;
   for (const Step& st : prog->impl().steps) {
@@ -210,8 +212,10 @@ int main(int argc, char** argv) {
   CLI::App app{"ember: run PyTensor computation graphs at once, warm up to compiled speed"};
   app.require_subcommand(1);
   std::string graph_path;
-  auto* info = app.add_subcommand("info", "inputs, outputs, node counts by op, Composites");
+  auto* info = app.add_subcommand("info", "inputs, outputs, graph passes, node counts by op, Composites");
   info->add_option("graph", graph_path, "graph file")->required();
+  std::string passed_path;
+  info->add_option("--write", passed_path, "write the graph as the load-time passes left it");
   app.add_subcommand("ops", "every supported tensor op and scalar op");
   auto* run = app.add_subcommand("run", "run a graph and print its outputs and timings");
   run->add_option("graph", graph_path, "graph file")->required();
@@ -236,7 +240,7 @@ int main(int argc, char** argv) {
   add_fuzz_command(app);
   CLI11_PARSE(app, argc, argv);
   try {
-    if (info->parsed()) return cmd_info(graph_path);
+    if (info->parsed()) return cmd_info(graph_path, passed_path);
     if (run->parsed()) return cmd_run(graph_path, inputs, seed, repeat, out_dir, unknown_dim, jit);
     return cmd_ops();
   } catch (const LoadError& e) {

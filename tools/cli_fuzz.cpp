@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/differential.hpp"
+#include "tools/pass_fuzz.hpp"
 #include "engine/graph/graph.hpp"
 #include "interp/math/math.hpp"
 #include "interp/vm.hpp"
@@ -36,6 +37,7 @@ struct FuzzArgs {
   std::string samples_file;
   int samples = 200;
   bool tensor_graphs = false;
+  bool passes = false;
   std::string corpus_dir;
   int keep_going = 0;
   int jit_every = 8;  // > 0: report up to this many distinct mismatches, then stop
@@ -138,6 +140,30 @@ int tensor_graphs(const FuzzArgs& a) {
     ++ran;
   }
   std::printf("tensor graphs: %" PRId64 " ran, %" PRId64 " skipped (op not implemented yet)\n", ran, unsupported);
+  return 0;
+}
+
+// Random graphs for the load-time passes: passes off vs on, same bits.
+int pass_graphs(const FuzzArgs& a) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  Rng rng(a.seed);
+  int64_t done = 0;
+  for (; done < a.iterations; ++done) {
+    if (a.time_limit > 0 && std::chrono::duration<double>(clock::now() - t0).count() > a.time_limit) break;
+    const uint64_t case_seed = rng();
+    Rng crng(case_seed);
+    const fuzz::PassCase c = fuzz::random_pass_case(crng);
+    const fuzz::PassResult r = fuzz::check_pass_case(c);
+    if (r.ok) continue;
+    const std::string path = a.out.empty() ? "fuzz-passes-" + std::to_string(case_seed) + ".json" : a.out;
+    std::ofstream(path) << c.graph << "\n";
+    std::fprintf(stderr, "ember fuzz --passes: case seed %" PRIu64 ": %s\ngraph: %s\n", case_seed, r.message.c_str(),
+                 path.c_str());
+    return 1;
+  }
+  std::printf("ember fuzz --passes: %" PRId64 " graphs, passes on and off agree, %.1f s\n", done,
+              std::chrono::duration<double>(clock::now() - t0).count());
   return 0;
 }
 
@@ -251,6 +277,7 @@ int run(const FuzzArgs& a) {
   if (!a.replay.empty()) return replay(a);
   if (!a.samples_file.empty()) return dump_samples(a);
   if (a.tensor_graphs) return tensor_graphs(a);
+  if (a.passes) return pass_graphs(a);
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   Rng rng(a.seed);
@@ -310,6 +337,7 @@ void add_fuzz_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--loops", a->loops, "share of cases that are ScalarLoops (default 0.1)")->check(CLI::Range(0.0, 1.0));
   sub->add_flag("--tensor-graphs", a->tensor_graphs, "fuzz small tensor graphs (serial vs parallel) instead");
+  sub->add_flag("--passes", a->passes, "fuzz the load-time graph passes (random graphs, passes off vs on) instead");
   sub->callback([a] {
     int rc;
     try {

@@ -7,7 +7,7 @@ namespace ember {
 using nlohmann::json;
 
 std::string NodeContext::where() const {
-  return g_.source + ": node " + std::to_string(index_) + " (" + spec().op + ")";
+  return g_.source + ": node " + std::to_string(shown_) + " (" + spec().op + ")";
 }
 
 void NodeContext::fail(const std::string& field, const std::string& msg) const {

@@ -59,7 +59,10 @@ class OpKernel {
 // naming file, node index, op and field.
 class NodeContext {
  public:
-  NodeContext(const Graph& g, int index, const Options& opt = Options{}) : g_(g), index_(index), opt_(opt) {}
+  // `shown`: the node's number in messages when it differs from `index`
+  // (the loader's passes renumber nodes; messages name the file's).
+  NodeContext(const Graph& g, int index, const Options& opt = Options{}, int shown = -1)
+      : g_(g), index_(index), shown_(shown < 0 ? index : shown), opt_(opt) {}
   const Options& options() const { return opt_; }
   const Graph& graph() const { return g_; }
   const NodeSpec& spec() const { return g_.nodes[index_]; }
@@ -88,7 +91,7 @@ class NodeContext {
 
  private:
   const Graph& g_;
-  int index_;
+  int index_, shown_;
   Options opt_;
 };
 

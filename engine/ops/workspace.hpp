@@ -19,6 +19,7 @@ class ElemwiseKernel;
 // One node of the static schedule.
 struct Step {
   int node = -1;                 // index in the graph's node list
+  int shown = -1;                // its number in messages (the file's, before passes); -1: node
   const OpKernel* kernel = nullptr;
   std::vector<int> in, out;      // variable ids
   std::vector<int> out_slot;     // buffer slot per output

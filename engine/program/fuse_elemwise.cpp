@@ -307,8 +307,9 @@ int fuse_elemwise(ProgramImpl& p) {
     k->attach_tier();
 
     fused.node = p.steps[G.members[0]].node;
+    fused.shown = p.steps[G.members[0]].shown;
     fused.op = "Elemwise (fused: " + std::to_string(G.members.size()) + " nodes from node " +
-               std::to_string(fused.node) + ")";
+               std::to_string(fused.shown >= 0 ? fused.shown : fused.node) + ")";
     fused.kernel = k.get();
     fused.in = ext_in;
     fused.out = ext_out;

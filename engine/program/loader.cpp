@@ -4,6 +4,7 @@
 #include <set>
 
 #include "engine/program/fuse_elemwise.hpp"
+#include "engine/program/passes/passes.hpp"
 #include "engine/program/program_impl.hpp"
 
 namespace ember {
@@ -122,8 +123,13 @@ std::unique_ptr<ProgramImpl> ProgramImpl::build(Graph g, const Options& o) {
     throw LoadError(msg);
   }
 
+  // Graph passes (engine/program/passes/); messages keep naming the file's nodes.
+  p->pass_report = passes::run_passes(p->graph, p->options);
+  check_topology(gr);
+  const std::vector<int>& shown = p->pass_report.origin;
+
   for (size_t k = 0; k < gr.nodes.size(); ++k) {
-    NodeContext ctx(gr, static_cast<int>(k), p->options);
+    NodeContext ctx(gr, static_cast<int>(k), p->options, k < shown.size() ? shown[k] : -1);
     std::unique_ptr<OpKernel> kernel;
     try {
       kernel = find_op(gr.nodes[k].op)(ctx);
@@ -132,6 +138,7 @@ std::unique_ptr<ProgramImpl> ProgramImpl::build(Graph g, const Options& o) {
     }
     Step st;
     st.node = static_cast<int>(k);
+    st.shown = k < shown.size() ? shown[k] : -1;
     st.kernel = kernel.get();
     st.in = gr.nodes[k].inputs;
     st.out = gr.nodes[k].outputs;

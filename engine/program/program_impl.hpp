@@ -14,6 +14,7 @@
 #include "engine/graph/graph.hpp"
 #include "engine/ops/op.hpp"
 #include "engine/ops/workspace.hpp"
+#include "engine/program/passes/passes.hpp"
 #include "interp/kernel.hpp"
 
 namespace ember {
@@ -28,6 +29,7 @@ struct ProgramImpl {
   std::vector<Tensor> const_values;  // parallel to const_vars
   int num_slots = 0;
   size_t arena_bytes = 0, fused_ops_size = 0;  // Workspace::arena / fused_ops sizes
+  passes::PassReport pass_report;  // what the load-time graph passes did
 
   mutable std::mutex shared_mu;  // guards shared_values
   mutable std::vector<std::shared_ptr<const Array>> shared_values;

@@ -50,6 +50,15 @@ struct Options {
   // Load-time fusion of one-element Elemwise runs (engine/program/fuse_elemwise.hpp).
   // False turns it off; so does the environment variable EMBER_FUSE=0.
   bool fuse_elemwise = true;
+  // Load-time graph passes (engine/program/passes/passes.hpp), each exact:
+  // false turns one off; so do EMBER_PASSES=0 (all) and EMBER_PASS_<NAME>=0.
+  struct Passes {
+    bool dce = true;       // dead-code removal
+    bool fold = true;      // constant folding
+    bool cse = true;       // common-subexpression elimination
+    bool simplify = true;  // gradient artefacts, exact algebraic identities
+    bool fuse = true;      // element-wise fusion of any shape into Composites
+  } passes;
 };
 
 class Program {

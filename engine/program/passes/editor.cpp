@@ -1,0 +1,249 @@
+#include "engine/program/passes/editor.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <queue>
+
+namespace ember::passes {
+
+Editor::Editor(Graph& graph) : g(graph) {
+  const size_t nv = g.vars.size();
+  producer_.assign(nv, -1);
+  const_of_.assign(nv, -1);
+  is_output_.assign(nv, 0);
+  repl_.assign(nv, -1);
+  removed_.assign(g.nodes.size(), 0);
+  pos_.resize(g.nodes.size());
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    pos_[k] = static_cast<int>(k);
+    for (int v : g.nodes[k].outputs) producer_[v] = static_cast<int>(k);
+  }
+  for (size_t k = 0; k < g.constants.size(); ++k) const_of_[g.constants[k].var] = static_cast<int>(k);
+  for (const InputSpec& in : g.inputs)
+    if (in.shared) const_of_[in.var] = -1;
+  for (int v : g.outputs) is_output_[v] = 1;
+}
+
+Tensor Editor::constant(int v) const {
+  const ConstSpec& c = g.constants[const_of_[v]];
+  return Tensor::contiguous(g.vars[v].dtype, c.shape, const_cast<void*>(c.data));
+}
+
+void Editor::replace(int from, int to) {
+  to = resolve(to);
+  if (from != to) repl_[from] = to;
+}
+
+int Editor::resolve(int v) const {
+  int r = v;
+  while (repl_[r] >= 0) r = repl_[r];
+  while (repl_[v] >= 0 && repl_[v] != r) {  // path compression
+    const int next = repl_[v];
+    repl_[v] = r;
+    v = next;
+  }
+  return r;
+}
+
+NodeSpec& Editor::node(int k) {
+  NodeSpec& n = g.nodes[k];
+  for (int& v : n.inputs) v = resolve(v);
+  return n;
+}
+
+int Editor::add_var(const VarSpec& v) {
+  g.vars.push_back(v);
+  producer_.push_back(-1);
+  const_of_.push_back(-1);
+  is_output_.push_back(0);
+  repl_.push_back(-1);
+  return static_cast<int>(g.vars.size()) - 1;
+}
+
+void Editor::make_constant(int var, const Array& value) {
+  ConstSpec c;
+  c.var = var;
+  c.shape = value.t.shape;
+  c.data = value.t.data;
+  g.storage.push_back(value.mem);
+  const_of_[var] = static_cast<int>(g.constants.size());
+  g.constants.push_back(c);
+  producer_[var] = -1;
+}
+
+int Editor::add_constant(DType dt, const Shape& static_shape, const Array& value) {
+  VarSpec v;
+  v.dtype = dt;
+  v.static_shape = static_shape;
+  const int var = add_var(v);
+  make_constant(var, value);
+  return var;
+}
+
+int Editor::scalar_constant(DType dt, double value, int ndim) {
+  Shape s;
+  s.ndim = ndim;
+  for (int d = 0; d < ndim; ++d) s.dims[d] = 1;
+  Array a = Array::empty(dt, s);
+  dtype_dispatch(dt, [&](auto t) { *a.data<decltype(t)>() = static_cast<decltype(t)>(value); });
+  return add_constant(dt, s, a);
+}
+
+int Editor::add_node(NodeSpec n, int at) {
+  const int k = static_cast<int>(g.nodes.size());
+  for (int v : n.outputs) producer_[v] = k;
+  g.nodes.push_back(std::move(n));
+  removed_.push_back(0);
+  pos_.push_back(at);
+  if (origin) origin->push_back(at >= 0 && at < static_cast<int>(origin->size()) ? (*origin)[at] : at);
+  return k;
+}
+
+std::vector<std::vector<int>> Editor::users() const {
+  std::vector<std::vector<int>> u(g.vars.size());
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    if (removed_[k]) continue;
+    for (int v : g.nodes[k].inputs) u[resolve(v)].push_back(static_cast<int>(k));
+  }
+  return u;
+}
+
+int Editor::commit() {
+  const int n = static_cast<int>(g.nodes.size());
+  for (int k = 0; k < n; ++k)
+    if (!removed_[k]) node(k);
+
+  // Graph outputs keep their variables.
+  std::vector<char> claimed(g.vars.size(), 0);
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const int o = g.outputs[k];
+    const int r = resolve(o);
+    if (r == o) continue;
+    if (const int po = producer_[o]; po >= 0 && !removed_[po]) {
+      // o's node stays (another of its outputs is used): it writes a fresh,
+      // unread variable instead.
+      const int fresh = add_var(g.vars[o]);
+      for (int& v : g.nodes[po].outputs)
+        if (v == o) v = fresh;
+      producer_[fresh] = po;
+      producer_[o] = -1;
+    }
+    const int p = producer_[r];
+    const VarSpec &vo = g.vars[o], &vr = g.vars[r];
+    bool same = vo.dtype == vr.dtype && vo.static_shape.ndim == vr.static_shape.ndim;
+    for (int d = 0; same && d < vo.static_shape.ndim; ++d) same = vo.static_shape.dims[d] == vr.static_shape.dims[d];
+    if (p >= 0 && !removed_[p] && !is_output_[r] && !claimed[r] && same) {
+      // The node defining r defines o instead; r's users read o.
+      for (int& v : g.nodes[p].outputs)
+        if (v == r) v = o;
+      producer_[o] = p;
+      producer_[r] = -1;
+      repl_[o] = -1;
+      repl_[r] = o;
+      claimed[r] = 1;
+      for (int j = 0; j < n; ++j)
+        if (!removed_[j])
+          for (int& v : g.nodes[j].inputs)
+            if (v == r) v = o;
+    } else {
+      repl_[o] = -1;
+      NodeSpec copy;
+      copy.op = "DeepCopyOp";
+      copy.inputs = {r};
+      copy.outputs = {o};
+      copy.attrs = nlohmann::json::object();
+      add_node(std::move(copy), p >= 0 ? pos_[p] : 0);
+    }
+  }
+
+  // Kahn's algorithm over live nodes, smallest position first.
+  const int m = static_cast<int>(g.nodes.size());
+  std::vector<int> pending(m, 0);
+  std::vector<std::vector<int>> waiting(g.vars.size());
+  for (int k = 0; k < m; ++k) {
+    if (removed_[k]) continue;
+    for (int v : g.nodes[k].inputs) {
+      const int p = producer_[v];
+      if (p >= 0 && p != k && !removed_[p]) {
+        ++pending[k];
+        waiting[v].push_back(k);
+      }
+    }
+  }
+  using Item = std::pair<int64_t, int>;  // (position, node)
+  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> ready;
+  auto key = [&](int k) { return static_cast<int64_t>(pos_[k]) * (int64_t(1) << 24) + k; };
+  for (int k = 0; k < m; ++k)
+    if (!removed_[k] && pending[k] == 0) ready.emplace(key(k), k);
+  std::vector<NodeSpec> order;
+  std::vector<int> org;
+  order.reserve(m);
+  while (!ready.empty()) {
+    const int k = ready.top().second;
+    ready.pop();
+    if (origin) org.push_back(k < static_cast<int>(origin->size()) ? (*origin)[k] : k);
+    for (int v : g.nodes[k].outputs)
+      for (int u : waiting[v])
+        if (--pending[u] == 0) ready.emplace(key(u), u);
+    order.push_back(std::move(g.nodes[k]));
+  }
+  g.nodes = std::move(order);
+  if (origin) *origin = std::move(org);
+
+  // Fresh state for the next pass on the same editor.
+  const size_t nv = g.vars.size();
+  producer_.assign(nv, -1);
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    for (int v : g.nodes[k].outputs) producer_[v] = static_cast<int>(k);
+  repl_.assign(nv, -1);
+  removed_.assign(g.nodes.size(), 0);
+  pos_.resize(g.nodes.size());
+  for (size_t k = 0; k < g.nodes.size(); ++k) pos_[k] = static_cast<int>(k);
+  return static_cast<int>(g.nodes.size());
+}
+
+// ---- helpers --------------------------------------------------------------
+
+bool one_element(const VarSpec& v) {
+  for (int d = 0; d < v.static_shape.ndim; ++d)
+    if (v.static_shape.dims[d] != 1) return false;
+  return true;
+}
+
+bool same_static_shape(const Shape& a, const Shape& b) {
+  if (a.ndim != b.ndim) return false;
+  for (int d = 0; d < a.ndim; ++d)
+    if (a.dims[d] < 0 || a.dims[d] != b.dims[d]) return false;
+  return true;
+}
+
+bool constant_all(const Editor& e, int v, double x) {
+  if (!e.is_constant(v)) return false;
+  const Tensor t = e.constant(v);
+  bool all = true;
+  dtype_dispatch(t.dtype, [&](auto z) {
+    using T = decltype(z);
+    for (int64_t i = 0; i < t.size() && all; ++i) all = static_cast<double>(t.at<T>(i)) == x;
+  });
+  return all;
+}
+
+std::string elemwise_scalar_op(const NodeSpec& n) {
+  if (n.op != "Elemwise" || !n.attrs.is_object()) return "";
+  auto it = n.attrs.find("scalar_op");
+  if (it == n.attrs.end() || !it->is_object()) return "";
+  auto op = it->find("op");
+  if (op == it->end() || !op->is_string()) return "";
+  const std::string& s = op->get_ref<const std::string&>();
+  if (s == "Composite" || s == "ScalarLoop") return "";
+  return s;
+}
+
+bool same_broadcast_pattern(const Shape& a, const Shape& b) {
+  if (a.ndim != b.ndim) return false;
+  for (int d = 0; d < a.ndim; ++d)
+    if ((a.dims[d] == 1) != (b.dims[d] == 1)) return false;
+  return true;
+}
+
+}  // namespace ember::passes

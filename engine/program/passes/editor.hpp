@@ -1,0 +1,88 @@
+// A Graph under rewriting, shared by the load-time passes (passes.hpp): who
+// defines each variable, which are constants, and edits that take effect
+// at commit(): replaced uses, removed and added nodes, new constants. Graph
+// outputs keep their variables (and so their names and static shapes).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ember/ember.hpp"
+#include "engine/graph/graph.hpp"
+
+namespace ember::passes {
+
+class Editor {
+ public:
+  explicit Editor(Graph& g);
+  Graph& g;
+
+  int num_nodes() const { return static_cast<int>(g.nodes.size()); }
+  // The node defining v (its index), or -1 for inputs and constants.
+  int producer(int v) const { return producer_[v]; }
+  // A constant that is not a shared input (shared values may be re-bound).
+  bool is_constant(int v) const { return const_of_[v] >= 0; }
+  Tensor constant(int v) const;  // is_constant(v) must hold
+  bool is_graph_output(int v) const { return is_output_[v] != 0; }
+
+  // Uses of `from` read `to` from now on (resolve) and after commit().
+  void replace(int from, int to);
+  int resolve(int v) const;
+  // Resolves the inputs of node k in place and returns the node.
+  NodeSpec& node(int k);
+
+  void remove(int k) { removed_[k] = 1; }
+  bool removed(int k) const { return removed_[k] != 0; }
+
+  int add_var(const VarSpec& v);
+  // Variable `var` (the output of a node the caller removes) becomes a
+  // constant holding `value`, kept alive by the graph.
+  void make_constant(int var, const Array& value);
+  // A new variable holding `value`.
+  int add_constant(DType dt, const Shape& static_shape, const Array& value);
+  // A scalar constant of dtype dt (0-d, or with `ndim` dims of 1).
+  int scalar_constant(DType dt, double value, int ndim);
+  // Appends a node; commit() places it where its inputs allow, ordered among
+  // the others as if it stood at position `at` (an original node index).
+  int add_node(NodeSpec n, int at);
+
+  // Live users of each variable (node indices, in order, once per use),
+  // from the current (resolved) inputs.
+  std::vector<std::vector<int>> users() const;
+
+  // Applies the edits: inputs resolved, removed nodes dropped, a stable
+  // topological order (ties broken by position). A graph output whose
+  // variable was replaced gets the replacement's defining node renamed to
+  // it, or when that cannot be (an input, a constant, another output, other
+  // static shape) a DeepCopyOp. Returns the number of nodes after.
+  int commit();
+
+  // The original index of each node of the committed graph (for messages):
+  // chained through every commit of the pipeline.
+  std::vector<int>* origin = nullptr;
+
+ private:
+  std::vector<int> producer_, const_of_;
+  std::vector<char> is_output_, removed_;
+  mutable std::vector<int> repl_;  // -1: not replaced
+  std::vector<int> pos_;           // per node: ordering key
+};
+
+// ---- small helpers shared by the passes -----------------------------------
+
+// Every dim statically 1 (0-d included).
+bool one_element(const VarSpec& v);
+// Static dims: true when every dim of `a` is known and equal to b's.
+bool same_static_shape(const Shape& a, const Shape& b);
+// A constant's elements all equal `x` (compared in double; NaN never equal).
+bool constant_all(const Editor& e, int v, double x);
+// The scalar op name of an Elemwise node ("" for Composites, ScalarLoops
+// and other ops).
+std::string elemwise_scalar_op(const NodeSpec& n);
+// Equal rank, and every dim statically 1 in both or in neither. Under
+// PyTensor's broadcasting rule (only static 1s broadcast) an Elemwise
+// operand with its output's pattern has the output's run-time shape.
+bool same_broadcast_pattern(const Shape& a, const Shape& b);
+
+}  // namespace ember::passes

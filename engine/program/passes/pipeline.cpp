@@ -1,0 +1,80 @@
+// The order the load-time passes run in (passes.hpp) and their switches.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "engine/program/passes/editor.hpp"
+#include "engine/program/passes/passes.hpp"
+
+namespace ember::passes {
+
+namespace {
+
+bool env_off(const char* name) {
+  const char* e = std::getenv(name);
+  return e && std::strcmp(e, "0") == 0;
+}
+
+}  // namespace
+
+Options::Passes enabled_passes(const Options& o) {
+  Options::Passes p = o.passes;
+  if (env_off("EMBER_PASSES")) return Options::Passes{false, false, false, false, false};
+  p.dce = p.dce && !env_off("EMBER_PASS_DCE");
+  p.fold = p.fold && !env_off("EMBER_PASS_FOLD");
+  p.cse = p.cse && !env_off("EMBER_PASS_CSE");
+  p.simplify = p.simplify && !env_off("EMBER_PASS_SIMPLIFY");
+  p.fuse = p.fuse && !env_off("EMBER_PASS_FUSE");
+  return p;
+}
+
+PassReport run_passes(Graph& g, const Options& o) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  PassReport rep;
+  rep.nodes_before = static_cast<int>(g.nodes.size());
+  rep.origin.resize(g.nodes.size());
+  for (size_t k = 0; k < g.nodes.size(); ++k) rep.origin[k] = static_cast<int>(k);
+  const Options::Passes on = enabled_passes(o);
+  Editor e(g);
+  e.origin = &rep.origin;
+  auto run = [&](const char* name, bool enabled, auto&& pass) {
+    if (!enabled) return;
+    const auto s0 = clock::now();
+    PassStat st;
+    st.name = name;
+    st.nodes_before = static_cast<int>(g.nodes.size());
+    st.rewrites = pass();
+    st.nodes_after = static_cast<int>(g.nodes.size());
+    st.ms = std::chrono::duration<double, std::milli>(clock::now() - s0).count();
+    rep.passes.push_back(st);
+  };
+  run("dce", on.dce, [&] { return dead_code(e); });
+  run("fold", on.fold, [&] { return fold_constants(e, o); });
+  run("cse", on.cse, [&] { return common_subexpressions(e); });
+  run("simplify", on.simplify, [&] { return simplify(e); });
+  run("fold", on.fold && on.simplify, [&] { return fold_constants(e, o); });
+  run("cse", on.cse && on.simplify, [&] { return common_subexpressions(e); });
+  run("fuse", on.fuse, [&] { return fuse_elementwise(e); });
+  run("dce", on.dce, [&] { return dead_code(e); });
+  rep.nodes_after = static_cast<int>(g.nodes.size());
+  rep.ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  return rep;
+}
+
+std::string PassReport::summary() const {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "passes: %d -> %d nodes in %.2f ms", nodes_before, nodes_after, ms);
+  std::string s = buf;
+  if (passes.empty()) return s + " (all off)";
+  s += " (";
+  for (size_t k = 0; k < passes.size(); ++k) {
+    const PassStat& p = passes[k];
+    std::snprintf(buf, sizeof buf, "%s%s %d/%.2f ms", k ? ", " : "", p.name.c_str(), p.rewrites, p.ms);
+    s += buf;
+  }
+  return s + ")";
+}
+
+}  // namespace ember::passes

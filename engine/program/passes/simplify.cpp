@@ -1,0 +1,273 @@
+// Algebraic simplification, in the manner of XLA's: local rewrites of one
+// node at a time, in topological order (so each node sees its inputs
+// already simplified), applied only where the result is the same bits:
+//
+//   fill: Second(x, y) -> y when y already has the output's broadcast pattern
+//   identity views and casts: DeepCopyOp, ViewOp, OutputGuard,
+//     TensorFromScalar, ScalarFromTensor, Elemwise Identity, Cast to the
+//     same dtype, CheckAndRaise of constant-true conditions -> x
+//   DimShuffle: the identity -> x; DimShuffle of DimShuffle -> one
+//   Reshape: to x's own static shape -> x; of one element to one element
+//     -> DimShuffle (a view either way)
+//   Subtensor taking every element (full slices) -> x
+//   SpecifyShape claiming nothing beyond x's static shape -> x
+//   Alloc of a value already of the output's static shape -> the value
+//   neg(neg x) -> x; x * 1 -> x (any operand of a Mul); x / 1 -> x;
+//   x + (-0.0) -> x (floats; integer 0); x - 0 -> x (+0.0 or integer 0);
+//   x ** 1 -> x; x ** 2 -> Sqr(x); x ** -1 -> Reciprocal(x) (float64, whose
+//     pow gives exactly these for these exponents: docs/math.md);
+//   Switch on a constant condition -> the branch taken
+//
+// where an operand dropped never decides the output's shape (PyTensor's
+// broadcasting rule) and the result has the output's dtype. x + 0.0 is not
+// x for x = -0.0 and stays.
+#include <cmath>
+#include <cstring>
+
+#include "engine/program/passes/editor.hpp"
+#include "engine/program/passes/passes.hpp"
+
+namespace ember::passes {
+
+namespace {
+
+using nlohmann::json;
+
+// Every element of constant v is a zero whose sign bit is `negative`
+// (floats), or 0 (integers and bool, when `negative` is false).
+bool constant_zero(const Editor& e, int v, bool negative) {
+  if (!e.is_constant(v)) return false;
+  const Tensor t = e.constant(v);
+  bool all = true;
+  dtype_dispatch(t.dtype, [&](auto z) {
+    using T = decltype(z);
+    for (int64_t i = 0; i < t.size() && all; ++i) {
+      const T x = t.at<T>(i);
+      if constexpr (std::is_floating_point_v<T>) all = x == T(0) && std::signbit(x) == negative;
+      else all = !negative && x == T(0);
+    }
+  });
+  return all;
+}
+
+bool constant_bool(const Editor& e, int v, bool value) {
+  if (!e.is_constant(v)) return false;
+  const Tensor t = e.constant(v);
+  bool all = true;
+  dtype_dispatch(t.dtype, [&](auto z) {
+    using T = decltype(z);
+    for (int64_t i = 0; i < t.size() && all; ++i) all = (t.at<T>(i) != T(0)) == value;
+  });
+  return all;
+}
+
+// DimShuffle's new_order: axis numbers, -1 for "x"; empty optional when malformed.
+std::optional<std::vector<int>> read_order(const NodeSpec& n) {
+  auto it = n.attrs.find("new_order");
+  if (it == n.attrs.end() || !it->is_array()) return std::nullopt;
+  std::vector<int> r;
+  for (const json& x : *it) {
+    if (x.is_string() && x.get<std::string>() == "x") r.push_back(-1);
+    else if (x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() < kMaxRank) r.push_back(x.get<int>());
+    else return std::nullopt;
+  }
+  return r;
+}
+
+json order_json(const std::vector<int>& order) {
+  json a = json::array();
+  for (int x : order) a.push_back(x < 0 ? json("x") : json(x));
+  return a;
+}
+
+bool is_identity_order(const std::vector<int>& order, int in_ndim) {
+  if (static_cast<int>(order.size()) != in_ndim) return false;
+  for (int i = 0; i < in_ndim; ++i)
+    if (order[i] != i) return false;
+  return true;
+}
+
+// A Subtensor whose idx_list takes every element of x.
+bool full_subtensor(const NodeSpec& n, const VarSpec& x) {
+  if (n.inputs.size() != 1) return false;
+  auto it = n.attrs.find("idx_list");
+  if (it == n.attrs.end() || !it->is_array() || static_cast<int>(it->size()) > x.static_shape.ndim) return false;
+  for (size_t d = 0; d < it->size(); ++d) {
+    const json& e = (*it)[d];
+    if (!e.is_object() || e.value("type", json()) != "slice") return false;
+    auto field = [&](const char* k) { return e.contains(k) ? e[k] : json(); };
+    const json start = field("start"), stop = field("stop"), step = field("step");
+    if (!step.is_null() && !(step.is_number_integer() && step.get<int64_t>() == 1)) return false;
+    if (!start.is_null() && !(start.is_number_integer() && start.get<int64_t>() == 0)) return false;
+    if (!stop.is_null()) {
+      const int64_t n_d = x.static_shape.dims[d];
+      if (!stop.is_number_integer() || n_d < 0 || stop.get<int64_t>() < n_d) return false;
+    }
+  }
+  return true;
+}
+
+class Simplifier {
+ public:
+  explicit Simplifier(Editor& ed) : e(ed), g(ed.g) {}
+  int run();
+
+ private:
+  Editor& e;
+  Graph& g;
+  int rewrites = 0;
+
+  const VarSpec& var(int v) const { return g.vars[v]; }
+  // o may be replaced by x: same dtype and run-time shape.
+  bool same_type(int x, int o) const {
+    return var(x).dtype == var(o).dtype && same_broadcast_pattern(var(x).static_shape, var(o).static_shape);
+  }
+  void to(int k, int o, int x) {
+    e.replace(o, x);
+    e.remove(k);
+    ++rewrites;
+  }
+  void set_scalar_op(NodeSpec& n, const char* op, std::vector<int> inputs) {
+    n.attrs["scalar_op"] = json{{"op", op}};
+    n.inputs = std::move(inputs);
+    ++rewrites;
+  }
+  void elemwise(int k, NodeSpec& n, const std::string& s);
+  void dimshuffle(int k, NodeSpec& n);
+};
+
+void Simplifier::dimshuffle(int k, NodeSpec& n) {
+  const int x = n.inputs[0], o = n.outputs[0];
+  auto order = read_order(n);
+  if (!order) return;
+  if (is_identity_order(*order, var(x).static_shape.ndim) && var(x).dtype == var(o).dtype) return to(k, o, x);
+  const int p = e.producer(x);
+  if (p < 0 || g.nodes[p].op != "DimShuffle" || g.nodes[p].inputs.size() != 1) return;
+  auto inner = read_order(g.nodes[p]);
+  if (!inner) return;
+  std::vector<int> composed;
+  for (int a : *order) {
+    if (a >= static_cast<int>(inner->size())) return;
+    composed.push_back(a < 0 ? -1 : (*inner)[a]);
+  }
+  const int y = e.resolve(g.nodes[p].inputs[0]);
+  if (is_identity_order(composed, var(y).static_shape.ndim) && var(y).dtype == var(o).dtype) return to(k, o, y);
+  n.inputs = {y};
+  n.attrs["new_order"] = order_json(composed);
+  ++rewrites;
+}
+
+void Simplifier::elemwise(int k, NodeSpec& n, const std::string& s) {
+  if (n.outputs.size() != 1 || n.inputs.empty()) return;
+  const int o = n.outputs[0];
+  const DType dt = var(o).dtype;
+  const Shape& os = var(o).static_shape;
+  const std::vector<int>& in = n.inputs;
+  auto float64_or_int = [&] { return dt == DType::Float64 || (!dtype_is_float(dt) && dt != DType::Bool); };
+
+  if ((s == "Identity" || s == "Cast") && in.size() == 1 && same_type(in[0], o)) return to(k, o, in[0]);
+  if (s == "Second" && in.size() == 2 && same_type(in[1], o)) return to(k, o, in[1]);
+  if (s == "Neg" && in.size() == 1) {
+    const int p = e.producer(in[0]);
+    if (p >= 0 && elemwise_scalar_op(g.nodes[p]) == "Neg" && g.nodes[p].inputs.size() == 1) {
+      const int x = e.resolve(g.nodes[p].inputs[0]);
+      if (same_type(x, o) && var(in[0]).dtype == dt) return to(k, o, x);
+    }
+    return;
+  }
+  if (s == "Switch" && in.size() == 3) {
+    if (constant_bool(e, in[0], true) && same_type(in[1], o)) return to(k, o, in[1]);
+    if (constant_bool(e, in[0], false) && same_type(in[2], o)) return to(k, o, in[2]);
+    if (in[1] == in[2] && same_type(in[1], o)) return to(k, o, in[1]);
+    return;
+  }
+  // Binary identities with a constant right operand that does not shape the output.
+  if (in.size() == 2 && same_type(in[0], o)) {
+    const int x = in[0], c = in[1];
+    if (s == "TrueDiv" && dtype_is_float(dt) && constant_all(e, c, 1.0)) return to(k, o, x);
+    if (s == "Sub" && constant_zero(e, c, false)) return to(k, o, x);
+    if (s == "Pow" && float64_or_int() && constant_all(e, c, 1.0)) return to(k, o, x);
+  }
+  if (s == "Pow" && in.size() == 2 && float64_or_int() && same_broadcast_pattern(var(in[0]).static_shape, os)) {
+    if (constant_all(e, in[1], 2.0)) return set_scalar_op(n, "Sqr", {in[0]});
+    if (dt == DType::Float64 && constant_all(e, in[1], -1.0)) return set_scalar_op(n, "Reciprocal", {in[0]});
+    return;
+  }
+  if (s == "Mul" || s == "Add") {
+    // Drop neutral constants: x * 1, and x + (-0.0) (float) or x + 0 (integer).
+    std::vector<int> keep;
+    for (int v : in) {
+      const bool neutral = s == "Mul" ? constant_all(e, v, 1.0)
+                                      : (dtype_is_float(dt) ? constant_zero(e, v, true) && dtype_is_float(var(v).dtype)
+                                                            : dt != DType::Bool && constant_zero(e, v, false));
+      if (!neutral) keep.push_back(v);
+    }
+    if (keep.size() == in.size() || keep.empty()) return;
+    // The operands left must still give the output's shape.
+    for (int d = 0; d < os.ndim; ++d) {
+      if (os.dims[d] == 1) continue;
+      bool shaped = false;
+      for (int v : keep) shaped = shaped || var(v).static_shape.dims[d] != 1;
+      if (!shaped) return;
+    }
+    if (keep.size() == 1) {
+      if (same_type(keep[0], o)) return to(k, o, keep[0]);
+      return;
+    }
+    n.inputs = keep;
+    ++rewrites;
+  }
+}
+
+int Simplifier::run() {
+  for (int k = 0; k < e.num_nodes(); ++k) {
+    if (e.removed(k)) continue;
+    NodeSpec& n = e.node(k);
+    if (n.outputs.size() != 1 || n.inputs.empty()) continue;
+    const int x = n.inputs[0], o = n.outputs[0];
+    const std::string& op = n.op;
+    if (op == "Elemwise") {
+      const std::string s = elemwise_scalar_op(n);
+      if (!s.empty()) elemwise(k, n, s);
+    } else if (op == "DimShuffle") {
+      if (n.inputs.size() == 1) dimshuffle(k, n);
+    } else if (op == "DeepCopyOp" || op == "ViewOp" || op == "OutputGuard" || op == "TensorFromScalar" ||
+               op == "ScalarFromTensor") {
+      if (n.inputs.size() != 1 || var(x).dtype != var(o).dtype || var(x).static_shape.ndim != var(o).static_shape.ndim)
+        continue;
+      // A graph output copied from an input, a constant or another output keeps its copy.
+      if (e.is_graph_output(o) && (e.producer(x) < 0 || e.is_graph_output(x))) continue;
+      to(k, o, x);
+    } else if (op == "CheckAndRaise" || op == "Assert") {
+      bool all_true = true;
+      for (size_t i = 1; i < n.inputs.size(); ++i) all_true = all_true && constant_bool(e, n.inputs[i], true);
+      if (all_true && var(x).dtype == var(o).dtype) to(k, o, x);
+    } else if (op == "SpecifyShape" || op == "Alloc" || op == "Reshape" || op == "Subtensor") {
+      const Shape &xs = var(x).static_shape, &os = var(o).static_shape;
+      if (var(x).dtype != var(o).dtype) continue;
+      if (op == "SpecifyShape") {
+        // Only when the output's static shape says nothing more than x's.
+        bool nothing_more = xs.ndim == os.ndim;
+        for (int d = 0; nothing_more && d < os.ndim; ++d) nothing_more = os.dims[d] < 0 || os.dims[d] == xs.dims[d];
+        if (nothing_more) to(k, o, x);
+      } else if (op == "Subtensor") {
+        if (xs.ndim == os.ndim && full_subtensor(n, var(x))) to(k, o, x);
+      } else if (same_static_shape(xs, os)) {
+        to(k, o, x);  // Alloc or Reshape to the shape x already has
+      } else if (op == "Reshape" && one_element(var(x)) && one_element(var(o))) {
+        n.op = "DimShuffle";
+        n.inputs = {x};
+        n.attrs = json{{"new_order", order_json(std::vector<int>(os.ndim, -1))}};
+        ++rewrites;
+      }
+    }
+  }
+  if (rewrites) e.commit();
+  return rewrites;
+}
+
+}  // namespace
+
+int simplify(Editor& e) { return Simplifier(e).run(); }
+
+}  // namespace ember::passes

@@ -1,0 +1,385 @@
+// The load-time graph passes (engine/program/passes/): what each one
+// rewrites, what it must leave, and that a passed program gives the bits of
+// the unpassed one.
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "ember/ember.hpp"
+#include "engine/ops/elemwise.hpp"
+#include "engine/program/program_impl.hpp"
+#include "test_util.hpp"
+#include "tools/differential.hpp"
+#include "tools/pass_fuzz.hpp"
+
+using namespace ember;
+using nlohmann::json;
+
+namespace {
+
+const Options::Passes kOff{false, false, false, false, false};
+
+Options with(Options::Passes p) {
+  Options o;
+  o.passes = p;
+  return o;
+}
+
+Options only(const char* name) {
+  Options::Passes p = kOff;
+  if (!std::strcmp(name, "dce")) p.dce = true;
+  if (!std::strcmp(name, "fold")) p.fold = true;
+  if (!std::strcmp(name, "cse")) p.cse = true;
+  if (!std::strcmp(name, "simplify")) p.simplify = true;
+  if (!std::strcmp(name, "fuse")) p.fuse = true;
+  return with(p);
+}
+
+struct Builder {
+  json vars = json::array(), nodes = json::array(), inputs = json::array(), outputs = json::array(),
+       constants = json::array();
+  int var(const char* dt, json shape, const char* name = nullptr) {
+    json v = {{"dtype", dt}, {"shape", shape}};
+    if (name) v["name"] = name;
+    vars.push_back(v);
+    return static_cast<int>(vars.size()) - 1;
+  }
+  int input(const char* dt, json shape, const char* name = nullptr) {
+    const int v = var(dt, shape, name);
+    inputs.push_back({{"var", v}});
+    return v;
+  }
+  int constant(const char* dt, json shape, json data) {
+    const int v = var(dt, shape);
+    constants.push_back({{"var", v}, {"data", data}});
+    return v;
+  }
+  int ew(const char* op, std::vector<int> in, const char* dt, json shape) {
+    const int v = var(dt, shape);
+    nodes.push_back({{"op", "Elemwise"}, {"inputs", in}, {"outputs", {v}}, {"attrs", {{"scalar_op", {{"op", op}}}}}});
+    return v;
+  }
+  int node(const char* op, std::vector<int> in, const char* dt, json shape, json attrs = json::object()) {
+    const int v = var(dt, shape);
+    nodes.push_back({{"op", op}, {"inputs", in}, {"outputs", {v}}, {"attrs", attrs}});
+    return v;
+  }
+  std::string str() const {
+    return json{{"format", "ember-graph"}, {"version", 1}, {"variables", vars}, {"inputs", inputs},
+                {"outputs", outputs}, {"constants", constants}, {"nodes", nodes}}
+        .dump();
+  }
+};
+
+size_t nodes_of(const std::shared_ptr<const Program>& p) { return p->graph().nodes.size(); }
+
+int count_op(const std::shared_ptr<const Program>& p, const std::string& op, const std::string& scalar = "") {
+  int n = 0;
+  for (const NodeSpec& s : p->graph().nodes)
+    if (s.op == op && (scalar.empty() || s.attrs["scalar_op"]["op"] == scalar)) ++n;
+  return n;
+}
+
+std::vector<Array> call(const std::shared_ptr<const Program>& p, const std::vector<Array>& args) {
+  std::vector<Tensor> v;
+  for (const Array& a : args) v.push_back(a.t);
+  return p->call(std::span<const Tensor>(v.data(), v.size()));
+}
+
+// Same dtypes, shapes and bits (NaN as a class).
+void check_same(const std::vector<Array>& a, const std::vector<Array>& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    INFO("output " << k);
+    REQUIRE(a[k].t.dtype == b[k].t.dtype);
+    REQUIRE(a[k].t.shape.str() == b[k].t.shape.str());
+    const size_t es = dtype_size(a[k].t.dtype);
+    for (int64_t i = 0; i < a[k].size(); ++i) {
+      INFO("element " << i);
+      CHECK(fuzz::same_value(a[k].t.dtype, static_cast<char*>(a[k].t.data) + i * es,
+                             static_cast<char*>(b[k].t.data) + i * es));
+    }
+  }
+}
+
+// Loads `g` with the passes `o` and without any, runs both on `args`,
+// requires the same bits; returns the passed program.
+std::shared_ptr<const Program> same_bits(const std::string& g, const std::vector<Array>& args,
+                                         const Options& o = Options{}) {
+  auto on = Program::from_json(g, o), off = Program::from_json(g, with(kOff));
+  check_same(call(off, args), call(on, args));
+  return on;
+}
+
+Array vec(std::vector<double> x) { return Array::of<double>(Shape{1, {static_cast<int64_t>(x.size())}}, x); }
+
+}  // namespace
+
+TEST_CASE("passes_dce_removes_nodes_that_reach_no_output") {
+  Builder b;
+  const int x = b.input("float64", {3});
+  b.ew("Exp", {x}, "float64", {3});  // dead
+  const int y = b.ew("Neg", {x}, "float64", {3});
+  b.ew("Log", {y}, "float64", {3});  // dead
+  b.outputs = {y};
+  auto p = same_bits(b.str(), {vec({1, -2, 3})}, only("dce"));
+  CHECK(nodes_of(p) == 1);
+  CHECK(p->impl().pass_report.passes.at(0).rewrites == 2);
+}
+
+TEST_CASE("passes_fold_evaluates_constant_nodes_with_the_kernels_bits") {
+  Builder b;
+  const int x = b.input("float64", {3});
+  const int c = b.constant("float64", json::array(), {0.1});
+  const int d = b.constant("int8", json::array(), {3});
+  const int e = b.ew("Exp", {c}, "float64", json::array());
+  const int f = b.ew("Pow", {e, d}, "float64", json::array());
+  const int g = b.node("DimShuffle", {f}, "float64", {1}, {{"new_order", {"x"}}});
+  const int y = b.ew("Mul", {x, g}, "float64", {3});
+  b.outputs = {y, f};
+  auto p = same_bits(b.str(), {vec({1, -2, 3})}, only("fold"));
+  CHECK(nodes_of(p) == 1);
+  // The folded value is what the kernel computes at run time.
+  auto off = Program::from_json(b.str(), with(kOff));
+  auto want = call(off, {vec({1, 2, 3})});
+  auto got = call(p, {vec({1, 2, 3})});
+  CHECK(std::memcmp(want[1].t.data, got[1].t.data, 8) == 0);
+  CHECK(p->outputs()[1].var == f);  // the output keeps its variable, now a constant
+}
+
+TEST_CASE("passes_fold_leaves_failing_nodes_to_the_call") {
+  Builder b;
+  const int c = b.constant("float64", {2}, {1.0, 2.0});
+  const int no = b.constant("bool", json::array(), {false});
+  const int chk = b.node("CheckAndRaise", {c, no}, "float64", {2}, {{"msg", "always fails"}});
+  b.outputs = {chk};
+  auto p = Program::from_json(b.str(), only("fold"));
+  CHECK(nodes_of(p) == 1);
+  CHECK_THROWS_WITH(p->call(std::span<const Tensor>()), Catch::Matchers::Contains("always fails"));
+}
+
+TEST_CASE("passes_cse_merges_equal_nodes_and_constants") {
+  Builder b;
+  const int x = b.input("float64", {3});
+  const int c1 = b.constant("float64", json::array(), {2.0});
+  const int c2 = b.constant("float64", json::array(), {2.0});
+  const int c3 = b.constant("float64", json::array(), {-0.0});
+  const int c4 = b.constant("float64", json::array(), {0.0});
+  const int d1 = b.node("DimShuffle", {c1}, "float64", {1}, {{"new_order", {"x"}}});
+  const int d2 = b.node("DimShuffle", {c2}, "float64", {1}, {{"new_order", {"x"}}});
+  const int a1 = b.ew("Mul", {x, d1}, "float64", {3});
+  const int a2 = b.ew("Mul", {x, d2}, "float64", {3});
+  const int s = b.ew("Add", {a1, a2}, "float64", {3});
+  const int z3 = b.node("DimShuffle", {c3}, "float64", {1}, {{"new_order", {"x"}}});
+  const int z4 = b.node("DimShuffle", {c4}, "float64", {1}, {{"new_order", {"x"}}});
+  const int t = b.ew("Add", {s, z3}, "float64", {3});
+  const int u = b.ew("Add", {t, z4}, "float64", {3});
+  b.outputs = {u};
+  auto p = same_bits(b.str(), {vec({1, -0.0, 3})}, only("cse"));
+  // d2 and a2 merge (constants 2.0 merge first); -0.0 and 0.0 are different constants.
+  CHECK(nodes_of(p) == 7);
+}
+
+TEST_CASE("passes_simplify_fill_neg_neg_and_neutral_operands") {
+  Builder b;
+  const int x = b.input("float64", {4});
+  const int one = b.constant("float64", {1}, {1.0});
+  const int mzero = b.constant("float64", {1}, {-0.0});
+  const int pzero = b.constant("int8", {1}, {0});
+  const int two = b.constant("int8", {1}, {2});
+  const int m1 = b.constant("float64", {1}, {-1.0});
+  const int n1 = b.ew("Neg", {x}, "float64", {4});
+  const int n2 = b.ew("Neg", {n1}, "float64", {4});          // x
+  const int f = b.ew("Second", {x, n2}, "float64", {4});      // n2
+  const int m = b.ew("Mul", {one, f}, "float64", {4});        // f
+  const int a = b.ew("Add", {m, mzero}, "float64", {4});      // m
+  const int s = b.ew("Sub", {a, pzero}, "float64", {4});      // a
+  const int d = b.ew("TrueDiv", {s, one}, "float64", {4});    // s
+  const int q = b.ew("Pow", {d, two}, "float64", {4});        // Sqr(d)
+  const int r = b.ew("Pow", {q, m1}, "float64", {4});         // Reciprocal(q)
+  b.outputs = {r};
+  const std::vector<Array> args = {vec({1.5, -0.0, NAN, -INFINITY})};
+  Options o = only("simplify");
+  o.passes.dce = true;
+  auto p = same_bits(b.str(), args, o);
+  CHECK(count_op(p, "Elemwise") == 2);
+  CHECK(count_op(p, "Elemwise", "Sqr") == 1);
+  CHECK(count_op(p, "Elemwise", "Reciprocal") == 1);
+}
+
+TEST_CASE("passes_simplify_keeps_inexact_identities") {
+  Builder b;
+  const int x = b.input("float64", {3});
+  const int pzero = b.constant("float64", {1}, {0.0});
+  const int mzero = b.constant("float64", {1}, {-0.0});
+  const int half = b.constant("float64", {1}, {0.5});
+  const int a = b.ew("Add", {x, pzero}, "float64", {3});     // -0.0 + 0.0 is +0.0: stays
+  const int s = b.ew("Sub", {a, mzero}, "float64", {3});     // x - (-0.0) is x + 0.0: stays
+  const int q = b.ew("Pow", {s, half}, "float64", {3});      // not sqrt at -0.0, -inf: stays
+  b.outputs = {q};
+  auto p = same_bits(b.str(), {vec({-0.0, -INFINITY, 4.0})}, only("simplify"));
+  CHECK(nodes_of(p) == 3);
+}
+
+TEST_CASE("passes_simplify_keeps_operands_that_shape_the_output") {
+  Builder b;
+  const int x = b.input("float64", {1});
+  const int ones = b.constant("float64", {3}, {1.0, 1.0, 1.0});
+  const int y = b.ew("Mul", {x, ones}, "float64", {3});  // broadcasts x: stays
+  const int z = b.ew("Second", {y, x}, "float64", {3});  // fills: stays
+  b.outputs = {z};
+  auto p = same_bits(b.str(), {vec({2.0})}, only("simplify"));
+  CHECK(nodes_of(p) == 2);
+}
+
+TEST_CASE("passes_simplify_views_dimshuffle_chains_reshape_subtensor") {
+  Builder b;
+  const int x = b.input("float64", {2, 3}, "x");
+  const int t = b.node("DimShuffle", {x}, "float64", {3, 2}, {{"new_order", {1, 0}}});
+  const int u = b.node("DimShuffle", {t}, "float64", {1, 2, 3}, {{"new_order", {"x", 1, 0}}});
+  const int v = b.node("DimShuffle", {u}, "float64", {2, 3}, {{"new_order", {1, 2}}});  // x
+  const int shape = b.constant("int64", {2}, {2, 3});
+  const int r = b.node("Reshape", {v, shape}, "float64", {2, 3}, {{"ndim", 2}});       // x
+  const int s = b.node("Subtensor", {r}, "float64", {2, 3},
+                       {{"idx_list", {{{"type", "slice"}, {"start", nullptr}, {"stop", nullptr}, {"step", nullptr}}}}});
+  const int sp = b.node("SpecifyShape", {s}, "float64", {2, 3}, {{"shape", {nullptr, nullptr}}});
+  const int c = b.node("DeepCopyOp", {sp}, "float64", {2, 3});
+  const int e = b.ew("Exp", {c}, "float64", {2, 3});
+  b.outputs = {e};
+  Array xa = Array::of<double>(Shape{2, {2, 3}}, {1, 2, 3, 4, 5, 6});
+  Options o = only("simplify");
+  o.passes.dce = true;
+  auto p = same_bits(b.str(), {xa}, o);
+  CHECK(nodes_of(p) == 1);
+}
+
+TEST_CASE("passes_graph_outputs_keep_names_and_variables") {
+  Builder b;
+  const int x = b.input("float64", {3}, "x");
+  const int n1 = b.ew("Neg", {x}, "float64", {3});
+  const int n2 = b.ew("Neg", {n1}, "float64", {3});  // x itself
+  b.vars[n2]["name"] = "same_as_x";
+  const int e = b.ew("Exp", {x}, "float64", {3});
+  const int e2 = b.ew("Exp", {x}, "float64", {3});   // merged with e
+  b.vars[e2]["name"] = "exp_again";
+  b.vars[e]["name"] = "exp";
+  b.outputs = {n2, e, e2};
+  auto p = same_bits(b.str(), {vec({1, 2, 3})});
+  REQUIRE(p->outputs().size() == 3);
+  CHECK(p->outputs()[0].name == "same_as_x");
+  CHECK(p->outputs()[1].name == "exp");
+  CHECK(p->outputs()[2].name == "exp_again");
+  CHECK(p->outputs()[0].var == n2);
+  CHECK(p->outputs()[2].var == e2);
+}
+
+TEST_CASE("passes_fuse_chains_and_trees_of_any_shape") {
+  Builder b;
+  const int x = b.input("float64", {json(nullptr)}, "x");
+  const int y = b.input("float64", {json(nullptr)}, "y");
+  const int s = b.input("float64", {1}, "s");
+  const int e = b.ew("Exp", {x}, "float64", {json(nullptr)});
+  const int m = b.ew("Mul", {e, s}, "float64", {json(nullptr)});
+  const int l = b.ew("Log1p", {y}, "float64", {json(nullptr)});
+  const int a = b.ew("Add", {m, l}, "float64", {json(nullptr)});
+  const int sum = b.node("Sum", {e}, "float64", json::array(), {{"axis", nullptr}});  // e is used outside
+  b.outputs = {a, sum};
+  auto p = same_bits(b.str(), {vec({0.5, -1, 2, 3}), vec({1, 2, 3, 4}), vec({-2})}, only("fuse"));
+  CHECK(nodes_of(p) == 2);
+  const auto* k = dynamic_cast<const ElemwiseKernel*>(p->impl().steps[0].kernel);
+  REQUIRE(k);
+  CHECK(k->composite().nodes.size() == 4);
+  CHECK(k->composite().outputs.size() == 2);  // a, and e for the Sum
+}
+
+TEST_CASE("passes_fuse_separates_broadcast_patterns_and_avoids_cycles") {
+  Builder b;
+  const int x = b.input("float64", {3}, "x");
+  const int s = b.input("float64", {1}, "s");
+  const int t = b.ew("Exp", {s}, "float64", {1});          // (1,): its own pattern
+  const int e = b.ew("Exp", {x}, "float64", {3});
+  const int sum = b.node("Sum", {e}, "float64", json::array(), {{"axis", nullptr}});
+  const int d = b.node("DimShuffle", {sum}, "float64", {1}, {{"new_order", {"x"}}});
+  // e -> Sum -> d -> m: fusing e with m would need the Sum inside.
+  const int m = b.ew("Mul", {e, d}, "float64", {3});
+  const int a = b.ew("Add", {m, t}, "float64", {3});
+  b.outputs = {a};
+  auto p = same_bits(b.str(), {vec({0.5, -1, 2}), vec({-2})}, only("fuse"));
+  // e alone; m and a fused; t alone.
+  CHECK(count_op(p, "Elemwise") == 3);
+}
+
+TEST_CASE("passes_fuse_bounds_operands") {
+  Builder b;
+  std::vector<int> xs;
+  for (int k = 0; k < 40; ++k) xs.push_back(b.input("float64", {2}));
+  int acc = xs[0];
+  for (int k = 1; k < 40; ++k) acc = b.ew("Add", {acc, xs[k]}, "float64", {2});
+  b.outputs = {acc};
+  std::vector<Array> args;
+  for (int k = 0; k < 40; ++k) args.push_back(vec({double(k), -0.5 * k}));
+  auto p = same_bits(b.str(), args, only("fuse"));
+  CHECK(nodes_of(p) == 2);
+  for (const Step& st : p->impl().steps) CHECK(st.in.size() + st.out.size() <= 32);
+}
+
+TEST_CASE("passes_errors_name_the_files_nodes") {
+  Builder b;
+  const int x = b.input("float64", {3});
+  const int c = b.constant("float64", {3}, {1.0, 2.0, 3.0});
+  const int dead = b.ew("Exp", {c}, "float64", {3});
+  (void)dead;
+  const int y = b.ew("Neg", {x}, "float64", {3});
+  const int z = b.node("Sum", {y}, "float64", json::array(), {{"axis", {5}}});  // node 2: bad axis
+  b.outputs = {z};
+  CHECK_THAT(test::load_error(b.str()), Catch::Matchers::Contains("node 2 (Sum)"));
+}
+
+TEST_CASE("passes_switches") {
+  Builder b;
+  const int x = b.input("float64", {3});
+  const int n1 = b.ew("Neg", {x}, "float64", {3});
+  const int n2 = b.ew("Neg", {n1}, "float64", {3});
+  const int e = b.ew("Exp", {n2}, "float64", {3});
+  b.outputs = {e};
+  Options o;
+  o.passes.simplify = false;
+  o.passes.fuse = false;
+  CHECK(nodes_of(Program::from_json(b.str(), o)) == 3);
+  setenv("EMBER_PASSES", "0", 1);
+  CHECK(nodes_of(Program::from_json(b.str())) == 3);
+  unsetenv("EMBER_PASSES");
+  setenv("EMBER_PASS_SIMPLIFY", "0", 1);
+  auto p = Program::from_json(b.str());
+  unsetenv("EMBER_PASS_SIMPLIFY");
+  CHECK(nodes_of(p) == 1);  // fused, not simplified
+  CHECK(dynamic_cast<const ElemwiseKernel*>(p->impl().steps[0].kernel)->composite().nodes.size() == 3);
+  CHECK(nodes_of(Program::from_json(b.str())) == 1);
+}
+
+TEST_CASE("passes_are_deterministic_and_idempotent") {
+  const std::string g = test::read_text(test::data_path("hierarchical_logp.json"));
+  auto a = Program::from_json(g), b = Program::from_json(g);
+  std::vector<uint8_t> pa, pb;
+  CHECK(a->graph().to_json(&pa).dump() == b->graph().to_json(&pb).dump());
+  CHECK(pa == pb);
+  auto c = Program::from_graph(a->graph());
+  CHECK(c->graph().nodes.size() == a->graph().nodes.size());
+}
+
+TEST_CASE("passes_random_graphs_same_bits") {
+  fuzz::Rng rng(20240611);
+  for (int k = 0; k < 400; ++k) {
+    const uint64_t seed = rng();
+    fuzz::Rng r(seed);
+    const fuzz::PassCase c = fuzz::random_pass_case(r);
+    const fuzz::PassResult res = fuzz::check_pass_case(c);
+    INFO("case seed " << seed << ": " << res.message << "\n" << c.graph);
+    REQUIRE(res.ok);
+  }
+}
