@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "ember/ember.hpp"
+#include "engine/graph/graph.hpp"
 #include "test_util.hpp"
 #include "tools/differential.hpp"
 

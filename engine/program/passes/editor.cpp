@@ -99,12 +99,18 @@ int Editor::add_node(NodeSpec n, int at) {
   return k;
 }
 
-std::vector<std::vector<int>> Editor::users() const {
-  std::vector<std::vector<int>> u(g.vars.size());
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    if (removed_[k]) continue;
-    for (int v : g.nodes[k].inputs) u[resolve(v)].push_back(static_cast<int>(k));
-  }
+Users Editor::users() const {
+  Users u;
+  u.off.assign(g.vars.size() + 1, 0);
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    if (!removed_[k])
+      for (int v : g.nodes[k].inputs) ++u.off[resolve(v) + 1];
+  for (size_t v = 0; v < g.vars.size(); ++v) u.off[v + 1] += u.off[v];
+  u.node.resize(u.off.back());
+  std::vector<int> at(u.off.begin(), u.off.end() - 1);
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    if (!removed_[k])
+      for (int v : g.nodes[k].inputs) u.node[at[resolve(v)]++] = static_cast<int>(k);
   return u;
 }
 
@@ -159,17 +165,14 @@ int Editor::commit() {
   // Kahn's algorithm over live nodes, smallest position first.
   const int m = static_cast<int>(g.nodes.size());
   std::vector<int> pending(m, 0);
-  std::vector<std::vector<int>> waiting(g.vars.size());
   for (int k = 0; k < m; ++k) {
     if (removed_[k]) continue;
     for (int v : g.nodes[k].inputs) {
       const int p = producer_[v];
-      if (p >= 0 && p != k && !removed_[p]) {
-        ++pending[k];
-        waiting[v].push_back(k);
-      }
+      if (p >= 0 && p != k && !removed_[p]) ++pending[k];
     }
   }
+  const Users waiting = users();
   using Item = std::pair<int64_t, int>;  // (position, node)
   std::priority_queue<Item, std::vector<Item>, std::greater<Item>> ready;
   auto key = [&](int k) { return static_cast<int64_t>(pos_[k]) * (int64_t(1) << 24) + k; };
@@ -183,7 +186,7 @@ int Editor::commit() {
     ready.pop();
     if (origin) org.push_back(k < static_cast<int>(origin->size()) ? (*origin)[k] : k);
     for (int v : g.nodes[k].outputs)
-      for (int u : waiting[v])
+      for (int u : waiting.of(v))
         if (--pending[u] == 0) ready.emplace(key(u), u);
     order.push_back(std::move(g.nodes[k]));
   }

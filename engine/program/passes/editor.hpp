@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,12 @@
 #include "engine/graph/graph.hpp"
 
 namespace ember::passes {
+
+// Live users of each variable (node indices, in order, once per use).
+struct Users {
+  std::vector<int> off, node;  // the users of v: node[off[v]] .. node[off[v + 1] - 1]
+  std::span<const int> of(int v) const { return {node.data() + off[v], node.data() + off[v + 1]}; }
+};
 
 class Editor {
  public:
@@ -47,9 +54,8 @@ class Editor {
   // the others as if it stood at position `at` (an original node index).
   int add_node(NodeSpec n, int at);
 
-  // Live users of each variable (node indices, in order, once per use),
-  // from the current (resolved) inputs.
-  std::vector<std::vector<int>> users() const;
+  // From the current (resolved) inputs.
+  Users users() const;
 
   // Applies the edits: inputs resolved, removed nodes dropped, a stable
   // topological order (ties broken by position). A graph output whose

@@ -1,9 +1,12 @@
-// Constant folding: a node whose inputs are all constants (or a Shape /
-// Shape_i of a fully known static shape) and whose outputs are small is run
-// once at load by its own kernel, on the interpreter, and its outputs become
-// constants: the bits a call would compute (every tier gives the same bits).
+// Constant folding: a node whose inputs are all constants and whose outputs
+// are small is run once at load by its own kernel, on the interpreter, and
+// its outputs become constants: the bits a call would compute (every tier
+// gives the same bits). An input only the shape of which matters (of Shape,
+// Shape_i, and the first of an Elemwise Second: a fill) needs only a fully
+// known static shape: the gradient's fills of ones fold this way.
 // A node whose kernel rejects it (load or run-time error) is left for the
 // loader and the call to report.
+#include <cstring>
 #include <memory>
 
 #include "engine/ops/elemwise.hpp"
@@ -21,7 +24,17 @@ namespace {
 // made at load).
 constexpr int64_t kMaxFoldElements = 1 << 14;
 
-bool shape_op(const std::string& op) { return op == "Shape" || op == "Shape_i"; }
+// Whether the node reads only the shape of input i.
+bool shape_only(const NodeSpec& n, size_t i) {
+  if (n.op == "Shape" || n.op == "Shape_i") return i == 0;
+  return i == 0 && n.inputs.size() == 2 && elemwise_scalar_op(n) == "Second";
+}
+
+bool fully_known(const Shape& s) {
+  for (int d = 0; d < s.ndim; ++d)
+    if (s.dims[d] < 0) return false;
+  return true;
+}
 
 // The node's kernel. Elemwise kernels are built here without joining the
 // tier manager (which in eager mode would compile them).
@@ -64,18 +77,18 @@ bool small_enough(const VarSpec& v) {
 int fold_constants(Editor& e, const Options& o) {
   Graph& g = e.g;
   int folded = 0;
-  static const char dummy[64] = {};
   for (int k = 0; k < e.num_nodes(); ++k) {
     if (e.removed(k)) continue;
     const NodeSpec& n = e.node(k);
     if (n.outputs.empty()) continue;
-    const bool by_shape = shape_op(n.op) && n.inputs.size() == 1 && !e.is_constant(n.inputs[0]);
     bool ok = true;
-    if (by_shape) {
-      const Shape& s = g.vars[n.inputs[0]].static_shape;
-      for (int d = 0; d < s.ndim; ++d) ok = ok && s.dims[d] >= 0;
-    } else {
-      for (int v : n.inputs) ok = ok && e.is_constant(v);
+    std::vector<char> dummy(n.inputs.size(), 0);  // input known by its static shape only
+    for (size_t i = 0; i < n.inputs.size() && ok; ++i) {
+      const int v = n.inputs[i];
+      if (e.is_constant(v)) continue;
+      dummy[i] = shape_only(n, i) && fully_known(g.vars[v].static_shape) &&
+                 g.vars[v].static_shape.size() <= kMaxFoldElements;
+      ok = dummy[i];
     }
     for (int v : n.outputs) ok = ok && small_enough(g.vars[v]);
     if (!ok) continue;
@@ -94,12 +107,17 @@ int fold_constants(Editor& e, const Options& o) {
       st.node = k;
       st.kernel = kernel.get();
       st.op = n.op;
+      std::vector<Array> zeros;
       for (int i = 0; i < nin; ++i) {
         st.in.push_back(i);
         const int v = n.inputs[i];
-        ws.values[i] = by_shape ? Tensor::contiguous(g.vars[v].dtype, g.vars[v].static_shape,
-                                                     const_cast<char*>(dummy))
-                                : e.constant(v);
+        if (dummy[i]) {
+          zeros.push_back(Array::empty(g.vars[v].dtype, g.vars[v].static_shape));
+          std::memset(zeros.back().t.data, 0, static_cast<size_t>(zeros.back().size()) * dtype_size(g.vars[v].dtype));
+          ws.values[i] = zeros.back().t;
+        } else {
+          ws.values[i] = e.constant(v);
+        }
       }
       for (int j = 0; j < nout; ++j) {
         st.out.push_back(nin + j);

@@ -10,9 +10,15 @@
 // first, then their other element-wise consumers), up to kMaxOperands
 // inputs + outputs and kMaxScalarNodes scalar nodes. A node joins only if no
 // path leaves the group and comes back, counting groups already formed as
-// single nodes: the graph of fused nodes stays acyclic. Paths are searched
-// in a topological order of that graph, pruned by position.
+// single nodes: the graph of fused nodes stays acyclic. The check keeps a
+// topological order of that graph (a formed group is one unit of it) and
+// marks the growing group's ancestors and descendants lazily, only as far
+// as the positions of the candidates tried, so each node is looked at a
+// few times per group that comes near it.
 #include <algorithm>
+#include <ctime>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <map>
 #include <queue>
@@ -31,7 +37,6 @@ using nlohmann::json;
 
 constexpr int kMaxOperands = 32;
 constexpr int kMaxScalarNodes = 1024;
-constexpr int kMaxSearch = 4096;  // nodes one path search may visit before giving up (no fusion)
 
 json scalar_value_json(const interp::ScalarConst& k) {
   if (k.dtype == DType::Bool) return json(k.i != 0);
@@ -54,24 +59,42 @@ json composite_to_json(const interp::Composite& c) {
   return j;
 }
 
+static double tcpu();
+static double TV, TJ, TA;
 class Fuser {
  public:
-  Fuser(Editor& ed) : e(ed), g(ed.g), n(ed.num_nodes()) {}
+  explicit Fuser(Editor& ed) : e(ed), g(ed.g), n(ed.num_nodes()) {}
   int run();
 
  private:
   Editor& e;
   Graph& g;
   const int n;
-  std::vector<std::vector<int>> users;        // per variable
-  std::vector<char> cand;                     // per node: a fusable Elemwise
-  std::vector<interp::Composite> comp;        // per candidate node
-  std::vector<int> group;                     // per node: group id, -1
-  std::vector<std::vector<int>> members;      // per group
-  std::vector<int> ord;                       // topological position in the graph of groups
-  std::vector<int> stamp;                     // per node: search visit mark
-  int cur_stamp = 0;
-  Shape known;                                // the growing group's static dims (-1 unknown)
+  Users users;
+  std::vector<char> cand;                 // per node: a fusable Elemwise
+  std::vector<interp::Composite> comp;    // per candidate node
+  std::vector<int> group;                 // per node: formed group id, -1
+  std::vector<std::vector<int>> members;  // per formed group
+  // A topological order of the graph in which each formed group is one
+  // unit: ord per node (a group's members share theirs), unit_at per position.
+  std::vector<int> ord, unit_at;
+
+  // The group being grown (marks compare against `cur`).
+  int cur = 0;
+  std::vector<int> in_g;                  // per node: member of the growing group
+  std::vector<int> tried;                 // per node: offered to it once
+  std::vector<int> anc, desc;             // per node: known ancestor / descendant of the group
+  using MaxHeap = std::priority_queue<std::pair<int, int>>;
+  using MinHeap = std::priority_queue<std::pair<int, int>, std::vector<std::pair<int, int>>, std::greater<>>;
+  MaxHeap back;  // ancestors found, not yet expanded
+  MinHeap fwd;   // descendants found, not yet expanded
+  int back_to = 0, fwd_to = 0;  // expanded: all ancestors above, all descendants below
+  std::vector<int> in_ref, ext_users;  // per variable: member reads from outside; reads by non-members
+  std::vector<int> touched;            // variables whose in_ref / ext_users are set
+  int n_in = 0, n_out = 0, n_scalar = 0;
+  Shape known;  // the group's static dims (-1 unknown)
+  static constexpr int32_t kUnset = INT32_MIN;
+  std::vector<int32_t> val;  // build(): per variable, its value in the fused Composite
 
   const Shape& pattern(int k) const { return g.vars[g.nodes[k].outputs[0]].static_shape; }
   bool compatible(int a, int b) const;
@@ -79,10 +102,23 @@ class Fuser {
   bool inline_constant(int v) const { return e.is_constant(v) && one_element(g.vars[v]); }
   // Merges node k's operands' static dims into `s`; false on a conflict.
   bool merge_dims(int k, Shape& s) const;
-  bool reaches(const std::vector<int>& from, const std::vector<char>& in_g, int bound, bool forward);
-  void reorder();
-  int operands(const std::vector<int>& mem, const std::vector<char>& in_g, int* scalar_nodes) const;
+  bool member(int k) const { return k >= 0 && in_g[k] == cur; }
+  // The nodes of k's unit: k, or every member of k's group.
+  template <class F> void each_of_unit(int k, F&& f) const {
+    if (group[k] >= 0) {
+      for (int m : members[group[k]]) f(m);
+    } else {
+      f(k);
+    }
+  }
+  void mark_back(int k);
+  void mark_fwd(int k);
+  void expand_back(int above);
+  void expand_fwd(int below);
+  void operand_delta(int k, int* din, int* dout) const;
+  void add(int k);
   void grow(int root, int gid);
+  void contract(int gid);
   void build(int gid);
 };
 
@@ -111,128 +147,127 @@ bool Fuser::merge_dims(int k, Shape& s) const {
   return true;
 }
 
-// Whether a path from the nodes `from` (not in the group) reaches a group
-// member, moving forward (to users) or backward (to producers), through
-// nodes of position <= bound (forward) or >= bound (backward); a node of an
-// earlier group stands for all of that group's members. A search that grows
-// past kMaxSearch answers true (the caller does not fuse).
-bool Fuser::reaches(const std::vector<int>& from, const std::vector<char>& in_g, int bound, bool forward) {
-  ++cur_stamp;
-  std::vector<int> stack;
-  int visited = 0;
-  auto push = [&](int k) {
-    if (k < 0 || stamp[k] == cur_stamp) return;
-    if (forward ? ord[k] > bound : ord[k] < bound) return;
-    stamp[k] = cur_stamp;
-    stack.push_back(k);
-  };
-  for (int k : from) push(k);
-  while (!stack.empty()) {
-    const int k = stack.back();
-    stack.pop_back();
-    if (in_g[k]) return true;
-    if (++visited > kMaxSearch) return true;
-    auto expand = [&](int m) {
-      const NodeSpec& nd = g.nodes[m];
-      if (forward) {
-        for (int v : nd.outputs)
-          for (int u : users[v]) push(u);
-      } else {
-        for (int v : nd.inputs) push(e.producer(v));
-      }
-    };
-    if (group[k] >= 0) {
-      for (int m : members[group[k]]) {
-        stamp[m] = cur_stamp;
-        expand(m);
-      }
-    } else {
-      expand(k);
-    }
-  }
-  return false;
+// The group's ancestors and descendants are found lazily, in position
+// order: every ancestor above `back_to` and every descendant below `fwd_to`
+// is marked. A candidate at position p needs only those above / below p
+// (its users come after it, its producers before).
+void Fuser::mark_back(int k) {
+  if (k < 0 || anc[k] == cur) return;
+  each_of_unit(k, [&](int m) { anc[m] = cur; });
+  back.emplace(ord[k], k);
 }
 
-// Kahn's algorithm on the graph where each group is one node: new positions.
-void Fuser::reorder() {
-  std::vector<int> pending(n, 0);
-  auto unit = [&](int k) { return group[k] >= 0 ? members[group[k]][0] : k; };
-  for (int k = 0; k < n; ++k) {
-    if (e.removed(k)) continue;
-    for (int v : g.nodes[k].inputs) {
-      const int p = e.producer(v);
-      if (p >= 0 && unit(p) != unit(k)) ++pending[unit(k)];
-    }
+void Fuser::mark_fwd(int k) {
+  if (desc[k] == cur) return;
+  each_of_unit(k, [&](int m) { desc[m] = cur; });
+  fwd.emplace(ord[k], k);
+}
+
+void Fuser::expand_back(int above) {
+  back_to = std::min(back_to, above);
+  while (!back.empty() && back.top().first > back_to) {
+    const int k = back.top().second;
+    back.pop();
+    each_of_unit(k, [&](int m) {
+      for (int v : g.nodes[m].inputs) mark_back(e.producer(v));
+    });
   }
-  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
-  for (int k = 0; k < n; ++k)
-    if (!e.removed(k) && unit(k) == k && pending[k] == 0) ready.push(k);
-  int next = 0;
-  while (!ready.empty()) {
-    const int u = ready.top();
-    ready.pop();
-    const int pos = next++;
-    auto release = [&](int m) {
-      ord[m] = pos;
+}
+
+void Fuser::expand_fwd(int below) {
+  fwd_to = std::max(fwd_to, below);
+  while (!fwd.empty() && fwd.top().first < fwd_to) {
+    const int k = fwd.top().second;
+    fwd.pop();
+    each_of_unit(k, [&](int m) {
       for (int v : g.nodes[m].outputs)
-        for (int w : users[v])
-          if (unit(w) != u && --pending[unit(w)] == 0) ready.push(unit(w));
-    };
-    if (group[u] >= 0) {
-      for (int m : members[group[u]]) release(m);
-    } else {
-      release(u);
-    }
+        for (int u : users.of(v)) mark_fwd(u);
+    });
   }
 }
 
-// Inputs + outputs of the group `mem` would have; its scalar node count.
-int Fuser::operands(const std::vector<int>& mem, const std::vector<char>& in_g, int* scalar_nodes) const {
-  std::set<int> ins;
-  int outs = 0, sn = 0;
-  for (int k : mem) {
-    const NodeSpec& nd = g.nodes[k];
-    sn += static_cast<int>(comp[k].nodes.size());
-    for (int v : nd.inputs) {
-      const int p = e.producer(v);
-      if ((p < 0 || !in_g[p]) && !inline_constant(v)) ins.insert(v);
-    }
-    for (int v : nd.outputs) {
-      bool ext = e.is_graph_output(v);
-      for (int u : users[v]) ext = ext || !in_g[u];
-      outs += ext;
+// The change in the group's inputs and outputs if k joins it (one-element
+// constants are not operands).
+void Fuser::operand_delta(int k, int* din, int* dout) const {
+  const NodeSpec& nd = g.nodes[k];
+  int di = 0, dn = 0;
+  for (size_t i = 0; i < nd.inputs.size(); ++i) {
+    const int v = nd.inputs[i];
+    bool first = true;
+    for (size_t j = 0; j < i; ++j) first = first && nd.inputs[j] != v;
+    if (!first) continue;
+    if (member(e.producer(v))) {
+      // A group output only k read from outside becomes internal.
+      int reads = 0;
+      for (int w : nd.inputs) reads += w == v;
+      if (!e.is_graph_output(v) && ext_users[v] == reads) --dn;
+    } else if (!inline_constant(v) && in_ref[v] == 0) {
+      ++di;
     }
   }
-  *scalar_nodes = sn;
-  return static_cast<int>(ins.size()) + outs;
+  for (int v : nd.outputs) {
+    if (in_ref[v] > 0) --di;  // read by members: internal now
+    bool ext = e.is_graph_output(v);
+    for (int u : users.of(v)) ext = ext || (!member(u) && u != k);
+    dn += ext;
+  }
+  *din = di;
+  *dout = dn;
+}
+
+void Fuser::add(int k) {
+  const NodeSpec& nd = g.nodes[k];
+  int di = 0, dn = 0;
+  operand_delta(k, &di, &dn);
+  n_in += di;
+  n_out += dn;
+  n_scalar += static_cast<int>(comp[k].nodes.size());
+  in_g[k] = cur;
+  for (int v : nd.inputs) {
+    if (member(e.producer(v))) --ext_users[v];
+    else ++in_ref[v];
+    touched.push_back(v);
+  }
+  for (int v : nd.outputs) {
+    touched.push_back(v);
+    in_ref[v] = 0;
+    int ext = 0;
+    for (int u : users.of(v)) ext += !member(u);
+    ext_users[v] = ext;
+  }
+  for (int v : nd.inputs) mark_back(e.producer(v));
+  for (int v : nd.outputs)
+    for (int u : users.of(v)) mark_fwd(u);
+  expand_back(back_to);
+  expand_fwd(fwd_to);
 }
 
 void Fuser::grow(int root, int gid) {
-  std::vector<int> mem = {root};
+  ++cur;
+  back = MaxHeap();
+  fwd = MinHeap();
+  back_to = ord[root];
+  fwd_to = ord[root];
+  n_in = n_out = n_scalar = 0;
   known = pattern(root);
   for (int d = 0; d < known.ndim; ++d) known.dims[d] = -1;
   if (!merge_dims(root, known)) return;
-  std::vector<char> in_g(n, 0);
-  in_g[root] = 1;
-  int lo = ord[root], hi = ord[root];
-  // Candidates by position, latest first; a node is tried once.
-  std::priority_queue<std::pair<int, int>> work;
-  std::vector<char> tried(n, 0);
-  tried[root] = 1;
+  for (int v : touched) in_ref[v] = ext_users[v] = 0;
+  touched.clear();
+  std::vector<int> mem = {root};
+  tried[root] = cur;
+  add(root);
+  // Candidates by position, latest first; each is tried once.
+  MaxHeap work;
   auto offer_neighbours = [&](int k) {
-    for (int v : g.nodes[k].inputs) {
-      const int p = e.producer(v);
-      if (p >= 0 && !tried[p] && cand[p] && group[p] < 0 && compatible(p, root)) {
-        tried[p] = 1;
-        work.emplace(ord[p], p);
-      }
-    }
+    auto offer = [&](int c) {
+      if (c < 0 || tried[c] == cur || !cand[c] || group[c] >= 0 || !compatible(c, root)) return;
+      tried[c] = cur;
+      work.emplace(ord[c], c);
+    };
+    for (int v : g.nodes[k].inputs) offer(e.producer(v));
     for (int v : g.nodes[k].outputs)
-      for (int u : users[v])
-        if (!tried[u] && cand[u] && group[u] < 0 && compatible(u, root)) {
-          tried[u] = 1;
-          work.emplace(ord[u], u);
-        }
+      for (int u : users.of(v)) offer(u);
   };
   offer_neighbours(root);
   while (!work.empty()) {
@@ -240,66 +275,110 @@ void Fuser::grow(int root, int gid) {
     work.pop();
     Shape dims = known;
     if (!merge_dims(k, dims)) continue;
-    // No path from k to the group outside it, nor from the group to k.
-    std::vector<int> out_users, in_producers;
+    // No path from k to the group through a non-member, nor back.
+    expand_back(ord[k]);
+    expand_fwd(ord[k]);
+    bool cycle = false;
     for (int v : g.nodes[k].outputs)
-      for (int u : users[v])
-        if (!in_g[u]) out_users.push_back(u);
+      for (int u : users.of(v)) cycle = cycle || (!member(u) && anc[u] == cur);
     for (int v : g.nodes[k].inputs) {
       const int p = e.producer(v);
-      if (p >= 0 && !in_g[p]) in_producers.push_back(p);
+      cycle = cycle || (p >= 0 && !member(p) && desc[p] == cur);
     }
-    if (reaches(out_users, in_g, std::max(hi, ord[k]), true)) continue;
-    if (reaches(in_producers, in_g, std::min(lo, ord[k]), false)) continue;
-    in_g[k] = 1;
-    mem.push_back(k);
-    int sn = 0;
-    if (operands(mem, in_g, &sn) > kMaxOperands || sn > kMaxScalarNodes) {
-      in_g[k] = 0;
-      mem.pop_back();
+    if (cycle) continue;
+    int di = 0, dn = 0;
+    operand_delta(k, &di, &dn);
+    if (n_in + di + n_out + dn > kMaxOperands ||
+        n_scalar + static_cast<int>(comp[k].nodes.size()) > kMaxScalarNodes)
       continue;
-    }
     known = dims;
-    lo = std::min(lo, ord[k]);
-    hi = std::max(hi, ord[k]);
+    add(k);
+    mem.push_back(k);
     offer_neighbours(k);
   }
   if (mem.size() < 2) return;
-  std::sort(mem.begin(), mem.end());  // original order: topological
+  std::sort(mem.begin(), mem.end());  // the graph's order: topological
   for (int k : mem) group[k] = gid;
   members.push_back(std::move(mem));
-  // Positions stay valid if every user outside the group comes after its last member.
-  const int top = hi;
-  bool valid = true;
-  for (int k : members[gid]) {
+  contract(gid);
+}
+
+// Makes the new group one unit of the order: the units between its first
+// and last member that depend on it move after it, the rest keep their
+// places before it (none depends on it, and it depends on none of the
+// moved ones: no path leaves the group and comes back).
+void Fuser::contract(int gid) {
+  const std::vector<int>& mem = members[gid];
+  int a = ord[mem[0]], b = a;
+  for (int k : mem) a = std::min(a, ord[k]), b = std::max(b, ord[k]);
+  ++cur;  // marks: desc[] for the units that move
+  std::vector<int> stack;
+  for (int k : mem)
     for (int v : g.nodes[k].outputs)
-      for (int u : users[v])
-        valid = valid && (group[u] == gid || ord[u] > top);
+      for (int u : users.of(v))
+        if (group[u] != gid && ord[u] < b && desc[u] != cur) {
+          each_of_unit(u, [&](int m) { desc[m] = cur; });
+          stack.push_back(u);
+        }
+  while (!stack.empty()) {
+    const int k = stack.back();
+    stack.pop_back();
+    each_of_unit(k, [&](int m) {
+      for (int v : g.nodes[m].outputs)
+        for (int u : users.of(v))
+          if (ord[u] < b && desc[u] != cur) {
+            each_of_unit(u, [&](int q) { desc[q] = cur; });
+            stack.push_back(u);
+          }
+    });
   }
-  if (valid) {
-    for (int k : members[gid]) ord[k] = top;
-  } else {
-    reorder();
+  std::vector<int> before, after;
+  for (int p = a; p <= b; ++p) {
+    const int u = unit_at[p];
+    if (u < 0 || group[u] == gid) continue;
+    (desc[u] == cur ? after : before).push_back(u);
   }
+  int p = a;
+  auto place = [&](int u) {
+    each_of_unit(u, [&](int m) { ord[m] = p; });
+    unit_at[p++] = u;
+  };
+  for (int u : before) place(u);
+  place(mem[0]);
+  for (int u : after) place(u);
+  for (; p <= b; ++p) unit_at[p] = -1;
 }
 
 void Fuser::build(int gid) {
   const std::vector<int>& mem = members[gid];
-  std::vector<char> in_g(n, 0);
-  for (int k : mem) in_g[k] = 1;
+  // Nodes fused by earlier build() calls have indices from n on.
+  auto inside = [&](int k) { return k >= 0 && k < n && group[k] == gid; };
   interp::Composite c;
   std::vector<int> ext_in, ext_out, inlined;
-  std::map<int, int32_t> val;  // variable -> fused value
+  // val[v]: the fused value of variable v (kUnset: none yet); reset on return.
+  std::vector<int> seen;
+  struct Reset {
+    std::vector<int32_t>& val;
+    std::vector<int>& seen;
+    ~Reset() {
+      for (int v : seen) val[v] = kUnset;
+    }
+  } reset{val, seen};
+  auto has = [&](int v) { return val[v] != kUnset; };
+  auto set = [&](int v, int32_t x) {
+    if (!has(v)) seen.push_back(v);
+    val[v] = x;
+  };
   for (int k : mem)
     for (int v : g.nodes[k].inputs) {
       const int p = e.producer(v);
-      if ((p >= 0 && in_g[p]) || val.count(v)) continue;
+      if (inside(p) || has(v)) continue;
       if (inline_constant(v)) {
-        val[v] = -1;  // numbered below, after the inputs
+        set(v, -1);  // numbered below, after the inputs
         inlined.push_back(v);
         continue;
       }
-      val[v] = static_cast<int32_t>(ext_in.size());
+      set(v, static_cast<int32_t>(ext_in.size()));
       ext_in.push_back(v);
       c.inputs.push_back(g.vars[v].dtype);
     }
@@ -314,7 +393,7 @@ void Fuser::build(int gid) {
       if constexpr (std::is_floating_point_v<T>) k.f = static_cast<double>(t.at<T>(0));
       else k.i = static_cast<int64_t>(t.at<T>(0));
     });
-    val[v] = static_cast<int32_t>(ext_in.size() + c.constants.size());
+    set(v, static_cast<int32_t>(ext_in.size() + c.constants.size()));
     c.constants.push_back(k);
   }
   for (int k : mem) c.constants.insert(c.constants.end(), comp[k].constants.begin(), comp[k].constants.end());
@@ -326,12 +405,7 @@ void Fuser::build(int gid) {
     const int32_t ni = static_cast<int32_t>(cc.inputs.size()), nc = static_cast<int32_t>(cc.constants.size());
     const int32_t node_base = first_node + static_cast<int32_t>(c.nodes.size());
     auto map = [&](int32_t v) -> int32_t {
-      if (v < ni && !val.count(nd.inputs[v])) {
-        fprintf(stderr, "DBG member %d input var %d producer %d in_g %d; members:", k, nd.inputs[v], e.producer(nd.inputs[v]), e.producer(nd.inputs[v]) >= 0 ? in_g[e.producer(nd.inputs[v])] : -1);
-        for (int q : mem) fprintf(stderr, " %d", q);
-        fprintf(stderr, "\n");
-      }
-      if (v < ni) return val.at(nd.inputs[v]);
+      if (v < ni) return val[nd.inputs[v]];
       if (v < ni + nc) return const_base + (v - ni);
       return node_base + (v - ni - nc);
     };
@@ -340,35 +414,50 @@ void Fuser::build(int gid) {
       for (int32_t a : s.inputs) m.inputs.push_back(map(a));
       c.nodes.push_back(std::move(m));
     }
-    for (size_t o = 0; o < nd.outputs.size(); ++o) val[nd.outputs[o]] = map(cc.outputs[o]);
+    for (size_t o = 0; o < nd.outputs.size(); ++o) set(nd.outputs[o], map(cc.outputs[o]));
     const_base += nc;
   }
   for (int k : mem)
     for (int v : g.nodes[k].outputs) {
       bool ext = e.is_graph_output(v);
-      for (int u : users[v]) ext = ext || !in_g[u];
+      for (int u : users.of(v)) ext = ext || !inside(u);
       if (!ext) continue;
       ext_out.push_back(v);
-      c.outputs.push_back(val.at(v));
+      c.outputs.push_back(val[v]);
     }
+  double a0 = tcpu();
   if (ext_out.empty() || !c.validate().empty()) return;  // nothing used, or a bug: keep the nodes
+  double a1 = tcpu();
   NodeSpec fused;
   fused.op = "Elemwise";
   fused.inputs = ext_in;
   fused.outputs = ext_out;
-  fused.attrs = json{{"scalar_op", composite_to_json(c)}};
+  json cj = composite_to_json(c);
+  double a2 = tcpu();
+  fused.attrs = json{{"scalar_op", std::move(cj)}};
+  double a3 = tcpu();
+  TV += a1 - a0; TJ += a2 - a1; TA += a3 - a2;
   for (int k : mem) e.remove(k);
   e.add_node(std::move(fused), mem.back());
 }
 
+static double tcpu() { timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec * 1e3 + t.tv_nsec * 1e-6; }
 int Fuser::run() {
+  double T0 = tcpu();
   users = e.users();
   cand.assign(n, 0);
   comp.resize(n);
   group.assign(n, -1);
-  stamp.assign(n, 0);
+  in_g.assign(n, 0);
+  tried.assign(n, 0);
+  anc.assign(n, 0);
+  desc.assign(n, 0);
+  in_ref.assign(g.vars.size(), 0);
+  ext_users.assign(g.vars.size(), 0);
+  val.assign(g.vars.size(), kUnset);
   ord.resize(n);
-  for (int k = 0; k < n; ++k) ord[k] = k;
+  unit_at.resize(n);
+  for (int k = 0; k < n; ++k) ord[k] = unit_at[k] = k;
   for (int k = 0; k < n; ++k) {
     const NodeSpec& nd = g.nodes[k];
     if (e.removed(k) || nd.op != "Elemwise" || nd.outputs.empty() || nd.inputs.empty()) continue;
@@ -394,14 +483,19 @@ int Fuser::run() {
     }
     cand[k] = 1;
   }
+  double T1 = tcpu();
   for (int k = n - 1; k >= 0; --k)
     if (cand[k] && group[k] < 0) grow(k, static_cast<int>(members.size()));
+  double T2 = tcpu();
   int fused = 0;
   for (size_t gid = 0; gid < members.size(); ++gid) {
     build(static_cast<int>(gid));
     fused += static_cast<int>(members[gid].size()) - 1;
   }
+  double T3 = tcpu();
   if (!members.empty()) e.commit();
+  double T4 = tcpu();
+  if (getenv("EMBER_FUSE_DEBUG")) fprintf(stderr, "fuse: parse %.2f grow %.2f build %.2f (validate %.2f json %.2f attrs %.2f) commit %.2f\n", T1-T0, T2-T1, T3-T2, TV, TJ, TA, T4-T3);
   return fused;
 }
 

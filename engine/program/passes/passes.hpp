@@ -10,7 +10,8 @@
 //   simplify  gradient artefacts and exact identities: fill (Second),
 //             identity casts and views, DimShuffle chains, neg(neg x), x*1,
 //             x+(-0.0), x-0, x**1, x**2, x**-1, full-slice Subtensors,
-//             same-shape Reshapes, SpecifyShape
+//             same-shape Reshapes, SpecifyShape; one-axis advanced indexing
+//             to its one-axis ops
 //   fold, cse again on what simplify exposed
 //   fuse      chains and trees of Elemwise nodes of one broadcast pattern
 //             become one Composite (bounded operands; values used elsewhere
@@ -36,17 +37,18 @@ struct PassStat {
   std::string name;
   int nodes_before = 0, nodes_after = 0;
   int rewrites = 0;  // what the pass changed (nodes removed, merged, folded, fused)
-  double ms = 0;
+  double ms = 0, cpu_ms = 0;  // wall time; this thread's CPU time
 };
 
 struct PassReport {
   int nodes_before = 0, nodes_after = 0;
-  double ms = 0;
+  double ms = 0, cpu_ms = 0;
   std::vector<PassStat> passes;  // in the order they ran
   // Per node of the passed graph, the index of the node it came from in the
   // graph as loaded (a fused node: its last member).
   std::vector<int> origin;
-  std::string summary() const;  // one line: "passes: 4053 -> 270 nodes in 3.1 ms (dce ..., ...)"
+  // One line: "passes: 4053 -> 644 nodes in 3.10 ms (cpu 2.90 ms); rewrites/cpu ms: dce 0/0.01, ..."
+  std::string summary() const;
 };
 
 // The passes Options and the environment enable: Options::passes, then

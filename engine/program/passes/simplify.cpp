@@ -17,6 +17,8 @@
 //   x ** 1 -> x; x ** 2 -> Sqr(x); x ** -1 -> Reciprocal(x) (float64, whose
 //     pow gives exactly these for these exponents: docs/math.md);
 //   Switch on a constant condition -> the branch taken
+//   AdvancedSubtensor / AdvancedIncSubtensor of one integer vector on axis 0
+//     -> AdvancedSubtensor1 / AdvancedIncSubtensor1
 //
 // where an operand dropped never decides the output's shape (PyTensor's
 // broadcasting rule) and the result has the output's dtype. x + 0.0 is not
@@ -134,7 +136,35 @@ class Simplifier {
   }
   void elemwise(int k, NodeSpec& n, const std::string& s);
   void dimshuffle(int k, NodeSpec& n);
+  void advanced_to_axis0(NodeSpec& n);
 };
+
+// x[idx] / inc(x[idx], y) with one integer vector indexing axis 0 is
+// AdvancedSubtensor1 / AdvancedIncSubtensor1: the same gather, and the same
+// sequential updates, through their one-axis kernels.
+void Simplifier::advanced_to_axis0(NodeSpec& n) {
+  const bool inc = n.op == "AdvancedIncSubtensor";
+  const size_t idx_input = inc ? 2 : 1;
+  if (n.inputs.size() != idx_input + 1 || var(n.inputs[0]).static_shape.ndim < 1) return;
+  auto it = n.attrs.find("idx_list");
+  if (it == n.attrs.end() || !it->is_array() || it->size() != 1) return;
+  const json& e0 = (*it)[0];
+  if (!e0.is_object() || e0.value("type", json()) != "array" || e0.value("input", json()) != idx_input) return;
+  const VarSpec& idx = var(n.inputs[idx_input]);
+  if (idx.static_shape.ndim != 1 || dtype_is_float(idx.dtype) || idx.dtype == DType::Bool) return;
+  json attrs = json::object();
+  if (inc) {
+    auto nd = n.attrs.find("ignore_duplicates");
+    if (nd != n.attrs.end() && !(nd->is_boolean() && !nd->get<bool>()) && !(nd->is_number_integer() && nd->get<int64_t>() == 0))
+      return;
+    auto set = n.attrs.find("set_instead_of_inc");
+    attrs["set_instead_of_inc"] = set != n.attrs.end() && set->is_boolean() ? set->get<bool>() : false;
+    if (set != n.attrs.end() && !set->is_boolean()) return;
+  }
+  n.op = inc ? "AdvancedIncSubtensor1" : "AdvancedSubtensor1";
+  n.attrs = std::move(attrs);
+  ++rewrites;
+}
 
 void Simplifier::dimshuffle(int k, NodeSpec& n) {
   const int x = n.inputs[0], o = n.outputs[0];
@@ -238,6 +268,8 @@ int Simplifier::run() {
       // A graph output copied from an input, a constant or another output keeps its copy.
       if (e.is_graph_output(o) && (e.producer(x) < 0 || e.is_graph_output(x))) continue;
       to(k, o, x);
+    } else if (op == "AdvancedSubtensor" || op == "AdvancedIncSubtensor") {
+      advanced_to_axis0(n);
     } else if (op == "CheckAndRaise" || op == "Assert") {
       bool all_true = true;
       for (size_t i = 1; i < n.inputs.size(); ++i) all_true = all_true && constant_bool(e, n.inputs[i], true);
