@@ -19,7 +19,7 @@ import importlib
 
 ex = importlib.import_module("ember.export")
 from ember.scalar_ops import SUPPORTED
-from ember.validate import check, check_structure, load_schema
+from ember.testing.validate import check, check_structure, load_schema
 
 pytensor = pytest.importorskip("pytensor")
 import pytensor.scalar as ps  # noqa: E402
@@ -590,7 +590,7 @@ def test_hand_built_graphs_evaluate_like_pytensor():
 def test_pytensor_eval_runs_wide_composites_and_op_from_graph():
     from pytensor.compile.builders import OpFromGraph
 
-    from ember.pytensor_eval import evaluate
+    from ember.testing.pytensor_eval import evaluate
 
     ins = [ps.float64(f"a{k}") for k in range(20)]
     outs = [ps.exp(ins[k]) * ins[k + 1] for k in range(15)]

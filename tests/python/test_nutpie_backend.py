@@ -11,8 +11,8 @@ nutpie = pytest.importorskip("nutpie")
 
 native = require_native()
 import ember.nutpie as enutpie  # noqa: E402
-from ember import models  # noqa: E402
-from ember.nutpie_graph import TESTED_NUTPIE  # noqa: E402
+from ember.testing import models  # noqa: E402
+from ember.nutpie import TESTED_NUTPIE  # noqa: E402
 
 # No Gamma/StudentT here: PyTensor's C Psi is only ~6e-10 accurate (docs/python.md);
 # those models are covered through the exported suite (test_native.py).

@@ -10,7 +10,7 @@ pytensor = pytest.importorskip("pytensor")
 import pytensor.tensor as pt  # noqa: E402
 
 import ember  # noqa: E402  (registers the mode)
-from ember.validate import check as check_graph  # noqa: E402
+from ember.testing.validate import check as check_graph  # noqa: E402
 
 require_native()
 
