@@ -121,6 +121,19 @@ def test_runtime_errors_surface_as_python_exceptions():
         h(np.ones(3), 7)
 
 
+def test_mode_is_a_pytensor_mode_that_survives_including_and_clone():
+    from pytensor.compile.mode import Mode as PtMode
+
+    mode = ember.Mode(jit="off")
+    assert isinstance(mode, PtMode) and isinstance(ember.EMBER, ember.Mode)
+    for derived in (mode.including("fast_run"), mode.excluding("fusion"), mode.clone()):
+        assert isinstance(derived, ember.Mode) and isinstance(derived.linker, ember.EmberLinker)
+        assert derived.linker.options == {"jit": "off"}
+    x = pt.dvector("x")
+    f = pytensor.function([x], pt.exp(x) + 1, mode=mode.excluding("fusion"))
+    np.testing.assert_array_equal(f(np.zeros(2)), [2.0, 2.0])
+
+
 def test_mode_options_are_forwarded():
     mode = ember.Mode(jit="auto", jit_memory="256M")
     x = pt.dvector("x")
