@@ -1,9 +1,9 @@
-"""pytensor.function(..., mode="EMBER") against PyTensor's default mode."""
+"""pytensor.function(..., mode="EMBER") against PyTensor's Python implementations."""
 
 import numpy as np
 import pytest
 
-from native_helpers import require_native
+from native_helpers import reference_mode, require_native
 
 pytensor = pytest.importorskip("pytensor")
 import pytensor.tensor as pt  # noqa: E402
@@ -13,8 +13,11 @@ import ember  # noqa: E402  (registers the mode)
 require_native()
 
 
+REFERENCE = reference_mode()
+
+
 def both(inputs, outputs, args, **kw):
-    f_ref = pytensor.function(inputs, outputs, mode="FAST_RUN", **kw)
+    f_ref = pytensor.function(inputs, outputs, mode=REFERENCE, **kw)
     f_em = pytensor.function(inputs, outputs, mode="EMBER", **kw)
     return f_em(*args), f_ref(*args), f_em
 
