@@ -20,9 +20,17 @@ esac
 dir="$root/build/$variant"
 # Tests that check against mpmath use the project's Python when it exists.
 # With the JIT variant comes the Python module ember._core (build/jit/python/ember).
+forget=()
 if [ -x "$python" ]; then
   flags+=(-DPython3_EXECUTABLE="$python" -DPython_EXECUTABLE="$python")
   if [ "$variant" = jit ]; then flags+=(-DEMBER_BUILD_PYTHON=ON); fi
+  # A venv recreated with another Python keeps its path, and CMake would keep the
+  # old one's headers and module suffix: forget them when the interpreter changed.
+  pyid="$("$python" -c 'import sys; print(sys.version, sys.base_prefix)')"
+  if [ -f "$dir/CMakeCache.txt" ] && [ "$(cat "$dir/.ember-python" 2>/dev/null)" != "$pyid" ]; then
+    forget=(-U '_Python*' -U 'NB_*')
+  fi
 fi
-cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${flags[@]}" "$@" >/dev/null
+cmake "${forget[@]}" -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${flags[@]}" "$@" >/dev/null
+if [ -n "${pyid:-}" ]; then printf '%s\n' "$pyid" > "$dir/.ember-python"; fi
 ninja -C "$dir" -j"$(nproc)" "${targets[@]}"
