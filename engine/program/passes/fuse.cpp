@@ -16,9 +16,6 @@
 // as the positions of the candidates tried, so each node is looked at a
 // few times per group that comes near it.
 #include <algorithm>
-#include <ctime>
-#include <cstdio>
-#include <cstdlib>
 #include <cmath>
 #include <map>
 #include <queue>
@@ -59,8 +56,6 @@ json composite_to_json(const interp::Composite& c) {
   return j;
 }
 
-static double tcpu();
-static double TV, TJ, TA;
 class Fuser {
  public:
   explicit Fuser(Editor& ed) : e(ed), g(ed.g), n(ed.num_nodes()) {}
@@ -119,7 +114,7 @@ class Fuser {
   void add(int k);
   void grow(int root, int gid);
   void contract(int gid);
-  void build(int gid);
+  bool build(int gid);
 };
 
 bool Fuser::compatible(int a, int b) const {
@@ -349,7 +344,7 @@ void Fuser::contract(int gid) {
   for (; p <= b; ++p) unit_at[p] = -1;
 }
 
-void Fuser::build(int gid) {
+bool Fuser::build(int gid) {
   const std::vector<int>& mem = members[gid];
   // Nodes fused by earlier build() calls have indices from n on.
   auto inside = [&](int k) { return k >= 0 && k < n && group[k] == gid; };
@@ -382,7 +377,7 @@ void Fuser::build(int gid) {
       ext_in.push_back(v);
       c.inputs.push_back(g.vars[v].dtype);
     }
-  if (ext_in.empty()) return;  // constants only (fold is off): an Elemwise needs an operand
+  if (ext_in.empty()) return false;  // constants only (fold is off): an Elemwise needs an operand
   // One-element constants become the Composite's own constants (in its first places).
   for (int v : inlined) {
     const Tensor t = e.constant(v);
@@ -425,25 +420,18 @@ void Fuser::build(int gid) {
       ext_out.push_back(v);
       c.outputs.push_back(val[v]);
     }
-  double a0 = tcpu();
-  if (ext_out.empty() || !c.validate().empty()) return;  // nothing used, or a bug: keep the nodes
-  double a1 = tcpu();
+  if (ext_out.empty() || !c.validate().empty()) return false;  // nothing used, or a bug: keep the nodes
   NodeSpec fused;
   fused.op = "Elemwise";
   fused.inputs = ext_in;
   fused.outputs = ext_out;
-  json cj = composite_to_json(c);
-  double a2 = tcpu();
-  fused.attrs = json{{"scalar_op", std::move(cj)}};
-  double a3 = tcpu();
-  TV += a1 - a0; TJ += a2 - a1; TA += a3 - a2;
+  fused.attrs = json{{"scalar_op", composite_to_json(c)}};
   for (int k : mem) e.remove(k);
   e.add_node(std::move(fused), mem.back());
+  return true;
 }
 
-static double tcpu() { timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec * 1e3 + t.tv_nsec * 1e-6; }
 int Fuser::run() {
-  double T0 = tcpu();
   users = e.users();
   cand.assign(n, 0);
   comp.resize(n);
@@ -483,19 +471,12 @@ int Fuser::run() {
     }
     cand[k] = 1;
   }
-  double T1 = tcpu();
   for (int k = n - 1; k >= 0; --k)
     if (cand[k] && group[k] < 0) grow(k, static_cast<int>(members.size()));
-  double T2 = tcpu();
   int fused = 0;
-  for (size_t gid = 0; gid < members.size(); ++gid) {
-    build(static_cast<int>(gid));
-    fused += static_cast<int>(members[gid].size()) - 1;
-  }
-  double T3 = tcpu();
-  if (!members.empty()) e.commit();
-  double T4 = tcpu();
-  if (getenv("EMBER_FUSE_DEBUG")) fprintf(stderr, "fuse: parse %.2f grow %.2f build %.2f (validate %.2f json %.2f attrs %.2f) commit %.2f\n", T1-T0, T2-T1, T3-T2, TV, TJ, TA, T4-T3);
+  for (size_t gid = 0; gid < members.size(); ++gid)
+    if (build(static_cast<int>(gid))) fused += static_cast<int>(members[gid].size()) - 1;
+  if (fused) e.commit();
   return fused;
 }
 
