@@ -10,11 +10,11 @@
 //   Reshape: to x's own static shape -> x; of one element to one element
 //     -> DimShuffle (a view either way)
 //   Subtensor taking every element (full slices) -> x
-//   SpecifyShape claiming nothing beyond x's static shape -> x
+//   SpecifyShape checking nothing beyond x's static shape -> x
 //   Alloc of a value already of the output's static shape -> the value
 //   neg(neg x) -> x; x * 1 -> x (any operand of a Mul); x / 1 -> x;
 //   x + (-0.0) -> x (floats; integer 0); x - 0 -> x (+0.0 or integer 0);
-//   x ** 1 -> x; x ** 2 -> Sqr(x); x ** -1 -> Reciprocal(x) (float64, whose
+//   x ** 1 -> x; x ** 2 -> Sqr(x) and x ** -1 -> Reciprocal(x) (float64, whose
 //     pow gives exactly these for these exponents: docs/math.md);
 //   Switch on a constant condition -> the branch taken
 //   AdvancedSubtensor / AdvancedIncSubtensor of one integer vector on axis 0
@@ -134,10 +134,34 @@ class Simplifier {
     n.inputs = std::move(inputs);
     ++rewrites;
   }
+  bool specify_shape_is_static(const NodeSpec& n, const Shape& xs, const Shape& os) const;
   void elemwise(int k, NodeSpec& n, const std::string& s);
   void dimshuffle(int k, NodeSpec& n);
   void advanced_to_axis0(NodeSpec& n);
 };
+
+// A SpecifyShape that checks nothing at run time: each dim it names is a
+// constant equal to x's static dim, and its output's static shape says
+// nothing more than x's.
+bool Simplifier::specify_shape_is_static(const NodeSpec& n, const Shape& xs, const Shape& os) const {
+  if (xs.ndim != os.ndim) return false;
+  for (int d = 0; d < os.ndim; ++d)
+    if (os.dims[d] >= 0 && os.dims[d] != xs.dims[d]) return false;
+  auto sh = n.attrs.find("shape");
+  if (sh == n.attrs.end() || !sh->is_array() || static_cast<int>(sh->size()) != xs.ndim) return false;
+  for (int d = 0; d < xs.ndim; ++d) {
+    const json& entry = (*sh)[d];
+    if (entry.is_null()) continue;
+    if (!entry.is_object() || !entry.contains("input") || !entry["input"].is_number_integer()) return false;
+    const int64_t i = entry["input"].get<int64_t>();
+    if (i < 1 || i >= static_cast<int64_t>(n.inputs.size()) || xs.dims[d] < 0) return false;
+    const int v = n.inputs[i];
+    if (!e.is_constant(v) || e.constant(v).size() != 1 || dtype_is_float(var(v).dtype) ||
+        !constant_all(e, v, static_cast<double>(xs.dims[d])))
+      return false;
+  }
+  return true;
+}
 
 // x[idx] / inc(x[idx], y) with one integer vector indexing axis 0 is
 // AdvancedSubtensor1 / AdvancedIncSubtensor1: the same gather, and the same
@@ -218,9 +242,10 @@ void Simplifier::elemwise(int k, NodeSpec& n, const std::string& s) {
     if (s == "Sub" && constant_zero(e, c, false)) return to(k, o, x);
     if (s == "Pow" && float64_or_int() && constant_all(e, c, 1.0)) return to(k, o, x);
   }
-  if (s == "Pow" && in.size() == 2 && float64_or_int() && same_broadcast_pattern(var(in[0]).static_shape, os)) {
+  // Float64 only: pow's results for these exponents are exact there (docs/math.md).
+  if (s == "Pow" && in.size() == 2 && dt == DType::Float64 && same_broadcast_pattern(var(in[0]).static_shape, os)) {
     if (constant_all(e, in[1], 2.0)) return set_scalar_op(n, "Sqr", {in[0]});
-    if (dt == DType::Float64 && constant_all(e, in[1], -1.0)) return set_scalar_op(n, "Reciprocal", {in[0]});
+    if (constant_all(e, in[1], -1.0)) return set_scalar_op(n, "Reciprocal", {in[0]});
     return;
   }
   if (s == "Mul" || s == "Add") {
@@ -278,10 +303,7 @@ int Simplifier::run() {
       const Shape &xs = var(x).static_shape, &os = var(o).static_shape;
       if (var(x).dtype != var(o).dtype) continue;
       if (op == "SpecifyShape") {
-        // Only when the output's static shape says nothing more than x's.
-        bool nothing_more = xs.ndim == os.ndim;
-        for (int d = 0; nothing_more && d < os.ndim; ++d) nothing_more = os.dims[d] < 0 || os.dims[d] == xs.dims[d];
-        if (nothing_more) to(k, o, x);
+        if (specify_shape_is_static(n, xs, os)) to(k, o, x);
       } else if (op == "Subtensor") {
         if (xs.ndim == os.ndim && full_subtensor(n, var(x))) to(k, o, x);
       } else if (same_static_shape(xs, os)) {
