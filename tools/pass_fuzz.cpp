@@ -171,10 +171,11 @@ struct Gen {
         break;
       }
       case 8: {  // switch on a comparison
-        const V* b = mate(a, true);
-        if (!b) break;
-        const V cond = elemwise("GT", {&a, b}, DType::Bool);
-        elemwise("Switch", {&cond, &a, b}, DType::Float64);
+        const V* mb = mate(a, true);
+        if (!mb) break;
+        const V b = *mb;  // a copy: elemwise() grows the pool
+        const V cond = elemwise("GT", {&a, &b}, DType::Bool);
+        elemwise("Switch", {&cond, &a, &b}, DType::Float64);
         break;
       }
       case 9: {  // DimShuffle chain: out and back, or a transpose
@@ -316,7 +317,7 @@ struct Gen {
       std::vector<int> s;
       for (int d = 0; d < rank; ++d) s.push_back(chance(rng, 0.25) ? -1 : d);
       V v = var(DType::Float64, s);
-      vars.back()["name"] = "x" + std::to_string(k);
+      vars.back()["name"] = std::string(1, 'x').append(std::to_string(k));  // not "x" + s: a GCC 12 -Wrestrict false positive
       inputs.push_back({{"var", v.id}});
       ins.push_back(v);
       const Shape rs = run_shape(s);
