@@ -14,6 +14,7 @@
 #include "ember/ember.hpp"
 #include "engine/program/program_impl.hpp"
 #include "jit/tier_manager.hpp"
+#include "test_util.hpp"
 #ifdef EMBER_WITH_JIT
 #include "jit/jit.hpp"
 #endif
@@ -97,7 +98,7 @@ TEST_CASE("eight_threads_calling_while_elemwise_kernels_swap_get_identical_bits"
   JitConfig off;
   off.mode = JitMode::Off;
   ScopedConfig sc(off);
-  auto p = Program::from_json(two_node_graph(0));
+  auto p = Program::from_json(two_node_graph(0), test::unpassed());
   const Args in(3000);
   const Array ref = p->call({in.x.t, in.y.t})[0];
   std::vector<const ElemwiseKernel*> ks;
@@ -140,14 +141,14 @@ TEST_CASE("jit_eight_threads_see_identical_bits_while_kernels_swap_on_eviction",
     JitConfig off;
     off.mode = JitMode::Off;
     ScopedConfig sc(off);
-    ref = Program::from_json(two_node_graph(1))->call({in.x.t, in.y.t})[0];
+    ref = Program::from_json(two_node_graph(1), test::unpassed())->call({in.x.t, in.y.t})[0];
   }
   JitConfig c;
   c.mode = JitMode::Eager;
   c.cache = false;
   ScopedConfig sc(c);
   const JitStats s0 = TierManager::instance().stats();
-  auto a = Program::from_json(two_node_graph(1));  // both kernels compiled before the first call
+  auto a = Program::from_json(two_node_graph(1), test::unpassed());  // both kernels compiled before the first call
   const JitStats s1 = TierManager::instance().stats();
   REQUIRE(s1.compiles - s0.compiles == 2);
   CHECK(same_bits(a->call({in.x.t, in.y.t})[0], ref));
@@ -156,7 +157,7 @@ TEST_CASE("jit_eight_threads_see_identical_bits_while_kernels_swap_on_eviction",
   // Room for a's code and nothing more: b's compile must evict a's kernels.
   c.memory_budget = s1.resident_code_bytes + 1;
   TierManager::instance().configure(c);
-  auto b = Program::from_json(two_node_graph(2));
+  auto b = Program::from_json(two_node_graph(2), test::unpassed());
   const JitStats s2 = TierManager::instance().stats();
   const int at = callers.calls.load();
   while (callers.calls.load() < at + 200) std::this_thread::yield();

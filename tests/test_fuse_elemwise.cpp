@@ -63,7 +63,7 @@ struct Builder {
 
 std::shared_ptr<const Program> load(const std::string& doc, bool fuse) {
   FuseEnv env(fuse);
-  return Program::from_json(doc);
+  return Program::from_json(doc, test::unpassed());
 }
 
 size_t num_steps(const Program& p) { return p.impl().steps.size(); }
@@ -253,7 +253,7 @@ TEST_CASE("fuse_off_with_options_fuse_elemwise_false") {
   FuseEnv env(true);
   Options off;
   off.fuse_elemwise = false;
-  auto u = Program::from_json(b.str(), off), f = Program::from_json(b.str());
+  auto u = Program::from_json(b.str(), test::unpassed(off)), f = Program::from_json(b.str(), test::unpassed());
   CHECK(num_steps(*u) == 2);
   CHECK(num_steps(*f) == 1);
   Array xa = Array::of<double>(Shape{}, {0.0});
@@ -261,7 +261,7 @@ TEST_CASE("fuse_off_with_options_fuse_elemwise_false") {
   CHECK(f->call({xa.t})[0].data<double>()[0] == -1.0);
   {
     FuseEnv env0(false);  // the environment still turns it off when the option is on
-    CHECK(num_steps(*Program::from_json(b.str())) == 2);
+    CHECK(num_steps(*Program::from_json(b.str(), test::unpassed())) == 2);
   }
 }
 
@@ -279,7 +279,7 @@ TEST_CASE("fuse_outputs_are_per_workspace_and_fresh_each_call") {
   const int z = b.ew("Mul", {w, t}, "float64", json::array());     // w (x + 1)
   b.outputs = {z, u};
   FuseEnv env(true);
-  auto p = Program::from_json(b.str());
+  auto p = Program::from_json(b.str(), test::unpassed());
   CHECK(num_steps(*p) == 3);
   auto expect = [](double v) { return ((v + 1) * (v + 1) + (v + 1)) * (v + 1); };
   WorkspacePtr w1 = p->make_workspace(), w2 = p->make_workspace();
@@ -308,11 +308,11 @@ TEST_CASE("fuse_models_give_unfused_bits") {
     std::shared_ptr<const Program> f, u;
     {
       FuseEnv on(true);
-      f = Program::load(path);
+      f = Program::load(path, test::unpassed());
     }
     {
       FuseEnv off(false);
-      u = Program::load(path);
+      u = Program::load(path, test::unpassed());
     }
     CHECK(num_steps(*f) <= num_steps(*u));
     const int64_t n = ref["n_dim"].get<int64_t>();

@@ -237,6 +237,7 @@ TEST_CASE("jit_injected_failures_throw_without_leaking_state", "[jit]") {
 
 #include "ember/ember.hpp"
 #include "jit/tier_manager.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -340,7 +341,7 @@ std::vector<Array> reference(const std::string& graph, const Inputs& in) {
   JitConfig off;
   off.mode = JitMode::Off;
   ScopedJit s(off);
-  auto p = Program::from_json(graph);
+  auto p = Program::from_json(graph, test::unpassed());
   return p->call({in.x.t, in.y.t});
 }
 
@@ -356,7 +357,7 @@ TEST_CASE("jit_eight_threads_see_identical_bits_while_kernels_swap", "[jit]") {
   c.hot_factor = 1e-4;  // compile almost at once, while the threads run
   c.cache = false;
   ScopedJit s(c);
-  auto p = Program::from_json(g);
+  auto p = Program::from_json(g, test::unpassed());
   std::atomic<int> bad{0};
   std::vector<std::thread> ts;
   for (int t = 0; t < 8; ++t)
@@ -385,13 +386,13 @@ TEST_CASE("jit_eager_results_match_interpreter_and_hit_the_disk_cache", "[jit]")
   ScopedJit s(c);
   const JitStats before = TierManager::instance().stats();
   {
-    auto p = Program::from_json(g);
+    auto p = Program::from_json(g, test::unpassed());
     CHECK(same_bits(p->call({in.x.t, in.y.t}), ref) == "");
   }
   const JitStats mid = TierManager::instance().stats();
   CHECK(mid.compiles - before.compiles == 3);
   CHECK(mid.cache_misses - before.cache_misses == 3);
-  auto p = Program::from_json(g);
+  auto p = Program::from_json(g, test::unpassed());
   const JitStats after = TierManager::instance().stats();
   CHECK(after.cache_hits - mid.cache_hits == 3);
   CHECK(same_bits(p->call({in.x.t, in.y.t}), ref) == "");
@@ -407,7 +408,7 @@ TEST_CASE("jit_corrupt_truncated_or_unwritable_cache_still_gives_correct_bits", 
   c.cache_dir = temp_cache_dir("faults");
   {
     ScopedJit s(c);
-    Program::from_json(g);  // fills the cache
+    Program::from_json(g, test::unpassed());  // fills the cache
   }
   namespace fs = std::filesystem;
   int n = 0;
@@ -425,7 +426,7 @@ TEST_CASE("jit_corrupt_truncated_or_unwritable_cache_still_gives_correct_bits", 
   {
     ScopedJit s(c);
     const JitStats before = TierManager::instance().stats();
-    auto p = Program::from_json(g);
+    auto p = Program::from_json(g, test::unpassed());
     const JitStats after = TierManager::instance().stats();
     CHECK(after.cache_hits == before.cache_hits);
     CHECK(after.compiles - before.compiles == 3);
@@ -437,7 +438,7 @@ TEST_CASE("jit_corrupt_truncated_or_unwritable_cache_still_gives_correct_bits", 
   c.cache_dir = file;
   ScopedJit s(c);
   const JitStats before = TierManager::instance().stats();
-  auto p = Program::from_json(g);
+  auto p = Program::from_json(g, test::unpassed());
   CHECK(TierManager::instance().stats().cache_write_failures - before.cache_write_failures == 3);
   CHECK(same_bits(p->call({in.x.t, in.y.t}), ref) == "");
 }
@@ -458,7 +459,7 @@ TEST_CASE("jit_forced_failures_and_zero_budget_leave_composites_interpreted", "[
     if (mode == 0) jit::faults().fail_compiles = 3;
     if (mode == 1) jit::faults().fail_allocs = 3;
     const JitStats before = TierManager::instance().stats();
-    auto p = Program::from_json(g);
+    auto p = Program::from_json(g, test::unpassed());
     const JitStats after = TierManager::instance().stats();
     CHECK(after.failures - before.failures == 3);
     CHECK(after.compiles == before.compiles);
@@ -484,7 +485,7 @@ TEST_CASE("jit_small_budget_splits_large_composites_and_stays_correct", "[jit]")
   c.memory_budget = fixed + (400 << 10);
   ScopedJit s(c);
   const JitStats before = TierManager::instance().stats();
-  auto p = Program::from_json(g);
+  auto p = Program::from_json(g, test::unpassed());
   const JitStats after = TierManager::instance().stats();
   WARN("budget " << after.budget << " B, measured JIT peak " << after.peak_bytes << " B, splits "
                  << after.splits - before.splits << ", compiles " << after.compiles - before.compiles);
@@ -552,7 +553,7 @@ TEST_CASE("jit_direct_tier_measured_peak_stays_under_a_small_budget_with_splits"
   c.memory_budget = (256 << 10) + (400 << 10);
   ScopedJit s(c);
   const JitStats before = TierManager::instance().stats();
-  auto p = Program::from_json(g);
+  auto p = Program::from_json(g, test::unpassed());
   const JitStats after = TierManager::instance().stats();
   INFO("budget " << after.budget << " B, measured JIT peak " << after.peak_bytes << " B, splits "
                  << after.splits - before.splits << ", compiles " << after.compiles - before.compiles);

@@ -31,6 +31,13 @@ inline std::string load_error(const std::string& json) {
   return "(no error)";
 }
 
+// Options with the load-time graph passes off: for tests of what runs after
+// them (one-element fusion, the JIT tiers) on the graph exactly as written.
+inline Options unpassed(Options o = {}) {
+  o.passes = Options::Passes{false, false, false, false, false};
+  return o;
+}
+
 // |a - b| <= rtol * max(|a|, |b|), or both equal (incl. infinities).
 inline bool close(double a, double b, double rtol) {
   if (a == b) return true;
