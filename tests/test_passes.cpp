@@ -258,6 +258,25 @@ TEST_CASE("passes_simplify_views_dimshuffle_chains_reshape_subtensor") {
   CHECK(nodes_of(p) == 1);
 }
 
+TEST_CASE("passes_simplify_keeps_specify_shape_checks_made_at_run_time") {
+  Builder b;
+  const int x = b.input("float64", {json(nullptr)}, "x");
+  const int n = b.input("int64", json::array(), "n");
+  const int y = b.input("float64", {3}, "y");
+  const int three = b.constant("int64", json::array(), {3});
+  const int sx = b.node("SpecifyShape", {x, n}, "float64", {json(nullptr)}, {{"shape", {{{"input", 1}}}}});
+  const int sy = b.node("SpecifyShape", {y, three}, "float64", {3}, {{"shape", {{{"input", 1}}}}});
+  const int ex = b.ew("Exp", {sx}, "float64", {json(nullptr)});
+  const int ey = b.ew("Exp", {sy}, "float64", {3});
+  b.outputs = {ex, ey};
+  Options o = only("simplify");
+  auto p = Program::from_json(b.str(), o);
+  CHECK(count_op(p, "SpecifyShape") == 1);  // x's: its length is checked against n
+  Array xa = vec({1, 2}), na = Array::of<int64_t>(Shape{}, {3}), ya = vec({1, 2, 3});
+  CHECK_THROWS_WITH(call(p, {xa, na, ya}), Catch::Matchers::Contains("expected 3"));
+  same_bits(b.str(), {vec({1, 2, 3}), na, ya}, o);
+}
+
 TEST_CASE("passes_graph_outputs_keep_names_and_variables") {
   Builder b;
   const int x = b.input("float64", {3}, "x");
