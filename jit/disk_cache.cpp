@@ -15,6 +15,7 @@
 
 #include <xxhash.h>
 
+#include "interp/config.hpp"
 #include "jit/jit.hpp"
 
 namespace ember::jit {
@@ -36,9 +37,10 @@ struct Header {
 }  // namespace
 
 std::string DiskCache::default_dir() {
-  if (const char* d = std::getenv("EMBER_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/ember";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/ember";
+  const Config& env = config();
+  if (const auto& d = env.cache_dir; d && !d->empty()) return *d;
+  if (const auto& x = env.xdg_cache_home; x && !x->empty()) return *x + "/ember";
+  if (const auto& h = env.home; h && !h->empty()) return *h + "/.cache/ember";
   return "";
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "interp/config.hpp"
 #include "jit/jit.hpp"
 
 namespace ember::jit {
@@ -89,8 +90,8 @@ void scatter(DType dt, const char* cell, const interp::Cell& k, int64_t m, char*
 
 int lanes(int tier) {
   static const int t2 = [] {
-    const char* e = std::getenv("EMBER_JIT_T2_LANES");
-    const int v = e ? std::atoi(e) : 0;
+    const auto& e = config().jit_t2_lanes;
+    const int v = e ? std::atoi(e->c_str()) : 0;
     return v == 4 || v == 8 || v == 16 ? v : 8;
   }();
   // Tier 1: 4 lanes, one AVX register, which FastISel selects. Tier 2: 8
@@ -198,8 +199,8 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
   constexpr int64_t kMinCut = 64;
   // EMBER_JIT_INPLACE=0 gathers every input (diagnosis and benchmarks).
   static const bool inplace = [] {
-    const char* e = std::getenv("EMBER_JIT_INPLACE");
-    return !(e && *e == '0');
+    const auto& e = config().jit_inplace;
+    return !(e && (*e)[0] == '0');
   }();
   auto direct = [&](size_t j) {
     return inplace && in[j].stride == 1 && (x[j].dt == DType::Float64 || x[j].dt == DType::Int64) &&

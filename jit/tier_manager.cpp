@@ -4,13 +4,16 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <cstdlib>
+#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 #include <nlohmann/json.hpp>
+
+#include "interp/config.hpp"
 
 #ifdef EMBER_WITH_JIT
 #include "jit/disk_cache.hpp"
@@ -21,31 +24,28 @@ namespace ember {
 
 using Clock = std::chrono::steady_clock;
 
-size_t parse_size(const char* s, size_t dflt) {
-  if (!s || !*s) return dflt;
-  char* end = nullptr;
-  const double v = std::strtod(s, &end);
-  if (end == s || v < 0) return dflt;
-  double mul = 1;
-  switch (*end) {
-    case 'k': case 'K': mul = 1024.0; break;
-    case 'm': case 'M': mul = 1024.0 * 1024; break;
-    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; break;
-    default: break;
-  }
-  return static_cast<size_t>(v * mul);
-}
-
 JitConfig JitConfig::from_env() {
   JitConfig c;
-  if (const char* m = std::getenv("EMBER_JIT")) {
-    const std::string s = m;
-    if (s == "off" || s == "0") c.mode = JitMode::Off;
-    else if (s == "eager") c.mode = JitMode::Eager;
-    else c.mode = JitMode::Auto;
+  const Config& env = config();
+  // A bad value is reported and the default kept: no caller to throw to.
+  auto warn = [](const std::invalid_argument& e, const char* dflt) {
+    std::fprintf(stderr, "ember: warning: %s; using %s\n", e.what(), dflt);
+  };
+  if (env.jit && !env.jit->empty()) {
+    try {
+      c.mode = parse_jit_mode_or_throw(*env.jit, "EMBER_JIT");
+    } catch (const std::invalid_argument& e) {
+      warn(e, "auto");
+    }
   }
-  c.memory_budget = parse_size(std::getenv("EMBER_JIT_MEMORY"), c.memory_budget);
-  if (const char* v = std::getenv("EMBER_JIT_CACHE"); v && std::string(v) == "0") c.cache = false;
+  if (env.jit_memory && !env.jit_memory->empty()) {
+    try {
+      c.memory_budget = parse_size_or_throw(*env.jit_memory, "EMBER_JIT_MEMORY");
+    } catch (const std::invalid_argument& e) {
+      warn(e, "256M");
+    }
+  }
+  if (env.jit_cache && *env.jit_cache == "0") c.cache = false;
   return c;
 }
 

@@ -11,6 +11,7 @@
 #include "ember/ember.hpp"
 #include "ember/error.hpp"
 #include "engine/graph/graph.hpp"
+#include "engine/ops/tensor_op.hpp"
 #include "ember/tensor.hpp"
 
 namespace ember {
@@ -59,11 +60,13 @@ class OpKernel {
 // naming file, node index, op and field.
 class NodeContext {
  public:
-  NodeContext(const Graph& g, int index, const Options& opt = Options{}) : g_(g), index_(index), opt_(opt) {}
+  NodeContext(const Graph& g, int index, TensorOp op, const Options& opt = Options{})
+      : g_(g), index_(index), op_(op), opt_(opt) {}
   const Options& options() const { return opt_; }
   const Graph& graph() const { return g_; }
   const NodeSpec& spec() const { return g_.nodes[index_]; }
   int index() const { return index_; }
+  TensorOp op() const { return op_; }  // spec().op's row in the op table
   int num_inputs() const { return static_cast<int>(spec().inputs.size()); }
   int num_outputs() const { return static_cast<int>(spec().outputs.size()); }
   const VarSpec& in(int i) const { return g_.vars[spec().inputs[i]]; }
@@ -89,13 +92,14 @@ class NodeContext {
  private:
   const Graph& g_;
   int index_;
+  TensorOp op_;
   Options opt_;
 };
 
 using OpFactory = std::unique_ptr<OpKernel> (*)(NodeContext&);
 
-// Tensor op table (engine/ops/tensor_ops.def): name -> factory.
-OpFactory find_op(const std::string& name);
+// Tensor op table (engine/ops/tensor_ops.def): op -> factory; the names.
+OpFactory op_factory(TensorOp op);
 std::vector<std::string> tensor_op_names();
 
 }  // namespace ember

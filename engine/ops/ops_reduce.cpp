@@ -405,13 +405,15 @@ class ReduceKernel final : public OpKernel {
 };
 
 Rop parse_rop(NodeContext& ctx) {
-  const std::string& name = ctx.spec().op;
-  if (name == "Sum") return Rop::Add;
-  if (name == "Prod") return Rop::Mul;
-  if (name == "Max") return Rop::Max;
-  if (name == "Min") return Rop::Min;
-  if (name == "All") return Rop::And;
-  if (name == "Any") return Rop::Or;
+  switch (ctx.op()) {
+    case TensorOp::Sum: return Rop::Add;
+    case TensorOp::Prod: return Rop::Mul;
+    case TensorOp::Max: return Rop::Max;
+    case TensorOp::Min: return Rop::Min;
+    case TensorOp::All: return Rop::And;
+    case TensorOp::Any: return Rop::Or;
+    default: break;  // CAReduce: the scalar op says
+  }
   const nlohmann::json& j = ctx.attr("scalar_op");
   std::string s;
   if (j.is_string()) s = j.get<std::string>();

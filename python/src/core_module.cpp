@@ -11,12 +11,14 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ember/ember.hpp"
 #include "engine/graph/graph.hpp"
 #include "engine/c_api.hpp"
+#include "interp/option_parse.hpp"
 #include "jit/tier_manager.hpp"
 #include "jit/jit.hpp"
 
@@ -40,39 +42,34 @@ bool jit_built_and_usable() {
 
 struct PyOptions {
   ember::Options engine;
-  std::string jit;         // "" = leave as configured (EMBER_JIT or default auto)
-  int64_t jit_memory = 0;  // bytes; 0 = leave as configured
+  std::optional<ember::JitMode> jit;  // unset: leave as configured (EMBER_JIT or default auto)
+  int64_t jit_memory = 0;             // bytes; 0 = leave as configured
 
   static PyOptions from_dict(const nb::dict& d) {
     PyOptions o;
     for (auto [k, v] : d) {
       const std::string key = nb::cast<std::string>(k);
       if (key == "parallel_threshold") o.engine.parallel_threshold = nb::cast<int64_t>(v);
-      else if (key == "jit") o.jit = nb::cast<std::string>(v);
+      else if (key == "jit") o.jit = ember::parse_jit_mode_or_throw(nb::cast<std::string>(v), "jit");
       else if (key == "jit_memory") o.jit_memory = nb::cast<int64_t>(v);
       else throw nb::value_error(("unknown ember option '" + key + "'").c_str());
     }
-    if (!o.jit.empty() && o.jit != "off" && o.jit != "auto" && o.jit != "eager")
-      throw nb::value_error(("jit must be off, auto or eager, not '" + o.jit + "'").c_str());
     if (o.jit_memory < 0) throw nb::value_error("jit_memory must be >= 0");
     return o;
   }
   void apply_jit() const {
-    if (jit.empty() && jit_memory == 0) return;
+    if (!jit && jit_memory == 0) return;
     auto& tm = ember::TierManager::instance();
     ember::JitConfig c = tm.config();
-    if (jit == "off") c.mode = ember::JitMode::Off;
-    else if (jit == "auto") c.mode = ember::JitMode::Auto;
-    else if (jit == "eager") c.mode = ember::JitMode::Eager;
+    if (jit) c.mode = *jit;
     if (jit_memory > 0) c.memory_budget = static_cast<size_t>(jit_memory);
     tm.configure(c);
   }
   nb::dict to_dict() const {
     const ember::JitConfig c = ember::TierManager::instance().config();
-    const char* mode = c.mode == ember::JitMode::Off ? "off" : c.mode == ember::JitMode::Eager ? "eager" : "auto";
     nb::dict d;
     d["parallel_threshold"] = engine.parallel_threshold;
-    d["jit"] = std::string(mode);
+    d["jit"] = std::string(ember::jit_mode_name(c.mode));
     d["jit_memory"] = static_cast<int64_t>(c.memory_budget);
     d["jit_active"] = jit_built_and_usable() && c.mode != ember::JitMode::Off;
     return d;
@@ -286,4 +283,13 @@ NB_MODULE(_core, m) {
   // The compile service's counters (JitStats::to_json): budget, peak and
   // resident bytes, and each Composite's tier.
   m.def("jit_stats", [] { return ember::TierManager::instance().stats().to_json(); });
+  // The parsers the CLI and the engine use (interp/option_parse.hpp), for
+  // ember/options.py; a bad value raises ValueError naming `what`.
+  m.def("parse_jit_mode",
+        [](const std::string& s, const std::string& what) {
+          return std::string(ember::jit_mode_name(ember::parse_jit_mode_or_throw(s, what)));
+        },
+        "text"_a, "what"_a = "jit");
+  m.def("parse_size", [](const std::string& s, const std::string& what) { return ember::parse_size_or_throw(s, what); },
+        "text"_a, "what"_a = "jit_memory");
 }
