@@ -28,6 +28,11 @@ from math import prod
 import numpy as np
 
 PREPARE_MODES = ("stabilize", "fast_run")
+# After the gradient, on logp and gradient together: the gradient's graph needs
+# the stabilizing rewrites too, and some logp forms become stable only once
+# specialize has normalized them (log1p(-1 * sigmoid(x)) -> -softplus(x) needs
+# mul(-1, x) -> neg(x)); canonicalize folds constant index helpers.
+POST_GRADIENT_REWRITES = ("ShapeOpt", "canonicalize", "stabilize", "specialize")
 UNCONSTRAINED_PARAMETER = "unconstrained_parameter"  # nutpie's coordinate of the flat point
 
 
@@ -322,6 +327,8 @@ def logp_graph(model, layout, prepare="stabilize"):
 
         graph = function_graph([joined], [logp, grad])
         in2out(_check_parameter_rewriter(model)).rewrite(graph)
+        if POST_GRADIENT_REWRITES:
+            rewrite_graph(graph, include=POST_GRADIENT_REWRITES)
         apply_export_rewrites(graph)
     t["rewrites"] += time.perf_counter() - t3
     return graph, t
