@@ -272,6 +272,35 @@ def test_compile_and_sample_without_compiler_or_numba(tmp_path):
     assert "DRAWS 20" in out.stdout, out.stdout
 
 
+def test_compile_starts_no_compiler_where_one_is_installed():
+    """With g++ on PATH and PyTensor free to use it: no process is started
+    while compiling (PyTensor's BLAS probe test-compiles C when a C-only
+    rewrite asks for its flags)."""
+    script = textwrap.dedent("""
+        import subprocess, pymc, pytensor, nutpie
+        import ember.nutpie as en
+        try:
+            from ember.testing import models
+        except ImportError:
+            from ember import models
+        started = []
+        orig = subprocess.Popen.__init__
+        def spy(self, args, *a, **k):
+            started.append(str(args))
+            return orig(self, args, *a, **k)
+        subprocess.Popen.__init__ = spy
+        model = models.seed_gamma(seed=0)
+        for prepare in ("stabilize", "fast_run"):
+            en.compile_pymc_model(model, prepare=prepare, cache=False)
+        print("STARTED", started)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    env.pop("PYTENSOR_FLAGS", None)
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=1200)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "STARTED []" in out.stdout, out.stdout[-2000:]
+
+
 # -- bit-reproducible sampling across JIT modes ----------------------------------------
 
 _SAMPLE = """
