@@ -65,7 +65,14 @@ class InitialPointPlan:
         for rv in model.free_RVs:
             tr = model.rvs_to_transforms[rv]
             names.append(get_transformed_name(rv.name, tr) if tr is not None else rv.name)
-        return cls._split(names, exprs)
+        from .export import UnsupportedGraphError
+
+        try:
+            return cls._split(names, exprs)
+        except UnsupportedGraphError:
+            # Draws Ember cannot run (PyTensor 3's LKJ prior draw is a Scan of
+            # RandomVariables): PyMC's own function, on PyTensor's pure-Python VM.
+            return PyMCInitialPoint(model, overrides, jitter_rvs, default_strategy)
 
     @classmethod
     def _split(cls, names, exprs):
@@ -193,7 +200,9 @@ class InitialPointPlan:
                 "final": write_graph("initial_point", self.final_graph)}
 
     @classmethod
-    def from_dict(cls, d, read_graph):
+    def from_dict(cls, d, read_graph, model=None):
+        if d.get("kind") == "pymc":
+            return PyMCInitialPoint(model, *d["args"]) if model is not None else None
         def dec(r):
             if r[0] == "const":
                 return ("const", pickle.loads(base64.b64decode(r[1])))
@@ -205,6 +214,33 @@ class InitialPointPlan:
                           size=dec(x["size"]), params=[dec(p) for p in x["params"]]) for x in s["draws"]]
             stages.append(Stage(graph=None if s["program"] is None else read_graph(s["program"]), draws=draws))
         return cls(list(d["names"]), stages, read_graph(d["final"]), int(d["n_rngs"]))
+
+
+class PyMCInitialPoint:
+    """PyMC's make_initial_point_fn compiled for PyTensor's Python VM
+    (FAST_COMPILE: no C thunks, no numba), for initial points Ember cannot run."""
+
+    def __init__(self, model, overrides, jitter_rvs, default_strategy):
+        from pymc.initial_point import make_initial_point_fn
+        from pytensor.compile.mode import FAST_COMPILE
+
+        if FAST_COMPILE.linker.c_thunks:
+            raise ValueError("initial point: PyTensor's FAST_COMPILE mode would compile C")
+        names = sorted(getattr(rv, "name", rv) for rv in jitter_rvs or ())
+        self.args = [overrides, names, default_strategy]
+        jitter = {model[n] for n in names}
+        self.fn = make_initial_point_fn(model=model, overrides=overrides, jitter_rvs=jitter,
+                                        default_strategy=default_strategy, return_transformed=True)
+        self.stages = []
+
+    def load(self, **options):
+        return self
+
+    def __call__(self, seed=None):
+        return self.fn(seed)
+
+    def to_dict(self, write_graph):
+        return {"kind": "pymc", "args": self.args}
 
 
 def _ancestors_to_draws(variables, index):

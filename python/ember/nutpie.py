@@ -181,7 +181,7 @@ def compile_pymc_model(model, *, jit=None, jit_memory=None, parallel_threshold=N
     if entry is not None:
         timings["cache_hit"] = True
         layout = Layout.from_dict(entry.manifest["layout"])
-        plan = InitialPointPlan.from_dict(entry.manifest["initial_point"], entry.graph)
+        plan = InitialPointPlan.from_dict(entry.manifest["initial_point"], entry.graph, model)
         graphs = {"logp": entry.graph("logp"), "expand": entry.graph("expand")}
     else:
         layout, plan, graphs, blobs = _prepare(model, opts, initial_points, jitter_rvs,

@@ -36,6 +36,12 @@ POST_GRADIENT_REWRITES = ("ShapeOpt", "canonicalize", "stabilize", "specialize")
 UNCONSTRAINED_PARAMETER = "unconstrained_parameter"  # nutpie's coordinate of the flat point
 
 
+# Rewrites making ops Ember cannot run (C-only, BLAS), as the EMBER mode
+# excludes them; local_usmm (cxx_only, in specialize) would also have PyTensor
+# test-compile C code to detect a BLAS library.
+from .linker import INCOMPATIBLE_REWRITES as _EXCLUDED  # noqa: E402
+
+
 def _graph_inputs(outputs):
     try:
         from pytensor.graph.traversal import graph_inputs
@@ -308,7 +314,7 @@ def logp_graph(model, layout, prepare="stabilize"):
     rewrites = ["canonicalize", "stabilize"]
     if not model.check_bounds:
         rewrites.append("local_remove_check_parameter")
-    logp = rewrite_graph(logp, include=rewrites)
+    logp = rewrite_graph(logp, include=rewrites, exclude=_EXCLUDED)
     t2 = time.perf_counter()
     value_vars = [model.rvs_to_values[rv] for rv in model.free_RVs]
     grads = pt.grad(logp, value_vars)
@@ -328,7 +334,7 @@ def logp_graph(model, layout, prepare="stabilize"):
         graph = function_graph([joined], [logp, grad])
         in2out(_check_parameter_rewriter(model)).rewrite(graph)
         if POST_GRADIENT_REWRITES:
-            rewrite_graph(graph, include=POST_GRADIENT_REWRITES)
+            rewrite_graph(graph, include=POST_GRADIENT_REWRITES, exclude=_EXCLUDED)
         apply_export_rewrites(graph)
     t["rewrites"] += time.perf_counter() - t3
     return graph, t
