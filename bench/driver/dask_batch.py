@@ -2,7 +2,7 @@
 first draw in a fresh process: python bench/driver/dask_batch.py [--n 8] [--reps 3]
 [--workers 1,2] [--draws 300] [--tune 300] [--chains 2] [--json OUT]
 
-Batch: N radon-style hierarchical regressions (ember.models.radon, 12
+Batch: N radon-style hierarchical regressions (ember.testing.models.radon, 12
 counties x 120 observations, different simulated data per task: seed = task
 index), fitted by ember.dask.sample_many on a LocalCluster of W worker
 processes with one thread each. Each cluster is started and its workers have
@@ -37,10 +37,10 @@ def first_draw(backend, seed=0):
     import nutpie
     import pymc  # noqa: F401
 
-    import ember.models
+    import ember.testing.models
     import ember.nutpie
     t1 = time.perf_counter()
-    model = ember.models.radon(seed=seed)
+    model = ember.testing.models.radon(seed=seed)
     t2 = time.perf_counter()
     compiled = ember.nutpie.compile_pymc_model(model) if backend == "ember" else nutpie.compile_pymc_model(model)
     t3 = time.perf_counter()
@@ -97,7 +97,7 @@ def _warm_up():
 
 def batch(n_workers, n, reps, sample_kwargs, caches):
     import ember.dask
-    import ember.models
+    import ember.testing.models
 
     times = []
     with _cluster(n_workers, _env(caches)) as cluster, cluster.get_client() as client:
@@ -105,7 +105,7 @@ def batch(n_workers, n, reps, sample_kwargs, caches):
         client.gather([client.submit(_warm_up, workers=[w], pure=False) for w in client.scheduler_info()["workers"]])
         for _ in range(reps):
             t = time.perf_counter()
-            traces = ember.dask.sample_many(ember.models.radon, [{"seed": i} for i in range(n)], client=client,
+            traces = ember.dask.sample_many(ember.testing.models.radon, [{"seed": i} for i in range(n)], client=client,
                                             **sample_kwargs)
             times.append(time.perf_counter() - t)
             assert len(traces) == n
