@@ -66,7 +66,10 @@ def _assert_same_bits(got, want, what):
         for v in a.data_vars:
             x, y = np.asarray(a[v]), np.asarray(b[v])
             assert x.dtype == y.dtype and x.shape == y.shape, f"{what} {group}.{v}"
-            assert np.array_equal(x.view(np.uint8), y.view(np.uint8)), f"{what} {group}.{v} differs"
+            if x.dtype == object:  # nutpie's divergence messages: strings, NaN where none
+                assert list(map(repr, x.ravel())) == list(map(repr, y.ravel())), f"{what} {group}.{v} differs"
+            else:
+                assert np.array_equal(x.view(np.uint8), y.view(np.uint8)), f"{what} {group}.{v} differs"
 
 
 def test_import_ember_does_not_import_dask():
