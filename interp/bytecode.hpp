@@ -48,26 +48,13 @@ struct Instr {
   int32_t a, b, c;
 };
 
-// Number of inputs of a math-library op (interp/math/math.def); 0 if none.
-constexpr int math_arity(ScalarOp op) {
-  switch (op) {
-#define M1(E, f) case ScalarOp::E: return 1;
-#define M2(E, f) case ScalarOp::E: return 2;
-#define M3(E, f) case ScalarOp::E: return 3;
-#include "interp/math/math.def"
-#undef M1
-#undef M2
-#undef M3
-    default: return 0;
-  }
-}
+// Number of inputs of a math-library op (scalar_ops.def's math column); 0 if none.
+constexpr int math_arity(ScalarOp op) { return op_info(op).math.empty() ? 0 : op_info(op).arity; }
 
 // Ops the compiler turns into slot aliases and never emits.
-constexpr bool is_alias_op(ScalarOp op) {
-  return op == ScalarOp::Identity || op == ScalarOp::Second || op == ScalarOp::Cast;
-}
+constexpr bool is_alias_op(ScalarOp op) { return op_info(op).has(opflag::Alias); }
 
-// What an opcode reads and writes (derived from scalar_ops.def and math.def).
+// What an opcode reads and writes (derived from scalar_ops.def).
 struct OpSig {
   bool valid = false;
   bool math = false;  // a call into the math library

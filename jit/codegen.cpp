@@ -17,20 +17,6 @@ using interp::Instr;
 
 namespace {
 
-// Math library entry point of each math op, from math.def.
-const char* math_name(interp::ScalarOp op) {
-  switch (op) {
-#define M1(E, f) case interp::ScalarOp::E: return "ember_math_" #f;
-#define M2(E, f) case interp::ScalarOp::E: return "ember_math_" #f;
-#define M3(E, f) case interp::ScalarOp::E: return "ember_math_" #f;
-#include "interp/math/math.def"
-#undef M1
-#undef M2
-#undef M3
-    default: return nullptr;
-  }
-}
-
 class Gen {
  public:
   Gen(LLVMContext& c, Module& m, const Bytecode& bc, int lanes, bool isolate, bool const_mem)
@@ -114,14 +100,12 @@ class Gen {
   // Vector types of W lanes (s64 is the scalar index type).
   Type* cls_ty(Cls c) const { return c == Cls::F64 ? f64 : c == Cls::F32 ? f32 : i64; }
   bool is_math(const Instr& in) const { return in.op < interp::kCvtBase && interp::op_sig(in.op).math; }
-  // Plain vector arithmetic, which FastISel selects.
+  // Plain vector arithmetic, which FastISel selects (FastF/FastI rows).
   bool fast_isel_ok(const Instr& in) const {
     if (in.op >= interp::kCvtBase) return false;
-    using S = interp::ScalarOp;
-    const auto op = static_cast<S>(in.op / interp::kNumCls);
-    if (static_cast<Cls>(in.op % interp::kNumCls) == Cls::I64)
-      return op == S::Add || op == S::Sub || op == S::Mul || op == S::And || op == S::Or || op == S::Xor;
-    return op == S::Add || op == S::Sub || op == S::Mul || op == S::TrueDiv || op == S::Sqr || op == S::Reciprocal;
+    const auto& info = interp::op_info(static_cast<interp::ScalarOp>(in.op / interp::kNumCls));
+    const bool int_cls = static_cast<Cls>(in.op % interp::kNumCls) == Cls::I64;
+    return info.has(int_cls ? interp::opflag::FastI : interp::opflag::FastF);
   }
 
   bool is_input(int32_t s) const { return s >= bc_.num_consts() && s < bc_.first_reg(); }
@@ -221,8 +205,9 @@ class Gen {
   void emit_math(const Instr& in) {
     const interp::OpSig sig = interp::op_sig(in.op);
     const auto op = static_cast<interp::ScalarOp>(in.op / interp::kNumCls);
-    const char* name = math_name(op);
-    if (!name) throw std::runtime_error("no math function for " + interp::opcode_name(in.op));
+    const std::string_view math = interp::op_info(op).math;
+    if (math.empty()) throw std::runtime_error("no math function for " + interp::opcode_name(in.op));
+    const std::string name = "ember_math_" + std::string(math);
     const int32_t src[3] = {in.a, in.b, in.c};
     // Constants and float32 operands: widened into a float64 temporary first.
     std::vector<uint64_t> offs;  // byte offset of each argument in scratch (or ~0: an input's lanes)

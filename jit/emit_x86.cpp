@@ -65,16 +65,8 @@ class DirectCode : public Code {
 };
 
 uint64_t math_addr(S op) {
-  switch (op) {
-#define M1(E, f) case S::E: return reinterpret_cast<uint64_t>(&ember_math_##f);
-#define M2(E, f) case S::E: return reinterpret_cast<uint64_t>(&ember_math_##f);
-#define M3(E, f) case S::E: return reinterpret_cast<uint64_t>(&ember_math_##f);
-#include "interp/math/math.def"
-#undef M1
-#undef M2
-#undef M3
-    default: return 0;
-  }
+  const math::Entry* e = math::entry(op);
+  return e ? reinterpret_cast<uint64_t>(e->address()) : 0;
 }
 
 enum class How { Inline, Vec, Math, No };
@@ -91,18 +83,10 @@ int max_run() {
   return n;
 }
 
-// Ops whose AVX2 sequence below is bit-identical to scalar_impl.hpp.
-bool inline_ok(S op, Cls c) {
-  switch (op) {
-    case S::Neg: case S::Abs: case S::Sign: case S::Add: case S::Sub: case S::Maximum: case S::Minimum:
-    case S::Clip: case S::Floor: case S::Ceil: case S::Trunc: case S::RoundHalfToEven:
-    case S::RoundHalfAwayFromZero: case S::LT: case S::GT: case S::LE: case S::GE: case S::EQ: case S::NEQ:
-    case S::IsNan: case S::IsInf: case S::Switch:
-      return true;
-    case S::Sqr: case S::Mul: case S::Sqrt: case S::Reciprocal: case S::TrueDiv: return c != Cls::I64;
-    case S::And: case S::Or: case S::Xor: case S::Invert: return c == Cls::I64;
-    default: return false;
-  }
+// Ops whose AVX2 sequence below is bit-identical to scalar_impl.hpp: the
+// rows marked AsmF (float classes) or AsmI (int64 class).
+constexpr bool inline_ok(S op, Cls c) {
+  return interp::op_info(op).has(c == Cls::I64 ? interp::opflag::AsmI : interp::opflag::AsmF);
 }
 
 How how(const Instr& in) {

@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def _kinds():
     with open(os.path.join(ROOT, "interp", "scalar_ops.def")) as f:
         return {m.group(1): m.group(2) for m in
-                re.finditer(r'^X\(\w+,\s*"(\w+)",\s*-?\d+,\s*(\w+)\)', f.read(), re.M)}
+                re.finditer(r'^X\(\w+,\s*"(\w+)",\s*-?\d+,\s*(\w+),', f.read(), re.M)}
 
 
 KINDS = _kinds()
