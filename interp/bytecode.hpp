@@ -54,6 +54,25 @@ constexpr int math_arity(ScalarOp op) { return op_info(op).math.empty() ? 0 : op
 // Ops the compiler turns into slot aliases and never emits.
 constexpr bool is_alias_op(ScalarOp op) { return op_info(op).has(opflag::Alias); }
 
+// Whether opcode (op, c) exists and computes inline, not by a math call:
+// op_sig's valid && !math, known at compile time (code generators pick
+// their per-op emitters with it; a test checks the two agree).
+constexpr bool inline_opcode(ScalarOp op, Cls c) {
+  const ScalarOpInfo& i = op_info(op);
+  if (i.has(opflag::Alias) || i.kind == OpKind::Cast) return false;
+  if (c == Cls::I64) return i.kind != OpKind::Float;
+  return i.kind != OpKind::Bitwise && i.math.empty();
+}
+
+// A row's FastF/FastI/AsmF/AsmI flags name only classes it computes inline in.
+static_assert([] {
+  for (const ScalarOpInfo& i : kScalarOps) {
+    if (i.has(opflag::FastF | opflag::AsmF) && !inline_opcode(i.op, Cls::F64)) return false;
+    if (i.has(opflag::FastI | opflag::AsmI) && !inline_opcode(i.op, Cls::I64)) return false;
+  }
+  return true;
+}());
+
 // What an opcode reads and writes (derived from scalar_ops.def).
 struct OpSig {
   bool valid = false;
