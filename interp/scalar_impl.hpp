@@ -5,8 +5,8 @@
 // of any integer dtype (the VM wraps results to narrower dtypes afterwards).
 // A code generator mirrors these functions one for one.
 //
-// Ops listed in interp/math/math.def (exp, log, ..., float pow) are not here:
-// they are calls into the math library.
+// Ops with a math function in interp/scalar_ops.def (exp, log, ..., float
+// pow) are not here: they are calls into the math library.
 #pragma once
 #include <cmath>
 #include <cstdint>

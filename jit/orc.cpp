@@ -159,13 +159,7 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
     syms[self->jit_->mangleAndIntern(name)] = {ExecutorAddr::fromPtr(reinterpret_cast<void*>(fn)),
                                                JITSymbolFlags::Exported | JITSymbolFlags::Callable};
   };
-#define M1(E, f) add("ember_math_" #f, &ember_math_##f);
-#define M2(E, f) add("ember_math_" #f, &ember_math_##f);
-#define M3(E, f) add("ember_math_" #f, &ember_math_##f);
-#include "interp/math/math.def"
-#undef M1
-#undef M2
-#undef M3
+  for (const math::Entry& e : math::kEntries) add(("ember_math_" + std::string(e.name)).c_str(), e.address());
   add("ember_jit_ipow", &ember_jit_ipow);
   add("fmod", static_cast<double (*)(double, double)>(&::fmod));
   add("fmodf", static_cast<float (*)(float, float)>(&::fmodf));

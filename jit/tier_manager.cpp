@@ -98,8 +98,7 @@ struct TierEntry {
 #endif
   bool measuring = false;
   // Speed of the kernel in use: ns/element of each scan interval it ran in
-  // (a ring of the last kWindows). Medians of these decide whether a new
-  // kernel is kept: one preempted or cache-cold interval cannot drop it.
+  // (a ring of the last kWindows); a tier-up waits for kBaseWindows of them.
   static constexpr int kWindows = 16;
   double win[kWindows] = {};
   int nwin = 0, wpos = 0, skip = 0;
@@ -118,12 +117,6 @@ struct TierEntry {
     win[wpos] = r;
     wpos = (wpos + 1) % kWindows;
     nwin = std::min(nwin + 1, kWindows);
-  }
-  double median_window() const {
-    double v[kWindows];
-    std::copy(win, win + nwin, v);
-    std::nth_element(v, v + nwin / 2, v + nwin);
-    return v[nwin / 2];
   }
   bool no_retry[3] = {};
   int failures = 0;

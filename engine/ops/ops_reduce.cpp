@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include <tbb/blocked_range.h>
@@ -15,6 +16,7 @@
 #include "engine/ops/op.hpp"
 #include "engine/ops/ops_common.hpp"
 #include "engine/ops/reduce_tree.hpp"
+#include "interp/scalar_op.hpp"
 
 namespace ember {
 namespace {
@@ -419,14 +421,27 @@ Rop parse_rop(NodeContext& ctx) {
   if (j.is_string()) s = j.get<std::string>();
   else if (j.is_object() && j.contains("op") && j["op"].is_string()) s = j["op"].get<std::string>();
   else ctx.fail("scalar_op", "expected {\"op\": name}");
-  if (s == "Add") return Rop::Add;
-  if (s == "Mul") return Rop::Mul;
-  if (s == "ScalarMaximum" || s == "Maximum") return Rop::Max;
-  if (s == "ScalarMinimum" || s == "Minimum") return Rop::Min;
-  if (s == "AND") return Rop::And;
-  if (s == "OR") return Rop::Or;
-  ctx.fail("scalar_op", "CAReduce supports Add, Mul, ScalarMaximum, ScalarMinimum, AND, OR; got '" +
-                            s + "'");
+  // The rows marked Reduce in interp/scalar_ops.def; Maximum/Minimum are PyTensor's class names.
+  using interp::ScalarOp;
+  std::string_view sop = s;
+  if (sop == "Maximum") sop = "ScalarMaximum";
+  if (sop == "Minimum") sop = "ScalarMinimum";
+  const auto op = interp::scalar_op_from_name(sop);
+  if (op && interp::op_info(*op).has(interp::opflag::Reduce)) {
+    switch (*op) {
+      case ScalarOp::Add: return Rop::Add;
+      case ScalarOp::Mul: return Rop::Mul;
+      case ScalarOp::Maximum: return Rop::Max;
+      case ScalarOp::Minimum: return Rop::Min;
+      case ScalarOp::And: return Rop::And;
+      case ScalarOp::Or: return Rop::Or;
+      default: break;
+    }
+  }
+  std::string names;
+  for (const auto& i : interp::kScalarOps)
+    if (i.has(interp::opflag::Reduce)) names += (names.empty() ? "" : ", ") + std::string(i.name);
+  ctx.fail("scalar_op", "CAReduce supports " + names + "; got '" + s + "'");
 }
 
 // Bit i set: axis i is reduced.

@@ -14,12 +14,13 @@ import struct
 
 import numpy as np
 
+from . import tables
 from .scalar_ops import REDUCE_OPS, ember_name
 
 FORMAT_VERSION = 1
 MAGIC = b"EMBRGRPH"
-DTYPES = frozenset({"float64", "float32", "int64", "int32", "int16", "int8", "uint8", "bool"})
-INT_DTYPES = frozenset({"int64", "int32", "int16", "int8", "uint8"})
+DTYPES = frozenset(tables.DTYPES)
+INT_DTYPES = tables.INT_DTYPES
 INLINE_LIMIT = 64  # constants with more elements go to the binary payload
 PAYLOAD_ALIGN = 64
 

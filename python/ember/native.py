@@ -7,38 +7,19 @@ development build (`cmake -DEMBER_BUILD_PYTHON=ON`), point EMBER_NATIVE_DIR at
 Engine options: see ember/options.py.
 """
 
-import glob
-import importlib
 import json
 import os
-import sys
 
 import numpy as np
 
+from ._built import import_built
 from .options import parse_memory, resolve_options  # noqa: F401
 
 def _load_core():
-    pkg = sys.modules[__package__]
-    extra = os.environ.get("EMBER_NATIVE_DIR")
-    if extra and extra not in pkg.__path__:
-        pkg.__path__.append(extra)
-    try:
-        return importlib.import_module(f"{__package__}._core")
-    except ImportError:
-        pass
-    # The source tree may shadow an installed copy (tests put python/ first on
-    # sys.path): look for the installed package's _core too.
-    for entry in sys.path:
-        d = os.path.join(entry or ".", __package__)
-        if d not in pkg.__path__ and os.path.isdir(d) and glob.glob(os.path.join(d, "_core*")):
-            pkg.__path__.append(d)
-    try:
-        return importlib.import_module(f"{__package__}._core")
-    except ImportError as e:
-        raise ImportError(
-            "ember's native module is missing: run `pip install .` at the repository root, or set "
-            "EMBER_NATIVE_DIR to <build>/python/ember of a CMake build with -DEMBER_BUILD_PYTHON=ON"
-        ) from e
+    return import_built(
+        "_core",
+        "ember's native module is missing: run `pip install .` at the repository root, or set "
+        "EMBER_NATIVE_DIR to <build>/python/ember of a CMake build with -DEMBER_BUILD_PYTHON=ON")
 
 
 _core = _load_core()

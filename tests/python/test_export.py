@@ -8,7 +8,6 @@ carry the other version's attributes.
 import glob
 import json
 import os
-import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -18,7 +17,6 @@ import ember
 import importlib
 
 ex = importlib.import_module("ember.export")
-from ember.scalar_ops import SUPPORTED
 from ember.testing.validate import check, check_structure, load_schema
 
 pytensor = pytest.importorskip("pytensor")
@@ -68,13 +66,7 @@ def const_value(doc, var):
     raise KeyError(var)
 
 
-# -- the scalar op table ----------------------------------------------------------
-
-
-def test_scalar_op_names_match_interp_table():
-    with open(os.path.join(ROOT, "interp", "scalar_ops.def")) as f:
-        names = {m.group(1) for m in re.finditer(r'^X\(\w+,\s*"(\w+)"', f.read(), re.M)}
-    assert names == set(SUPPORTED)
+# -- the scalar op table (names: tests/python/test_tables.py) --------------------
 
 
 def test_maximum_class_exports_as_scalar_maximum():
