@@ -18,6 +18,7 @@
 
 #include <asmjit/x86.h>
 
+#include "interp/config.hpp"
 #include "interp/math/math.hpp"
 #include "interp/vm.hpp"
 
@@ -76,8 +77,8 @@ enum class How { Inline, Vec, Math, No };
 // EMBER_JIT_T1_RUN overrides (tuning).
 int max_run() {
   static const int n = [] {
-    const char* e = std::getenv("EMBER_JIT_T1_RUN");
-    const int v = e ? std::atoi(e) : 0;
+    const auto& e = config().jit_t1_run;
+    const int v = e ? std::atoi(e->c_str()) : 0;
     return v > 0 ? v : 64;
   }();
   return n;
