@@ -46,6 +46,15 @@ std::span<const ConfigVar> config_vars() { return kVars; }
 
 const Config& config() { return *current().load(std::memory_order_acquire); }
 
+std::optional<std::string> config_now(std::optional<std::string> Config::*field) {
+  for (const ConfigVar& v : kVars)
+    if (v.value == field) {
+      if (const char* e = std::getenv(v.name)) return std::string(e);
+      return std::nullopt;
+    }
+  return std::nullopt;
+}
+
 void config_reload_for_tests() { current().store(read_environment(), std::memory_order_release); }
 
 std::vector<std::string> unknown_ember_variables() {

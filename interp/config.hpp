@@ -31,6 +31,11 @@ std::span<const ConfigVar> config_vars();
 // the environment that config.def does not list (a typo, most likely).
 const Config& config();
 
+// A row's value in the environment now, not as first read: for the disk
+// cache's directory, which a running process (a Dask worker) may repoint
+// between loads. Other rows go through config().
+std::optional<std::string> config_now(std::optional<std::string> Config::*field);
+
 // Reads the environment again, for tests that set variables at run time.
 // References from earlier calls stay valid (they see the old values).
 void config_reload_for_tests();

@@ -59,10 +59,10 @@ constexpr auto kStaleTemp = std::chrono::hours(1);
 }  // namespace
 
 std::string DiskCache::default_dir() {
-  const Config& env = config();
-  if (const auto& d = env.cache_dir; d && !d->empty()) return *d;
-  if (const auto& x = env.xdg_cache_home; x && !x->empty()) return *x + "/ember";
-  if (const auto& h = env.home; h && !h->empty()) return *h + "/.cache/ember";
+  // Read at each compile: a worker may point EMBER_CACHE_DIR elsewhere.
+  if (const auto d = config_now(&Config::cache_dir); d && !d->empty()) return *d;
+  if (const auto x = config_now(&Config::xdg_cache_home); x && !x->empty()) return *x + "/ember";
+  if (const auto h = config_now(&Config::home); h && !h->empty()) return *h + "/.cache/ember";
   return "";
 }
 

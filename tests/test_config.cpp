@@ -98,6 +98,17 @@ TEST_CASE("config_is_read_once_and_reloaded_only_on_request", "[config]") {
   CHECK(before.pt_work == "/tmp/x");  // earlier references stay valid
 }
 
+TEST_CASE("config_now_sees_the_environment_as_it_is", "[config]") {
+  setenv("EMBER_PT_WORK", "/tmp/a", 1);
+  config_reload_for_tests();
+  setenv("EMBER_PT_WORK", "/tmp/b", 1);
+  CHECK(config().pt_work == "/tmp/a");
+  CHECK(config_now(&Config::pt_work) == "/tmp/b");
+  unsetenv("EMBER_PT_WORK");
+  CHECK_FALSE(config_now(&Config::pt_work));
+  config_reload_for_tests();
+}
+
 TEST_CASE("ember_config_lists_every_variable_of_the_table", "[config]") {
   auto [rc, out] = ember_cmd("EMBER_JIT_T2_LANES=16", "config");
   INFO(out);
