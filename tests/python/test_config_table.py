@@ -148,10 +148,11 @@ def test_every_row_of_config_def_is_read_somewhere():
 
 
 def _read_by_the_library(name):
-    # The libraries read a row through its Config field: config().field.
+    # The libraries read a row through its Config field: config().field, or
+    # config_now(&Config::field).
     with open(os.path.join(ROOT, "interp", "config.def")) as f:
         field = re.search(r'^X\(\s*(\w+)\s*,\s*"' + name + '"', f.read(), re.M)[1]
-    pattern = re.compile(r"\b(?:config\(\)|env|c|cfg)\s*\.\s*" + field + r"\b")
+    pattern = re.compile(r"(?:\b(?:config\(\)|env|c|cfg)\s*\.\s*|&Config::)" + field + r"\b")
     for rel in _files(LIBRARY_DIRS + ("tests", "bench"), (".cpp", ".hpp")):
         if pattern.search(open(os.path.join(ROOT, rel), errors="replace").read()):
             return True
