@@ -13,6 +13,7 @@
 namespace ember {
 
 struct Graph;
+struct HostCallbacks;
 class Workspace;
 struct ProgramImpl;
 
@@ -50,6 +51,9 @@ struct Options {
   // Load-time fusion of one-element Elemwise runs (engine/program/fuse_elemwise.hpp).
   // False turns it off; so does the environment variable EMBER_FUSE=0.
   bool fuse_elemwise = true;
+  // Callbacks for the graph's PythonCallback nodes (include/ember/host.hpp);
+  // a graph with such nodes does not load without them.
+  std::shared_ptr<const HostCallbacks> host;
 };
 
 class Program {
