@@ -46,6 +46,10 @@ class _Unsupported(Exception):
     pass
 
 
+class _Decline(Exception):
+    """A handler leaves the node to the generic path (inlining an OpFromGraph)."""
+
+
 def _is_constant(v):
     from pytensor.graph.basic import Constant
 
@@ -116,8 +120,10 @@ def _int_literal(v):
 
 
 class _Graph:
-    def __init__(self, inline_limit):
+    def __init__(self, inline_limit, callbacks=None):
         self.inline_limit = inline_limit
+        self.callbacks = callbacks  # a list: unsupported ops become PythonCallback nodes
+        self.keep = set()  # variables a callback must return even if no node reads them
         self.variables = []
         self.ids = {}
         self.constants = []
@@ -543,31 +549,79 @@ def _inline_op_from_graph(g, node, where):
 
 
 def _emit_nodes(g, nodes, where_prefix):
+    read = {i for n in nodes for i in n.inputs}
     for k, node in enumerate(nodes):
         op = node.op
         where = f"{where_prefix}{k}"
         if type(op).__name__ == "MakeSlice":
             continue  # folded into the AdvancedSubtensor that uses it
         handler = _handler_for(op)
+        result = None
+        if handler is not None:
+            try:
+                result = handler(g, node)
+            except _Decline:
+                handler = None
+            except _Unsupported as e:
+                result = e
         if handler is None and _is_op_from_graph(op):
             try:
                 _inline_op_from_graph(g, node, where)
-            except _Unsupported as e:
-                g.problems.append((f"{type(op).__name__}: {e}", where))
+            except Exception as e:  # noqa: BLE001 (any failure to inline may fall back)
+                if not (isinstance(e, _Unsupported) or g.callbacks is not None):
+                    raise
+                if not _fallback(g, node, where, read):
+                    g.problems.append((f"{type(op).__name__}: {e}", where))
             continue
         if handler is None:
-            g.problems.append((f"op {type(op).__name__}", f"{where} {op}"))
+            if not _fallback(g, node, where, read):
+                g.problems.append((f"op {type(op).__name__}", f"{where} {op}"))
             continue
         try:
-            ename, node_inputs, attrs = handler(g, node)
+            if isinstance(result, _Unsupported):
+                raise result
+            ename, node_inputs, attrs = result
             entry = {"op": ename, "inputs": [g.var(i) for i in node_inputs],
                      "outputs": [g.var(o) for o in node.outputs]}
         except _Unsupported as e:
-            g.problems.append((f"{type(op).__name__}: {e}", where))
+            if not _fallback(g, node, where, read):
+                g.problems.append((f"{type(op).__name__}: {e}", where))
             continue
         if attrs:
             entry["attrs"] = attrs
         g.nodes.append(entry)
+
+
+def _representable(v):
+    try:
+        _var_type(v)
+        return True
+    except _Unsupported:
+        return False
+
+
+def _fallback(g, node, where, read):
+    """Emit node as a PythonCallback (ember/fallback.py) when the graph allows
+    it and its engine-facing variables have types Ember carries: constants
+    are bound in the callback, outputs nothing reads are dropped. False if not."""
+    from pytensor.graph.basic import Constant
+
+    from .fallback import NodeCallback
+
+    if g.callbacks is None:
+        return False
+    fed = [p for p, v in enumerate(node.inputs) if not isinstance(v, Constant)]
+    keep = [p for p, v in enumerate(node.outputs) if v in read or v in g.keep or _representable(v)]
+    if not all(_representable(node.inputs[p]) for p in fed):
+        return False
+    if not all(_representable(node.outputs[p]) for p in keep):
+        return False
+    entry = {"op": "PythonCallback", "inputs": [g.var(node.inputs[p]) for p in fed],
+             "outputs": [g.var(node.outputs[p]) for p in keep],
+             "attrs": {"op": type(node.op).__name__, "callback": len(g.callbacks), "text": str(node.op)}}
+    g.callbacks.append(NodeCallback(node, fed, keep))
+    g.nodes.append(entry)
+    return True
 
 
 def _unpack(obj):
@@ -602,14 +656,19 @@ def _unique_names(names, prefix):
     return out
 
 
-def export_graph(obj, *, name=None, input_names=None, output_names=None, inline_limit=INLINE_LIMIT):
+def export_graph(obj, *, name=None, input_names=None, output_names=None, inline_limit=INLINE_LIMIT,
+                 callbacks=None):
     """Convert a compiled pytensor Function or a (rewritten) FunctionGraph.
 
     Returns (document dict, payload bytes). Raises UnsupportedGraphError listing
-    every op or type that cannot be exported.
+    every op or type that cannot be exported. With `callbacks` (a list), ops
+    without a native kernel become PythonCallback nodes instead and their
+    callables (ember.fallback.NodeCallback) are appended to it, in the
+    numbering the nodes' `callback` attribute uses.
     """
     fg, inputs, outputs, shared, values, problems = _unpack(obj)
-    g = _Graph(inline_limit)
+    g = _Graph(inline_limit, callbacks)
+    g.keep.update(outputs)
     g.problems.extend(problems)
 
     in_names = _unique_names(input_names or [v.name for v in inputs], "input")
@@ -672,8 +731,13 @@ def loads(data):
     return json.loads(data), b""
 
 
-def export(obj, path, *, binary=None, **kwargs):
-    """Write obj (a pytensor Function or FunctionGraph) to path; returns the document."""
+def export(obj, path, *, binary=None, fallback=False, **kwargs):
+    """Write obj (a pytensor Function or FunctionGraph) to path; returns the document.
+
+    fallback=True writes unsupported ops as PythonCallback nodes; such a file
+    loads only where ember's Python package supplies the callbacks."""
+    if fallback:
+        kwargs.setdefault("callbacks", [])
     doc, payload = export_graph(obj, **kwargs)
     with open(path, "wb") as f:
         f.write(dumps(doc, payload, binary))

@@ -152,14 +152,30 @@ def _wrap_with_lock(func):
     return wrapper
 
 
+def _load_nutpie_graph(fn, name, fallback, opts, **names):
+    """Export one of nutpie's functions and load it, with fallback nodes if allowed."""
+    from . import native
+    from .export import export_graph
+    from .fallback import fallback_enabled, warn_fallback
+
+    callbacks = [] if fallback_enabled(fallback) else None
+    doc, payload = export_graph(fn, name=name, callbacks=callbacks, **names)
+    if callbacks:
+        warn_fallback(callbacks, graph=f"nutpie {name}", stacklevel=4)
+    return native.Program.from_document(doc, payload, source=f"<nutpie {name}>",
+                                        callbacks=callbacks or (), **opts)
+
+
 def compile_pymc_model(model, *, jit=None, jit_memory=None, parallel_threshold=None,
                        initial_points=None, jitter_rvs=None,
                        default_initialization_strategy="support_point", var_names=None,
-                       freeze_model=False, **kwargs):
+                       freeze_model=False, fallback=None, **kwargs):
     """Like nutpie.compile_pymc_model(model, backend="numba"), on Ember.
 
     jit / jit_memory / parallel_threshold are Ember's engine options
-    (ember/options.py). Other keyword arguments are accepted for
+    (ember/options.py). fallback=False makes ops without a native kernel an
+    error instead of running them in Python (ember/fallback.py; unset:
+    EMBER_FALLBACK, default on). Other keyword arguments are accepted for
     compatibility with nutpie's numba backend (numba.cfunc options) and ignored.
     """
     from nutpie.compile_pymc import _make_functions, _prepare_dims_and_coords
@@ -168,8 +184,6 @@ def compile_pymc_model(model, *, jit=None, jit_memory=None, parallel_threshold=N
     from pytensor.compile.mode import Mode as PtMode
     from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 
-    from . import native
-    from .export import export_graph
     from .linker import EmberLinker
 
     _check_nutpie()
@@ -186,7 +200,7 @@ def compile_pymc_model(model, *, jit=None, jit_memory=None, parallel_threshold=N
 
     # Export-only mode: PyTensor rewrites the graph for Ember (no C/numba code
     # is generated), the Programs are loaded below with shared data marked.
-    mode = PtMode(EmberLinker(opts, load=False), RewriteDatabaseQuery(include=["fast_run"]))
+    mode = PtMode(EmberLinker(opts, load=False, fallback=fallback), RewriteDatabaseQuery(include=["fast_run"]))
     n_dim, n_expanded, logp_fn_pt, expand_fn_pt, initial_point_fn, shape_info = _make_functions(
         model, mode=mode, compute_grad=True, join_expanded=True, pymc_initial_point_fn=point_fn,
         var_names=var_names)
@@ -202,10 +216,8 @@ def compile_pymc_model(model, *, jit=None, jit_memory=None, parallel_threshold=N
         shared_data[val.name] = arr
         seen.add(val)
 
-    doc, payload = export_graph(logp_fn_pt, name="logp", output_names=["logp", "grad"])
-    logp_program = native.Program.from_document(doc, payload, source="<nutpie logp>", **opts)
-    doc, payload = export_graph(expand_fn_pt, name="expand")
-    expand_program = native.Program.from_document(doc, payload, source="<nutpie expand>", **opts)
+    logp_program = _load_nutpie_graph(logp_fn_pt, "logp", fallback, opts, output_names=["logp", "grad"])
+    expand_program = _load_nutpie_graph(expand_fn_pt, "expand", fallback, opts)
     t2 = time.perf_counter()
 
     dims, coords = _prepare_dims_and_coords(model, shape_info)
