@@ -265,6 +265,7 @@ void with_op(Rop op, F&& fn) {
     case Rop::Min: return fn(std::integral_constant<Rop, Rop::Min>{});
     case Rop::And: return fn(std::integral_constant<Rop, Rop::And>{});
     case Rop::Or: return fn(std::integral_constant<Rop, Rop::Or>{});
+    case Rop::MulNZ: return fn(std::integral_constant<Rop, Rop::MulNZ>{});
   }
 }
 
@@ -276,6 +277,7 @@ const char* rop_name(Rop op) {
     case Rop::Min: return "minimum";
     case Rop::And: return "all";
     case Rop::Or: return "any";
+    case Rop::MulNZ: return "prod";
   }
   return "?";
 }
@@ -388,7 +390,7 @@ class ReduceKernel final : public OpKernel {
     if (op_ == Rop::Max || op_ == Rop::Min)
       f.fail(std::string("zero-size array to reduction operation ") + rop_name(op_) +
              " which has no identity");
-    const int ident = (op_ == Rop::Mul || op_ == Rop::And) ? 1 : 0;
+    const int ident = (op_ == Rop::Mul || op_ == Rop::And) ? 1 : 0;  // MulNZ: 0, as PyTensor's
     dtype_dispatch(y.dtype, [&](auto o) {
       using Out = decltype(o);
       Out* yp = y.ptr<Out>();
@@ -423,7 +425,8 @@ Rop parse_rop(NodeContext& ctx) {
   if (s == "ScalarMinimum" || s == "Minimum") return Rop::Min;
   if (s == "AND") return Rop::And;
   if (s == "OR") return Rop::Or;
-  ctx.fail("scalar_op", "CAReduce supports Add, Mul, ScalarMaximum, ScalarMinimum, AND, OR; got '" +
+  if (s == "MulWithoutZeros") return Rop::MulNZ;
+  ctx.fail("scalar_op", "CAReduce supports Add, Mul, MulWithoutZeros, ScalarMaximum, ScalarMinimum, AND, OR; got '" +
                             s + "'");
 }
 
@@ -456,7 +459,7 @@ uint32_t parse_axes(NodeContext& ctx, int nd) {
 }
 
 DType parse_acc(NodeContext& ctx, Rop op, DType in) {
-  if (op != Rop::Add && op != Rop::Mul) return in;
+  if (op != Rop::Add && op != Rop::Mul && op != Rop::MulNZ) return in;
   if (ctx.has_attr("acc_dtype") && !ctx.attr("acc_dtype").is_null()) {
     const std::string s = ctx.attr_str("acc_dtype");
     const auto dt = dtype_from_name(s);

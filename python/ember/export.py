@@ -266,7 +266,7 @@ def _careduce(g, node):
     name = next(c.__name__ for c in type(op).__mro__
                 if c.__name__ in ("Sum", "Prod", "Max", "Min", "All", "Any", "CAReduce"))
     if name == "CAReduce":
-        sname = ember_name(op.scalar_op)
+        sname = ember_name(op.scalar_op) or type(op.scalar_op).__name__
         if sname not in REDUCE_OPS:
             raise _Unsupported(f"CAReduce with scalar op {type(op.scalar_op).__name__}")
         attrs["scalar_op"] = sname
@@ -468,6 +468,50 @@ def _blockwise(g, node):
     }
 
 
+def _softmax_family(name):
+    """Softmax/LogSoftmax/SoftmaxGrad: one axis or all (PyTensor 3.x keeps a
+    tuple; a tuple of some axes is left to the inner graph)."""
+
+    def handler(g, node):
+        axis, nd = getattr(node.op, "axis", None), node.inputs[0].type.ndim
+        if isinstance(axis, (tuple, list)):
+            axes = sorted({int(a) % max(nd, 1) for a in axis})
+            if axes == list(range(nd)):
+                axis = None
+            elif len(axes) == 1:
+                axis = axes[0]
+            else:
+                raise _Decline()
+        return name, list(node.inputs), {"axis": None if axis is None else int(axis)}
+
+    return handler
+
+
+def _argmax(g, node):
+    axis = node.op.axis
+    return "Argmax", [node.inputs[0]], {"axis": None if axis is None else sorted(int(a) for a in axis)}
+
+
+def _sort(name):
+    def handler(g, node):
+        op = node.op
+        attrs = {"kind": str(op.kind)}
+        if len(node.inputs) == 1:  # PyTensor 3.x: the axis is a property
+            attrs["axis"] = int(op.axis)
+        else:  # 2.x: a constant axis input, None for the flattened input
+            axis = node.inputs[1]
+            if _type_kind(axis.type) == "NoneTypeT":
+                attrs["axis"] = None
+            else:
+                lit = _int_literal(axis)
+                if lit is None:
+                    raise _Unsupported("non-constant sort axis")
+                attrs["axis"] = lit
+        return name, [node.inputs[0]], attrs
+
+    return handler
+
+
 HANDLERS = {
     "Elemwise": _elemwise,
     "DimShuffle": _dimshuffle,
@@ -506,6 +550,18 @@ HANDLERS = {
     "Det": _simple("Det"),
     "SLogDet": _simple("SLogDet"),
     "Blockwise": _blockwise,
+    "Softmax": _softmax_family("Softmax"),
+    "LogSoftmax": _softmax_family("LogSoftmax"),
+    "SoftmaxGrad": _softmax_family("SoftmaxGrad"),
+    "Argmax": _argmax,
+    "SortOp": _sort("SortOp"),
+    "ArgSortOp": _sort("ArgSortOp"),
+    "Eye": _simple("Eye"),
+    "FillDiagonal": _simple("FillDiagonal"),
+    "FillDiagonalOffset": _simple("FillDiagonalOffset"),
+    "BlockDiagonal": _simple("BlockDiagonal"),
+    "KroneckerProduct": _simple("KroneckerProduct"),
+    "PosDefMatrix": _simple("MatrixIsPositiveDefinite"),  # PyMC's op (LKJCorr)
 }
 
 

@@ -22,7 +22,9 @@ RENAMED = {
 }
 
 # Scalar ops a CAReduce may carry (format: `CAReduce.scalar_op`).
-REDUCE_OPS = frozenset({"Add", "Mul", "ScalarMaximum", "ScalarMinimum", "AND", "OR"})
+REDUCE_OPS = frozenset({"Add", "Mul", "ScalarMaximum", "ScalarMinimum", "AND", "OR", "MulWithoutZeros"})
+# Of those, the ones that are only reduction ops (not in interp/scalar_ops.def).
+REDUCE_ONLY = frozenset({"MulWithoutZeros"})
 
 
 def ember_name(scalar_op):
