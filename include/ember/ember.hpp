@@ -104,6 +104,9 @@ template <class T> Array Array::of(const Shape& s, const std::vector<T>& values)
   else if constexpr (std::is_same_v<T, int16_t>) dt = DType::Int16;
   else if constexpr (std::is_same_v<T, int8_t>) dt = DType::Int8;
   else if constexpr (std::is_same_v<T, uint8_t>) dt = DType::UInt8;
+  else if constexpr (std::is_same_v<T, uint16_t>) dt = DType::UInt16;
+  else if constexpr (std::is_same_v<T, uint32_t>) dt = DType::UInt32;
+  else if constexpr (std::is_same_v<T, uint64_t>) dt = DType::UInt64;
   else if constexpr (std::is_same_v<T, bool>) dt = DType::Bool;
   Array a = empty(dt, s);
   int64_t i = 0;

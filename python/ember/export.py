@@ -18,8 +18,9 @@ from .scalar_ops import REDUCE_OPS, ember_name
 
 FORMAT_VERSION = 1
 MAGIC = b"EMBRGRPH"
-DTYPES = frozenset({"float64", "float32", "int64", "int32", "int16", "int8", "uint8", "bool"})
-INT_DTYPES = frozenset({"int64", "int32", "int16", "int8", "uint8"})
+DTYPES = frozenset({"float64", "float32", "int64", "int32", "int16", "int8", "uint8", "uint16", "uint32",
+                    "uint64", "bool"})
+INT_DTYPES = frozenset({"int64", "int32", "int16", "int8", "uint8", "uint16", "uint32", "uint64"})
 INLINE_LIMIT = 64  # constants with more elements go to the binary payload
 PAYLOAD_ALIGN = 64
 
@@ -246,6 +247,11 @@ def _elemwise(g, node):
     from pytensor.scalar.loop import ScalarLoop
 
     sop = node.op.scalar_op
+    # Scalar code computes integers in int64 registers, which cannot hold every uint64.
+    if any(_var_type(v)[0] == "uint64" for v in [*node.inputs, *node.outputs]) or (
+            hasattr(sop, "fgraph") and any(getattr(v.type, "dtype", None) == "uint64"
+                                           for n in sop.fgraph.toposort() for v in [*n.inputs, *n.outputs])):
+        raise _Unsupported("uint64 in element-wise code")
     if isinstance(sop, ScalarLoop):
         scalar = _scalar_loop(sop)
     elif isinstance(sop, Composite):

@@ -7,7 +7,8 @@ import os
 import numpy as np
 
 _SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "graph-format.schema.json")
-_ITEMSIZE = {"float64": 8, "float32": 4, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
+_ITEMSIZE = {"float64": 8, "float32": 4, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1,
+             "uint16": 2, "uint32": 4, "uint64": 8}
 
 
 class GraphError(ValueError):

@@ -92,6 +92,9 @@ bool dtype_from_dlpack(nb::dlpack::dtype t, ember::DType& out) {
   else if (code == C::Int && t.bits == 16) out = ember::DType::Int16;
   else if (code == C::Int && t.bits == 8) out = ember::DType::Int8;
   else if (code == C::UInt && t.bits == 8) out = ember::DType::UInt8;
+  else if (code == C::UInt && t.bits == 16) out = ember::DType::UInt16;
+  else if (code == C::UInt && t.bits == 32) out = ember::DType::UInt32;
+  else if (code == C::UInt && t.bits == 64) out = ember::DType::UInt64;
   else if (code == C::Bool && t.bits == 8) out = ember::DType::Bool;
   else return false;
   return true;
@@ -107,6 +110,9 @@ nb::dlpack::dtype dlpack_of(ember::DType t) {
     case ember::DType::Int8: return nb::dtype<int8_t>();
     case ember::DType::UInt8: return nb::dtype<uint8_t>();
     case ember::DType::Bool: return nb::dtype<bool>();
+    case ember::DType::UInt16: return nb::dtype<uint16_t>();
+    case ember::DType::UInt32: return nb::dtype<uint32_t>();
+    case ember::DType::UInt64: return nb::dtype<uint64_t>();
   }
   return nb::dtype<double>();
 }
