@@ -38,6 +38,7 @@ def test_mode_is_registered_by_import():
     assert isinstance(ember.EMBER.linker, ember.EmberLinker)
 
 
+@pytest.mark.covers("Elemwise", "Composite", "Add", "Mul", "Sub", "Exp", "Log1p", "Switch", "Sigmoid", "Sqr", "GT", "Neg")
 def test_elemwise_broadcasting_and_fusion():
     x, y = pt.dmatrix("x"), pt.dvector("y")
     rng = np.random.default_rng(0)
@@ -45,12 +46,14 @@ def test_elemwise_broadcasting_and_fusion():
     check([x, y], out, [rng.random((3, 4)), rng.random(4)])
 
 
+@pytest.mark.covers("Cast", "IntDiv", "Mod", "EQ")
 def test_mixed_dtypes_and_integer_ops():
     a, b = pt.lvector("a"), pt.ivector("b")
     out = [a * b + 3, a // 2, (a % 3).astype("int8"), pt.eq(a, b), a.astype("float32") / 2]
     check([a, b], out, [np.array([1, -5, 7, 10]), np.array([2, 3, -4, 5], dtype="int32")])
 
 
+@pytest.mark.covers("CAReduce", "Sum", "Max", "Prod", "All", "Log", "Exp")
 def test_reductions():
     x = pt.dtensor3("x")
     rng = np.random.default_rng(1)
@@ -59,6 +62,7 @@ def test_reductions():
     check([x], out, [rng.random((2, 3, 4))], rtol=1e-12)
 
 
+@pytest.mark.covers("Subtensor", "IncSubtensor", "AdvancedSubtensor", "AdvancedIncSubtensor", "AdvancedSubtensor1", "AdvancedIncSubtensor1")
 def test_indexing_basic_advanced_and_inc():
     x, i = pt.dmatrix("x"), pt.lvector("i")
     out = [x[1], x[:, ::-2], x[i], x[i, 1:], pt.inc_subtensor(x[i, 0], 1.0), pt.set_subtensor(x[1:, 2], 0.0),
@@ -67,6 +71,7 @@ def test_indexing_basic_advanced_and_inc():
     check([x, i], out, [rng.random((4, 5)), np.array([0, 3, 3, 1])])
 
 
+@pytest.mark.covers("Reshape", "Shape", "Shape_i", "Join", "Split", "DimShuffle", "MakeVector", "Alloc", "SpecifyShape")
 def test_shape_ops_and_join():
     x = pt.dmatrix("x")
     out = [x.T, x.reshape((-1,)), pt.concatenate([x, 2 * x], axis=1), x.shape[0] * x, pt.stack([x[0], x[1]]),
