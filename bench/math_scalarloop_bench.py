@@ -1,11 +1,11 @@
 """ScalarLoop gradients (gammainc / betainc wrt a shape parameter) on Ember
-(mode="EMBER") against PyTensor's C backend (FAST_RUN), as docs/interpreter.md
+(mode="EMBER") against PyTensor's C backend (CVM), as docs/interpreter.md
 describes: 20000 elements, per run the median of 7 calls of the compiled
 gradient; prints the median of `runs` runs per case and backend.
 
 Usage (from a worktree with build/jit):
   EMBER_NATIVE_DIR=build/jit/python/ember PYTHONPATH=python \\
-      /work/main/.venv/bin/python bench/math_scalarloop_bench.py [runs=5] [ember-only]
+      .venv/bin/python bench/math_scalarloop_bench.py [runs=5] [ember-only]
 """
 import statistics
 import sys
@@ -50,7 +50,7 @@ def time_fn(f, args):
 
 def main():
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    modes = ["EMBER"] if "ember-only" in sys.argv else ["EMBER", "FAST_RUN"]
+    modes = ["EMBER"] if "ember-only" in sys.argv else ["EMBER", "CVM"]
     for name, ins, out, vals in cases():
         fns = {m: pytensor.function(ins, out, mode=m) for m in modes}
         times = {m: [] for m in modes}
@@ -61,7 +61,7 @@ def main():
         for m in modes:
             line += f"  {m}: {statistics.median(times[m]) * 1e3:8.2f} ms"
         if len(modes) == 2:
-            line += f"  ratio {statistics.median(times['EMBER']) / statistics.median(times['FAST_RUN']):.2f}x"
+            line += f"  ratio {statistics.median(times['EMBER']) / statistics.median(times['CVM']):.2f}x"
         print(line, flush=True)
 
 

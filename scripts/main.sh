@@ -4,7 +4,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/install-deps.sh"
-bash "$root/scripts/setup-python.sh"
+bash "$root/scripts/setup-python.sh" primary
 bash "$root/scripts/build.sh" jit
 ember="$root/build/jit/ember"
 graph="$root/tests/data/hierarchical_logp.json"

@@ -5,12 +5,12 @@
 # from the git tag rel-2.38.3 (PYTENSOR_GIT: a local clone/mirror to read it from;
 # otherwise a shallow clone from GitHub). Everything goes to a temp dir
 # (EMBER_PT_WORK to keep it); nothing is added to the repository.
-# Needs: .venv (scripts/setup-python.sh) and ember._core (pip install . or
+# Needs: .venv-py311 (scripts/setup-python.sh py311) and ember._core (pip install . or
 # EMBER_NATIVE_DIR=<build>/python/ember). Prints passed/failed/skipped per file
 # and writes the per-test outcomes to $WORK/results/.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PY="${PYTHON:-$ROOT/.venv/bin/python}"
+PY="${PYTHON:-$ROOT/.venv-py311/bin/python}"
 TAG=rel-2.38.3
 WORK="${EMBER_PT_WORK:-$(mktemp -d /tmp/ember-pytensor-tests.XXXXXX)}"
 PER_FILE_TIMEOUT="${PER_FILE_TIMEOUT:-900}"

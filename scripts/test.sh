@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every test: install, build with and without the JIT, run both C++ suites,
-# then the Python suite in the project's virtual environment, then the
-# ASan+UBSan and TSan runs (scripts/test-sanitizers.sh).
+# then the Python suite on both Python stacks (.venv: the primary one, with
+# build/jit's module; .venv-py311: the compatibility one, with a module-only
+# build in build/py311), then the ASan+UBSan and TSan runs
+# (scripts/test-sanitizers.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/install-deps.sh"
@@ -13,9 +15,23 @@ for variant in jit nojit; do
   echo "=== test: $variant"
   ctest --test-dir "$root/build/$variant" --output-on-failure -j"$(nproc)" || status=1
 done
-echo "=== python"
-EMBER_NATIVE_DIR="$root/build/jit/python/ember" EMBER_REQUIRE_NATIVE=1 \
-  "$root/.venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/python" || status=1
+
+pysuite() {  # pysuite <venv> <directory holding ember/_core*.so>
+  local t0=$SECONDS
+  echo "=== python: $("$1/bin/python" -c 'import sys, pytensor, pymc; print(f"Python {sys.version.split()[0]}, PyTensor {pytensor.__version__}, PyMC {pymc.__version__}")')"
+  EMBER_NATIVE_DIR="$2" EMBER_REQUIRE_NATIVE=1 \
+    "$1/bin/python" -m pytest -q -p no:cacheprovider -rs "$root/tests/python" || status=1
+  echo "=== python: $((SECONDS - t0)) s"
+}
+pysuite "$root/.venv" "$root/build/jit/python/ember"
+echo "=== build: py311 (ember._core for .venv-py311)"
+t0=$SECONDS
+if bash "$root/scripts/build.sh" py311; then
+  echo "=== build: py311: $((SECONDS - t0)) s"
+  pysuite "$root/.venv-py311" "$root/build/py311/python/ember"
+else
+  status=1
+fi
 echo "=== sanitizers"
 bash "$root/scripts/test-sanitizers.sh" all || status=1
 exit $status

@@ -1,5 +1,5 @@
 // PyMC models exported by python/ember (tests/data/models, written by
-// python/ember/nutpie_graph.py): ember's logp and gradient against
+// python/ember/testing/nutpie_graph.py): ember's logp and gradient against
 // PyTensor's values at 10 random points each.
 #include <filesystem>
 

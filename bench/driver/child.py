@@ -72,9 +72,9 @@ def nutpie_flat_point(model, seed=1):
 
 
 def make_functions(model, mode):
-    from nutpie.compile_pymc import _make_functions
+    from ember._nutpie_compat import make_functions
 
-    n_dim, _, logp_fn, _, init_fn, _ = _make_functions(
+    n_dim, _, logp_fn, _, init_fn, *_ = make_functions(
         model, mode=mode, compute_grad=True, join_expanded=True, pymc_initial_point_fn=nutpie_flat_point(model))
     return n_dim, logp_fn, init_fn
 
@@ -205,7 +205,7 @@ BACKENDS = {
     "nutpie-numba": backend_nutpie_numba,
     "nutpie-jax": backend_nutpie_jax,
     "pytensor-numba": _pytensor_backend("NUMBA"),
-    "pytensor-c": _pytensor_backend("FAST_RUN"),
+    "pytensor-c": _pytensor_backend("CVM"),  # FAST_RUN is numba from PyTensor 3
     "pytensor-jax": _pytensor_backend("JAX"),
     "ember-cli": backend_ember_cli,
     "ember-nojit": backend_ember,

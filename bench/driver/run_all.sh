@@ -14,7 +14,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 t0=$(date +%s)
 export EMBER_BENCH_T0="$t0"
-bash scripts/setup-python.sh
+bash scripts/setup-python.sh primary
 .venv/bin/python -c "import matplotlib" 2>/dev/null || .venv/bin/python -m pip install -q matplotlib
 # JAX is optional: the pytensor-jax rows appear when it imports (0.10.2 is the version PyTensor 2.38 was run with).
 .venv/bin/python -c "import jax" 2>/dev/null || .venv/bin/python -m pip install -q "jax==0.10.2" "jaxlib==0.10.2" \

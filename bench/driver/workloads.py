@@ -1,6 +1,6 @@
 """Benchmark workloads: name -> (builder, default kwargs).
 
-The seed grid reuses python/ember/models.py (the seed report's model: a pool of
+The seed grid reuses python/ember/testing/models.py (the seed report's model: a pool of
 `shared` scalar parameters every group's mean depends on, plus a per-group cv).
 The vector-heavy workload is the radon model scaled to 1e5 observations.
 """
@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 
 def build(workload, params):
-    from ember import models
+    from ember.testing import models
 
     if workload in ("gamma", "lognormal"):
         return models._seed_model(workload, params["groups"], params["shared"], params.get("n_per_group", 20),

@@ -50,7 +50,7 @@ def current_rss_mb():
 
 
 def build_model(args):
-    from .models import seed_lognormal
+    from .testing.models import seed_lognormal
 
     return seed_lognormal(seed=args.seed, groups=args.groups, shared=args.shared,
                           n_per_group=args.n_per_group)
@@ -166,7 +166,7 @@ def demo(args):
     import nutpie
 
     print(f"model: seed LogNormal, {args.groups} groups x {args.n_per_group} obs, {args.shared} shared "
-          f"parameters (python/ember/models.py)")
+          f"parameters (python/ember/testing/models.py)")
     t_build = time.perf_counter()
     model = build_model(args)
     t_built = time.perf_counter()

@@ -602,7 +602,12 @@ def _inline_op_from_graph(g, node, where):
 
     op = node.op
     # A private copy per application: one op instance (and inner graph) may be applied twice.
-    ins, outs = clone(list(op.inner_inputs), list(op.inner_outputs))
+    inner = getattr(op, "fgraph", None)
+    if hasattr(inner, "unfreeze"):  # PyTensor 3.x: frozen nodes cannot be cloned, only rebuilt
+        inner = inner.unfreeze()
+        ins, outs = list(inner.inputs), list(inner.outputs)
+    else:
+        ins, outs = clone(list(op.inner_inputs), list(op.inner_outputs))
     for inner, outer in zip(ins, node.inputs):
         g.ids[inner] = g.var(outer)
     _emit_nodes(g, io_toposort(ins, outs), f"{where} ({type(op).__name__}) inner node ")

@@ -182,14 +182,24 @@ class EmberLinker(JITLinker):
         return [storage_map[n] for n in self.fgraph.inputs]
 
 
-def Mode(jit=None, jit_memory=None, parallel_threshold=None, *, optimizer=None, fallback=None):
+class Mode(_PtMode):
     """A PyTensor Mode running on Ember with the given engine options
-    (unset ones from EMBER_JIT / EMBER_JIT_MEMORY). fallback=False makes ops
+    (unset ones from EMBER_JIT / EMBER_JIT_MEMORY) and PyTensor's fast_run
+    rewrites unless `optimizer` says otherwise. fallback=False makes ops
     without a native kernel an error instead of running them in Python
     (unset: EMBER_FALLBACK, default on)."""
-    opts = resolve_options(jit=jit, jit_memory=jit_memory, parallel_threshold=parallel_threshold)
-    query = optimizer if optimizer is not None else RewriteDatabaseQuery(include=["fast_run"])
-    return _PtMode(EmberLinker(opts, fallback=fallback), query)
+
+    def __init__(self, jit=None, jit_memory=None, parallel_threshold=None, *, optimizer=None,
+                 linker=None, db=None, fallback=None):
+        # PyTensor's clone/including/excluding rebuild a mode as type(self)(linker=..., optimizer=...).
+        if linker is None:
+            linker = EmberLinker(resolve_options(jit=jit, jit_memory=jit_memory,
+                                                 parallel_threshold=parallel_threshold), fallback=fallback)
+        elif jit is not None or jit_memory is not None or parallel_threshold is not None or fallback is not None:
+            raise TypeError("ember.Mode: give engine options or a linker, not both")
+        if optimizer is None:
+            optimizer = RewriteDatabaseQuery(include=["fast_run"])
+        super().__init__(linker=linker, optimizer=optimizer, db=db)
 
 
 EMBER = Mode()

@@ -11,7 +11,8 @@ that path touches Python.
 
 The glue uses nutpie's private API (`compile_pymc._make_functions`,
 `_lib.LogpFunc`, `_lib.ExpandFunc`, `_lib.PyMcModel`, `CompiledModel`): the
-tested version is pinned (TESTED_NUTPIE) and checked by tests/python.
+tested versions are listed (TESTED_NUTPIE; ember/_nutpie_compat.py bridges
+their differences) and checked by tests/python.
 """
 
 import dataclasses
@@ -24,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .nutpie_graph import TESTED_NUTPIE
+from ._nutpie_compat import TESTED_NUTPIE, compiled_model_kwargs, make_functions, prepare_dims_and_coords
 from .options import resolve_options
 
 try:
@@ -107,14 +108,15 @@ class EmberCompiledModel(CompiledModel):
         terminal; ember's demo uses it for its one-line status."""
         return dataclasses.replace(self, _progress=(template, callback, rate_ms))
 
-    def _make_sampler(self, settings, init_mean, cores, progress_type, store):
+    def _make_sampler(self, settings, init_mean, cores, progress_type, *rest):
+        # rest: (store,), or from nutpie 0.16.11 (extra_callback, extra_callback_rate, store)
         from nutpie import _lib
 
         if self._progress is not None:
             template, callback, rate = self._progress
             progress_type = _lib.ProgressType.template_callback(rate, template, cores, callback)
         model = self._make_model(init_mean)
-        return _lib.PySampler.from_pymc(settings, cores, model, progress_type, store)
+        return _lib.PySampler.from_pymc(settings, cores, model, progress_type, *rest)
 
     def _make_model(self, init_mean):
         from nutpie import _lib
@@ -178,7 +180,6 @@ def compile_pymc_model(model, *, jit=None, jit_memory=None, parallel_threshold=N
     EMBER_FALLBACK, default on). Other keyword arguments are accepted for
     compatibility with nutpie's numba backend (numba.cfunc options) and ignored.
     """
-    from nutpie.compile_pymc import _make_functions, _prepare_dims_and_coords
     from pymc.initial_point import make_initial_point_fn
     from pymc.model.transform.optimization import freeze_dims_and_data
     from pytensor.compile.mode import Mode as PtMode
@@ -201,7 +202,8 @@ def compile_pymc_model(model, *, jit=None, jit_memory=None, parallel_threshold=N
     # Export-only mode: PyTensor rewrites the graph for Ember (no C/numba code
     # is generated), the Programs are loaded below with shared data marked.
     mode = PtMode(EmberLinker(opts, load=False, fallback=fallback), RewriteDatabaseQuery(include=["fast_run"]))
-    n_dim, n_expanded, logp_fn_pt, expand_fn_pt, initial_point_fn, shape_info = _make_functions(
+    (n_dim, n_expanded, logp_fn_pt, expand_fn_pt, initial_point_fn, shape_info,
+     reparameterized_names) = make_functions(
         model, mode=mode, compute_grad=True, join_expanded=True, pymc_initial_point_fn=point_fn,
         var_names=var_names)
     t1 = time.perf_counter()
@@ -220,11 +222,12 @@ def compile_pymc_model(model, *, jit=None, jit_memory=None, parallel_threshold=N
     expand_program = _load_nutpie_graph(expand_fn_pt, "expand", fallback, opts)
     t2 = time.perf_counter()
 
-    dims, coords = _prepare_dims_and_coords(model, shape_info)
+    dims, coords = prepare_dims_and_coords(model, shape_info, reparameterized_names)
     return EmberCompiledModel(
         dims=dims, _coords=coords, _n_dim=n_dim,
         _shapes={name: tuple(shape) for name, _, shape in zip(*shape_info)},
         logp_program=logp_program, expand_program=expand_program,
         initial_point_func=initial_point_fn, shared_data=shared_data, n_expanded=n_expanded,
         shape_info=shape_info, logp_func=logp_fn_pt, expand_func=expand_fn_pt,
-        timings={"pytensor": t1 - t0, "export_and_load": t2 - t1, "total": t2 - t0})
+        timings={"pytensor": t1 - t0, "export_and_load": t2 - t1, "total": t2 - t0},
+        **compiled_model_kwargs(reparameterized_names))

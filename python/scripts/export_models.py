@@ -1,4 +1,4 @@
-"""Export nutpie's logp+grad graphs of ember.models to tests/data/models.
+"""Export nutpie's logp+grad graphs of ember.testing.models to tests/data/models.
 
 For each model writes
   <name>.embg         the rewritten graph nutpie's numba backend would run
@@ -25,8 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import ember  # noqa: E402
-from ember.models import MODELS  # noqa: E402
-from ember.nutpie_graph import nutpie_logp  # noqa: E402
+from ember.testing.models import MODELS  # noqa: E402
+from ember.testing.nutpie_graph import nutpie_logp  # noqa: E402
 
 N_POINTS = 10
 CROSS_CHECK_RTOL = 1e-8
@@ -34,7 +34,7 @@ CROSS_CHECK_RTOL = 1e-8
 
 def reference_fn(fn):
     """PyTensor's Python implementations (op.perform, scalar impl) on fn's rewritten graph."""
-    from ember.pytensor_eval import evaluate
+    from ember.testing.pytensor_eval import evaluate
 
     fgraph = fn.maker.fgraph
     n_out = len(fn.maker.outputs)

@@ -10,6 +10,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MODELS_DIR = os.path.join(ROOT, "tests", "data", "models")
 
 
+def reference_mode():
+    """The tests' reference: PyTensor's Python implementations (NumPy/SciPy)
+    after fast_run's rewrites but without fusion (NumPy ufuncs take at most
+    32 operands). No C compiler is needed (PyTensor 2.x's default compiles
+    C), and unlike numba (3.x's default, with fastmath) it keeps PyTensor's
+    ops and returns NumPy scalars for ScalarType outputs."""
+    from pytensor.compile.mode import Mode
+
+    return Mode(linker="py", optimizer="fast_run").excluding("fusion")
+
+
 def require_native():
     try:
         from ember import native

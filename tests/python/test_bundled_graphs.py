@@ -1,12 +1,12 @@
 """Every graph the project ships (tests/data, including the graphs embedded in
 op fixtures and the exported model suite) validates against
-docs/graph-format.schema.json and the structural rules."""
+python/ember/graph-format.schema.json and the structural rules."""
 import json
 import pathlib
 
 import pytest
 
-from ember.validate import check_structure, load_schema, validate_schema
+from ember.testing.validate import check_structure, load_schema, validate_schema
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 SCHEMA = load_schema()

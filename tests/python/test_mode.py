@@ -1,9 +1,9 @@
-"""pytensor.function(..., mode="EMBER") against PyTensor's default mode."""
+"""pytensor.function(..., mode="EMBER") against PyTensor's Python implementations."""
 
 import numpy as np
 import pytest
 
-from native_helpers import require_native
+from native_helpers import reference_mode, require_native
 
 pytensor = pytest.importorskip("pytensor")
 import pytensor.tensor as pt  # noqa: E402
@@ -13,8 +13,11 @@ import ember  # noqa: E402  (registers the mode)
 require_native()
 
 
+REFERENCE = reference_mode()
+
+
 def both(inputs, outputs, args, **kw):
-    f_ref = pytensor.function(inputs, outputs, mode="FAST_RUN", **kw)
+    f_ref = pytensor.function(inputs, outputs, mode=REFERENCE, **kw)
     f_em = pytensor.function(inputs, outputs, mode="EMBER", **kw)
     return f_em(*args), f_ref(*args), f_em
 
@@ -125,6 +128,19 @@ def test_runtime_errors_surface_as_python_exceptions():
         h(np.ones(3), 7)
     with pytest.raises(ember.CallError):  # all of them are CallErrors
         h(np.ones(3), 7)
+
+
+def test_mode_is_a_pytensor_mode_that_survives_including_and_clone():
+    from pytensor.compile.mode import Mode as PtMode
+
+    mode = ember.Mode(jit="off")
+    assert isinstance(mode, PtMode) and isinstance(ember.EMBER, ember.Mode)
+    for derived in (mode.including("fast_run"), mode.excluding("fusion"), mode.clone()):
+        assert isinstance(derived, ember.Mode) and isinstance(derived.linker, ember.EmberLinker)
+        assert derived.linker.options == {"jit": "off"}
+    x = pt.dvector("x")
+    f = pytensor.function([x], pt.exp(x) + 1, mode=mode.excluding("fusion"))
+    np.testing.assert_array_equal(f(np.zeros(2)), [2.0, 2.0])
 
 
 def test_mode_options_are_forwarded():

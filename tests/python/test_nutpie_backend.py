@@ -1,23 +1,22 @@
 """ember.nutpie: PyMC models built live, logp+gradient against PyTensor's
-default backend, sampling against nutpie's numba backend, with_data."""
+Python implementations, sampling against nutpie's numba backend, with_data."""
 
 import numpy as np
 import pytest
 
-from native_helpers import assert_close_rel, call_logp, require_native
+from native_helpers import assert_close_rel, call_logp, reference_mode, require_native
 
 pm = pytest.importorskip("pymc")
 nutpie = pytest.importorskip("nutpie")
 
 native = require_native()
 import ember.nutpie as enutpie  # noqa: E402
-from ember import models  # noqa: E402
-from ember.nutpie_graph import TESTED_NUTPIE  # noqa: E402
+from ember.testing import models  # noqa: E402
+from ember._nutpie_compat import make_functions  # noqa: E402
+from ember.nutpie import TESTED_NUTPIE  # noqa: E402
 
-# No Gamma/StudentT here: PyTensor's C Psi is only ~6e-10 accurate (docs/python.md);
-# those models are covered through the exported suite (test_native.py).
-LIVE = ["seed_lognormal", "eight_schools_centered", "radon", "logistic_glm", "poisson_glm",
-        "data_regression", "mvnormal_lkj"]
+LIVE = ["seed_gamma", "seed_lognormal", "eight_schools_centered", "radon", "logistic_glm", "poisson_glm",
+        "studentt_regression", "data_regression", "mvnormal_lkj"]
 
 
 def test_nutpie_version_is_the_tested_one():
@@ -25,18 +24,17 @@ def test_nutpie_version_is_the_tested_one():
 
 
 def _reference_logp(model):
-    """nutpie's logp+grad function compiled by PyTensor's default mode (C VM)."""
-    from nutpie.compile_pymc import _make_functions
+    """nutpie's logp+grad function on PyTensor's Python implementations."""
     from pymc.initial_point import make_initial_point_fn
 
     point_fn = make_initial_point_fn(model=model, default_strategy="support_point", return_transformed=True)
-    _, _, logp_fn, _, _, _ = _make_functions(model, mode="FAST_RUN", compute_grad=True, join_expanded=True,
-                                             pymc_initial_point_fn=point_fn)
+    _, _, logp_fn, *_ = make_functions(model, mode=reference_mode(), compute_grad=True, join_expanded=True,
+                                       pymc_initial_point_fn=point_fn)
     return logp_fn
 
 
 @pytest.mark.parametrize("name", LIVE)
-def test_live_model_logp_and_grad_match_pytensor_default_backend(name):
+def test_live_model_logp_and_grad_match_pytensor(name):
     model = models.MODELS[name](seed=3)
     compiled = enutpie.compile_pymc_model(model)
     ref = _reference_logp(model)

@@ -2,11 +2,12 @@
 (ids in range, topological order, constant sizes, payload bounds)."""
 
 import json
-import os
+from importlib.resources import files
 
 import numpy as np
 
-_SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "graph-format.schema.json")
+# Shipped with the package (the format's only copy; docs/graph-format.md describes it).
+_SCHEMA_PATH = files("ember").joinpath("graph-format.schema.json")
 _ITEMSIZE = {"float64": 8, "float32": 4, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1,
              "uint16": 2, "uint32": 4, "uint64": 8}
 
@@ -16,7 +17,9 @@ class GraphError(ValueError):
 
 
 def load_schema(path=None):
-    with open(path or _SCHEMA_PATH) as f:
+    if path is None:
+        return json.loads(_SCHEMA_PATH.read_text())
+    with open(path) as f:
         return json.load(f)
 
 

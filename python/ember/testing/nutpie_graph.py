@@ -7,14 +7,15 @@ differentiated, the gradients joined into one vector, and the value variables
 replaced by slices of one flat input `_unconstrained_point`; then it is
 compiled with `pymc.pytensorf.compile` in NUMBA mode. Calling the same
 function gives exactly the graph nutpie runs (its `.maker.fgraph`). The API is
-private, so the nutpie version is pinned (python/requirements.txt).
+private, so the nutpie versions are pinned (python/requirements-*.txt) and
+bridged by ember._nutpie_compat.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-TESTED_NUTPIE = ("0.16.8",)
+from .._nutpie_compat import TESTED_NUTPIE, make_functions
 
 
 @dataclass
@@ -29,7 +30,6 @@ class NutpieLogp:
 
 def nutpie_logp(model, *, jitter=True):
     import nutpie
-    from nutpie.compile_pymc import _make_functions
     from pymc.initial_point import make_initial_point_fn
 
     if nutpie.__version__ not in TESTED_NUTPIE:
@@ -39,7 +39,7 @@ def nutpie_logp(model, *, jitter=True):
     point_fn = make_initial_point_fn(
         model=model, default_strategy="support_point",
         jitter_rvs=set(model.free_RVs) if jitter else set(), return_transformed=True)
-    n_dim, _, logp_fn, _, initial_point_fn, (names, slices, shapes) = _make_functions(
+    n_dim, _, logp_fn, _, initial_point_fn, (names, slices, shapes), _ = make_functions(
         model, mode="NUMBA", compute_grad=True, join_expanded=True, pymc_initial_point_fn=point_fn)
     k = len(model.free_RVs)  # the rest describe the expand function's extra outputs
     return NutpieLogp(logp_fn, n_dim, list(names[:k]), list(slices[:k]), [tuple(s) for s in shapes[:k]],
