@@ -84,11 +84,11 @@ def tensor_op_status(cls):
         return "fallback", "Scan.perform, the inner function on PyTensor's Python VM"
     if any(n in HANDLERS for n in names):
         return "native", ""
+    if "OpFromGraph" in names:
+        return "native (inlined)", "inner graph exported in its place; inner ops as listed here"
     subs = sorted({c.__name__ for c in _all_subclasses(cls) if any(n in HANDLERS for n in _mro_names(c))})
     if subs:
         return "native / fallback", "native: " + ", ".join(subs) + "; other subclasses fallback"
-    if "OpFromGraph" in names:
-        return "native (inlined)", "inner graph exported in its place; inner ops as listed here"
     return "fallback", "op.perform through a PythonCallback node"
 
 
