@@ -12,6 +12,7 @@ Each runs in a fresh process (run it once per model); times are medians of
 
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -118,6 +119,7 @@ def main():
     import nutpie
     import pytensor
 
+    import ember
     import ember.nutpie as en
     from ember import native
     from ctimer import Caller, load as timer_lib
@@ -131,8 +133,8 @@ def main():
             ec = en.compile_pymc_model(model)
             res["ember_compile_s"] = round(time.perf_counter() - t, 2)
         res["fallback_ops"] = _fallback_ops(ec)
-        res["warnings"] = sorted({str(w.message).split(":")[2].strip().split(" has")[0]
-                                  for w in rec if "FallbackWarning" in type(w.message).__name__})
+        res["warnings"] = sorted({m.group(1) for w in rec if issubclass(w.category, ember.FallbackWarning)
+                                  for m in [re.search(r"op (\S+) has no native kernel", str(w.message))] if m})
     except Exception as e:  # noqa: BLE001
         res["ember_compile_error"] = f"{type(e).__name__}: {str(e)[:300]}"
         traceback.print_exc(file=sys.stderr)
@@ -157,7 +159,7 @@ def main():
         a, b = callers
         res["rel_diff"] = {"logp": abs(a.logp[0] - b.logp[0]) / max(1.0, abs(b.logp[0])),
                            "grad_max": float(np.max(np.abs(a.grad - b.grad) / np.maximum(1.0, np.abs(b.grad))))}
-    sizes = {c.name: max(1, int(5e5 / max(min(c.batch(1, record=False) for _ in range(5)), 1.0))) for c in callers}
+    sizes = {c.name: c.batch_size() for c in callers}
     for _ in range(101):
         for c in callers:
             c.batch(sizes[c.name])
