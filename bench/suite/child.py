@@ -73,7 +73,20 @@ ROW = re.compile(r"^\s+node\s+(\d+)\s+(\S+)\s+out\s+(.+?)\s+([\d.]+) us\s+([\d.]
 OP = re.compile(r"^\s+(\S+)\s+([\d.]+) us\s+([\d.]+)%")
 
 
-def profile(graph, x_path):
+def describe(node):
+    """A graph node's kernel in a few words: an Elemwise's scalar op (a Composite's commonest inner ops)."""
+    attrs = node.get("attrs", {})
+    inner = attrs.get("scalar_op") or attrs.get("core_op") or {}
+    if "nodes" in inner:
+        counts = {}
+        for n in inner["nodes"]:
+            counts[n["op"]] = counts.get(n["op"], 0) + 1
+        top = sorted(counts, key=lambda o: -counts[o])[:4]
+        return f"{inner.get('op', 'Composite')}[{len(inner['nodes'])}: {','.join(top)}]"
+    return inner.get("op", "")
+
+
+def profile(graph, x_path, doc=None):
     """node_profile's per-op sums (interpreter: EMBER_JIT=off) and its costliest nodes."""
     out = subprocess.run([NODE_PROFILE, graph, x_path, str(PROFILE_CALLS)], capture_output=True, text=True,
                          timeout=90, env=dict(os.environ, EMBER_JIT="off"), check=True).stdout
@@ -82,6 +95,9 @@ def profile(graph, x_path):
     split = lines.index("per op:")
     nodes = [dict(node=int(m[1]), op=m[2], shape=m[3], us=float(m[4]), pct=float(m[5]))
              for m in map(ROW.match, lines[1:split]) if m]
+    for n in nodes:
+        if doc and 0 <= n["node"] < len(doc["nodes"]):
+            n["kernel"] = describe(doc["nodes"][n["node"]])
     ops = sorted(([m[1], float(m[2]), float(m[3])] for m in map(OP.match, lines[split + 1:]) if m),
                  key=lambda r: -r[1])
     return {"steps": int(head[1]), "call_us": float(head[2]), "sum_us": float(head[3]),
@@ -163,7 +179,7 @@ def main():
     res_off = side_by_side(numba, off, REPS)
     st.save(status="off timed", off=res_off, ratio_off=round(res_off["ratio"], 3))
 
-    st.save(profile=profile(graph, x_path), status="ok")
+    st.save(profile=profile(graph, x_path, doc), status="ok")
 
 
 if __name__ == "__main__":
