@@ -69,8 +69,10 @@ def jit_tiers():
     return tiers
 
 
-ROW = re.compile(r"^\s+node\s+(\d+)\s+(\S+)\s+out\s+(.+?)\s+([\d.]+) us\s+([\d.]+)%")
-OP = re.compile(r"^\s+(\S+)\s+([\d.]+) us\s+([\d.]+)%")
+# Op names may hold spaces: "Elemwise (fused: 77 nodes from node 0)" is a run fused at load.
+ROW = re.compile(r"^\s+node\s+(\d+)\s+(.+?)\s+out\s+(.+?)\s+([\d.]+) us\s+([\d.]+)%$")
+OP = re.compile(r"^\s+(.+?)\s+([\d.]+) us\s+([\d.]+)%$")
+FUSED = re.compile(r" \(fused: \d+ nodes from node \d+\)")
 
 
 def describe(node):
@@ -98,10 +100,16 @@ def profile(graph, x_path, doc=None):
     for n in nodes:
         if doc and 0 <= n["node"] < len(doc["nodes"]):
             n["kernel"] = describe(doc["nodes"][n["node"]])
-    ops = sorted(([m[1], float(m[2]), float(m[3])] for m in map(OP.match, lines[split + 1:]) if m),
-                 key=lambda r: -r[1])
-    return {"steps": int(head[1]), "call_us": float(head[2]), "sum_us": float(head[3]),
-            "top_ops": [dict(op=o, us=u, pct=p) for o, u, p in ops[:6]], "top_nodes": nodes[:5]}
+    ops = {}
+    for m in map(OP.match, lines[split + 1:]):
+        if m:
+            o = ops.setdefault(FUSED.sub(" (fused)", m[1]), [0.0, 0.0])
+            o[0] += float(m[2])
+            o[1] += float(m[3])
+    ops = sorted(([k, *v] for k, v in ops.items()), key=lambda r: -r[1])
+    return {"format": 2, "steps": int(head[1]), "call_us": float(head[2]), "sum_us": float(head[3]),
+            "top_ops": [dict(op=o, us=round(u, 2), pct=round(p, 1)) for o, u, p in ops[:6]],
+            "top_nodes": nodes[:5], "raw": lines[:split + 1][:30] + lines[split:]}
 
 
 class CaptureLogp:

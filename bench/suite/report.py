@@ -32,6 +32,8 @@ def summarize(runs):
     for name, rs in by.items():
         timed = [r for r in rs if "auto" in r]
         prof = [r["profile"] for r in timed if "profile" in r]
+        # profiles that parsed fused-run names (op names with spaces) supersede older ones
+        prof = [p for p in prof if p.get("format") == 2] or prof
         row = {"model": name, "runs": len(rs), "timed": len(timed),
                "statuses": sorted({r["status"] for r in rs}),
                "nodes": med([r.get("graph_nodes") for r in rs]),
