@@ -44,6 +44,8 @@ def summarize(runs):
                "ember_us": med([r["auto"]["ember-auto"]["median_us"] for r in timed]),
                "compile_numba": med([r["compile_s"].get("nutpie-numba") for r in rs if "compile_s" in r]),
                "compile_ember": med([r["compile_s"].get("ember") for r in rs if "compile_s" in r]),
+               "numba_cpu_per_wall": med([r["auto"]["nutpie-numba"]["cpu_us"] / r["auto"]["nutpie-numba"]["median_us"]
+                                          for r in timed]),
                "grad_diff": max([r["rel_diff"]["grad_max"] for r in rs if "rel_diff" in r], default=None)}
         ops = {}
         for p in prof:
@@ -117,6 +119,14 @@ def section(doc):
         for op, ms in sorted(worst.items(), key=lambda t: -len(t[1])):
             out.append(f"* **{op}** ({len(ms)}): {', '.join(ms)}")
         out.append("")
+    threaded = [(r["model"], r["numba_cpu_per_wall"]) for r in rows
+                if r["numba_cpu_per_wall"] is not None and not 0.8 < r["numba_cpu_per_wall"] < 1.2]
+    if threaded:
+        out += ["numba's CPU time per call was far from its wall time (CPU above wall: its BLAS/LAPACK threads "
+                "ran in parallel; below: they waited for each other on this loaded machine, so numba's wall "
+                "time and the ratio are inflated): "
+                + ", ".join(f"{m} CPU {c:.2f}× wall" for m, c in threaded) + ". `run.py --blas-threads 1` "
+                "pins BLAS to one thread.", ""]
     diffs = [(r["model"], r["grad_diff"]) for r in rows if r["grad_diff"] is not None and r["grad_diff"] > 1e-8]
     if diffs:
         out += ["Gradient agreement worse than 1e-8 (max relative difference, ember vs numba): "

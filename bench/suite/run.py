@@ -32,11 +32,13 @@ def versions():
     return out.stdout.strip()
 
 
-def run_one(name, repeat, cap, timer_so):
+def run_one(name, repeat, cap, timer_so, blas_threads=None):
     with tempfile.TemporaryDirectory(prefix=f"suite-{name}-") as d:
         state = os.path.join(d, "state.json")
         env = dict(os.environ, NUMBA_CACHE_DIR=os.path.join(d, "numba"), EMBER_CACHE_DIR=os.path.join(d, "ember"),
                    PYTENSOR_FLAGS=f"compiledir={os.path.join(d, 'pytensor')}", **{ctimer.ENV: timer_so})
+        if blas_threads:
+            env.update({v: str(blas_threads) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")})
         load = os.getloadavg()[0]
         t = time.perf_counter()
         try:
@@ -63,6 +65,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cap", type=float, default=240)
     ap.add_argument("--budget-min", type=float, default=55, help="no run starts after this many minutes")
+    ap.add_argument("--blas-threads", type=int, help="BLAS/OpenMP threads of every run (default: the libraries')")
     ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
     a = ap.parse_args()
     names = [n for n in a.only.split(",") if n] or list(models.MODELS)
@@ -72,7 +75,7 @@ def main():
     start = time.time()
     doc = {"started": datetime.datetime.now().isoformat(timespec="seconds"), "machine": {
         "cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-        "versions": versions()}, "load_start": os.getloadavg(), "runs": []}
+        "versions": versions()}, "load_start": os.getloadavg(), "blas_threads": a.blas_threads, "runs": []}
     timer_so = ctimer.build(tempfile.mkdtemp(prefix="suite-timer-"))
     skipped = []
     for r in range(a.repeats):
@@ -80,7 +83,7 @@ def main():
             if time.time() - start > a.budget_min * 60:
                 skipped.append(f"{name}#{r + 1}")
                 continue
-            res = run_one(name, r + 1, a.cap, timer_so)
+            res = run_one(name, r + 1, a.cap, timer_so, a.blas_threads)
             doc["runs"].append(res)
             print(f"[{(time.time() - start) / 60:5.1f} min] {name} #{r + 1}: {res['status']}"
                   f" ratio {res.get('ratio_auto', '-')}", flush=True)
