@@ -134,6 +134,15 @@ class CaptureLogp:
         self.native.Program.from_document = self.orig
 
 
+def first_call(caller):
+    """[] when the first logp call succeeds, else [its error] (the other backend still runs once)."""
+    try:
+        caller.batch(1, record=False)
+        return []
+    except RuntimeError as e:
+        return [str(e)]
+
+
 def main():
     warnings.filterwarnings("ignore")
     name, state_path, tmp = sys.argv[1:4]
@@ -151,7 +160,7 @@ def main():
     nc = nutpie.compile_pymc_model(model, backend="numba")
     x0 = np.asarray(nc.initial_point_func(1), dtype="float64")
     numba = Caller(lib, "nutpie-numba", nc.compiled_logp_func.address, nc.user_data.ctypes.data, x0)
-    numba.batch(1, record=False)
+    failed = first_call(numba)
     st.save(status="numba compiled", n_dim=len(x0), compile_s={"nutpie-numba": time.perf_counter() - t})
 
     t = time.perf_counter()
@@ -162,9 +171,13 @@ def main():
         st.save(status="unsupported: " + ", ".join(sorted(e.problems)))
         return
     ember = Caller(lib, "ember-auto", native.logp_address, ec.logp_program.nutpie_handle(), x0)
-    ember.batch(1, record=False)
+    failed += first_call(ember)
     st["compile_s"]["ember"] = time.perf_counter() - t
     st.save(status="ember compiled", ember_timings=ec.timings, graph_nodes=len(cap.graph[0]["nodes"]))
+    if failed:
+        st.save(status="logp failed at nutpie's initial point: " + "; ".join(failed),
+                logp_at_x0={c.name: float(c.logp[0]) for c in (numba, ember)})
+        return
 
     for c in (numba, ember):
         for _ in range(20):
