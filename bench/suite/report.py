@@ -132,7 +132,13 @@ def section(doc):
         out += ["Gradient agreement worse than 1e-8 (max relative difference, ember vs numba): "
                 + ", ".join(f"{m} {d:.1e}" for m, d in diffs) + ".", ""]
     if doc.get("skipped"):
-        out += [f"Not run (time budget): {', '.join(doc['skipped'])}.", ""]
+        left = {}
+        for s in doc["skipped"]:
+            m, rep = s.rsplit("#", 1)
+            left.setdefault(rep, []).append(m)
+        out += ["Not started (the runner's time budget): " + "; ".join(
+            f"repeat {rep}: {len(ms)} models" + ("" if len(ms) > 6 else f" ({', '.join(ms)})")
+            for rep, ms in sorted(left.items())) + ".", ""]
     out.append(END)
     return "\n".join(out)
 

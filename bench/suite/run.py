@@ -66,6 +66,7 @@ def main():
     ap.add_argument("--cap", type=float, default=240)
     ap.add_argument("--budget-min", type=float, default=55, help="no run starts after this many minutes")
     ap.add_argument("--blas-threads", type=int, help="BLAS/OpenMP threads of every run (default: the libraries')")
+    ap.add_argument("--append", action="store_true", help="add the runs to those already in --out")
     ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
     a = ap.parse_args()
     names = [n for n in a.only.split(",") if n] or list(models.MODELS)
@@ -76,14 +77,20 @@ def main():
     doc = {"started": datetime.datetime.now().isoformat(timespec="seconds"), "machine": {
         "cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
         "versions": versions()}, "load_start": os.getloadavg(), "blas_threads": a.blas_threads, "runs": []}
+    if a.append and os.path.exists(a.out):
+        with open(a.out) as f:
+            old = json.load(f)
+        doc["runs"] = old["runs"]
+        doc.update({k: old[k] for k in ("started", "load_start", "skipped") if k in old})
     timer_so = ctimer.build(tempfile.mkdtemp(prefix="suite-timer-"))
-    skipped = []
+    skipped = doc.setdefault("skipped", [])
     for r in range(a.repeats):
         for name in names:
             if time.time() - start > a.budget_min * 60:
                 skipped.append(f"{name}#{r + 1}")
                 continue
             res = run_one(name, r + 1, a.cap, timer_so, a.blas_threads)
+            res["blas_threads"] = a.blas_threads
             doc["runs"].append(res)
             print(f"[{(time.time() - start) / 60:5.1f} min] {name} #{r + 1}: {res['status']}"
                   f" ratio {res.get('ratio_auto', '-')}", flush=True)
