@@ -59,3 +59,15 @@ def test_garch11_logp_matches_and_four_chains_sample():
     assert post.sizes["chain"] == 4 and post.sizes["draw"] == 100
     assert np.all(np.isfinite(post["beta_1"].values))
     assert compiled.logp_program.nutpie_calls() > 400
+
+
+def test_a_graph_with_fallback_nodes_is_not_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ember.FallbackWarning)
+        first = en.compile_pymc_model(garch_model())
+        second = en.compile_pymc_model(garch_model())
+    assert first.logp_program.callbacks and second.logp_program.callbacks
+    assert not first.timings["cache_hit"] and not second.timings["cache_hit"]
+    assert "cache_store" not in first.timings
+    assert not list(tmp_path.glob("programs/*.embp"))
