@@ -26,7 +26,9 @@ from .options import resolve_options
 
 # Same exclusions as PyTensor's NUMBA mode, without its numba-only rewrites:
 # C-only ops, BLAS ops (Gemv/Gemm/Ger), CAReduce-with-Composite fusion.
-INCOMPATIBLE_REWRITES = ("cxx_only", "BlasOpt", "local_careduce_fusion", "scan_save_mem_prealloc")
+# local_usmm (sparse BLAS) is C-only too, but PyTensor 2.x does not tag it
+# cxx_only, and its pattern reads config.blas__ldflags, which runs g++.
+INCOMPATIBLE_REWRITES = ("cxx_only", "BlasOpt", "local_careduce_fusion", "scan_save_mem_prealloc", "local_usmm")
 
 
 def _unshare(doc, fgraph):
