@@ -5,13 +5,12 @@ with PyTensor's Python linker; strict mode; the warning; threads and the C ABI."
 import json
 import os
 import subprocess
-import threading
 import warnings
 
 import numpy as np
 import pytest
 
-from native_helpers import ROOT, call_logp, require_native
+from native_helpers import ROOT, call_logp, require_native, run_threads
 
 pytensor = pytest.importorskip("pytensor")
 import pytensor.tensor as pt  # noqa: E402
@@ -176,11 +175,7 @@ def test_python_threads_share_a_program_with_a_fallback_node():
         except Exception as e:  # noqa: BLE001
             errors.append(e)
 
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    run_threads(work, 8)
     assert not errors
     np.testing.assert_allclose(got, want, rtol=1e-13)
 
@@ -215,11 +210,7 @@ def test_c_abi_entry_from_threads_without_the_gil():
         except Exception as e:  # noqa: BLE001
             errors.append(e)
 
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(6)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    run_threads(work, 6)
     assert not errors
     for k, (lp, g) in results.items():
         want_lp, want_g = ref(points[k])
