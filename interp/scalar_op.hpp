@@ -49,6 +49,11 @@ inline constexpr ScalarOpInfo kScalarOps[] = {
 #undef X
 };
 
+// The scalar ops a CAReduce may carry besides the rows marked Reduce: ops
+// that are no element-wise row, because the reduction implements them itself
+// (MulWithoutZeros, the product that skips zeros, of prod's gradient).
+inline constexpr std::string_view kReduceOnlyOps[] = {"MulWithoutZeros"};
+
 constexpr const ScalarOpInfo& op_info(ScalarOp op) { return kScalarOps[static_cast<int>(op)]; }
 
 inline std::optional<ScalarOp> scalar_op_from_name(std::string_view s) {

@@ -258,6 +258,8 @@ class Gen {
       case DType::Int16: return B.CreateSExt(B.CreateTrunc(v, ivec(16)), i64);
       case DType::Int8: return B.CreateSExt(B.CreateTrunc(v, ivec(8)), i64);
       case DType::UInt8: return B.CreateZExt(B.CreateTrunc(v, ivec(8)), i64);
+      case DType::UInt16: return B.CreateZExt(B.CreateTrunc(v, ivec(16)), i64);
+      case DType::UInt32: return B.CreateZExt(B.CreateTrunc(v, ivec(32)), i64);
       case DType::Bool: return B.CreateZExt(B.CreateICmpNE(v, ConstantInt::get(i64, 0)), i64);
       default: return v;
     }

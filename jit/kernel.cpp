@@ -26,6 +26,7 @@ void gather(DType dt, const char* p, int64_t stride, int64_t m, char* cell, int 
   switch (dt) {
     case DType::Float64:
     case DType::Int64:
+    case DType::UInt64:
       if (stride == 1) {
         std::memcpy(cell, p, m * 8);
       } else {
@@ -39,6 +40,8 @@ void gather(DType dt, const char* p, int64_t stride, int64_t m, char* cell, int 
     case DType::Int16: widen_int<int16_t>(p, stride, m, r); break;
     case DType::Int8: widen_int<int8_t>(p, stride, m, r); break;
     case DType::UInt8: widen_int<uint8_t>(p, stride, m, r); break;
+    case DType::UInt16: widen_int<uint16_t>(p, stride, m, r); break;
+    case DType::UInt32: widen_int<uint32_t>(p, stride, m, r); break;
     case DType::Bool:
       for (int64_t i = 0; i < m; ++i) r[i] = reinterpret_cast<const uint8_t*>(p)[i * stride] != 0;
       break;
@@ -67,6 +70,7 @@ void scatter(DType dt, const char* cell, const interp::Cell& k, int64_t m, char*
   switch (dt) {
     case DType::Float64:
     case DType::Int64:
+    case DType::UInt64:
       if (stride == 1) {
         std::memmove(p, cell, m * 8);  // an output may be an in-place input's own buffer
       } else {
@@ -80,6 +84,8 @@ void scatter(DType dt, const char* cell, const interp::Cell& k, int64_t m, char*
     case DType::Int16: narrow_int<int16_t>(r, m, p, stride); break;
     case DType::Int8: narrow_int<int8_t>(r, m, p, stride); break;
     case DType::UInt8: narrow_int<uint8_t>(r, m, p, stride); break;
+    case DType::UInt16: narrow_int<uint16_t>(r, m, p, stride); break;
+    case DType::UInt32: narrow_int<uint32_t>(r, m, p, stride); break;
     case DType::Bool:
       for (int64_t i = 0; i < m; ++i) reinterpret_cast<uint8_t*>(p)[i * stride] = r[i] != 0;
       break;
@@ -138,12 +144,15 @@ char* scratch_for(size_t bytes) {
 inline void load_one(DType dt, const void* p, char* cell) {
   switch (dt) {
     case DType::Float64:
-    case DType::Int64: std::memcpy(cell, p, 8); break;
+    case DType::Int64:
+    case DType::UInt64: std::memcpy(cell, p, 8); break;
     case DType::Float32: std::memcpy(cell, p, 4); break;
     case DType::Int32: *reinterpret_cast<int64_t*>(cell) = *static_cast<const int32_t*>(p); break;
     case DType::Int16: *reinterpret_cast<int64_t*>(cell) = *static_cast<const int16_t*>(p); break;
     case DType::Int8: *reinterpret_cast<int64_t*>(cell) = *static_cast<const int8_t*>(p); break;
     case DType::UInt8: *reinterpret_cast<int64_t*>(cell) = *static_cast<const uint8_t*>(p); break;
+    case DType::UInt16: *reinterpret_cast<int64_t*>(cell) = *static_cast<const uint16_t*>(p); break;
+    case DType::UInt32: *reinterpret_cast<int64_t*>(cell) = *static_cast<const uint32_t*>(p); break;
     case DType::Bool: *reinterpret_cast<int64_t*>(cell) = *static_cast<const uint8_t*>(p) != 0; break;
   }
 }
@@ -155,12 +164,15 @@ inline void store_one(DType dt, const char* cell, const interp::Cell& k, void* p
   std::memcpy(&r, cell, 8);
   switch (dt) {
     case DType::Float64:
-    case DType::Int64: std::memcpy(p, cell, 8); break;
+    case DType::Int64:
+    case DType::UInt64: std::memcpy(p, cell, 8); break;
     case DType::Float32: std::memcpy(p, cell, 4); break;
     case DType::Int32: *static_cast<int32_t*>(p) = static_cast<int32_t>(r); break;
     case DType::Int16: *static_cast<int16_t*>(p) = static_cast<int16_t>(r); break;
     case DType::Int8: *static_cast<int8_t*>(p) = static_cast<int8_t>(r); break;
     case DType::UInt8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(r); break;
+    case DType::UInt16: *static_cast<uint16_t*>(p) = static_cast<uint16_t>(r); break;
+    case DType::UInt32: *static_cast<uint32_t*>(p) = static_cast<uint32_t>(r); break;
     case DType::Bool: *static_cast<uint8_t*>(p) = r != 0; break;
   }
 }

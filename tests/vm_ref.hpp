@@ -55,6 +55,8 @@ inline RV ref_convert(const RV& v, DType to) {
       case DType::Int16: r.i = static_cast<int16_t>(x); break;
       case DType::Int8: r.i = static_cast<int8_t>(x); break;
       case DType::UInt8: r.i = static_cast<uint8_t>(x); break;
+      case DType::UInt16: r.i = static_cast<uint16_t>(x); break;
+      case DType::UInt32: r.i = static_cast<uint32_t>(x); break;
       default: r.i = x; break;
     }
   }

@@ -267,6 +267,7 @@ void with_op(Rop op, F&& fn) {
     case Rop::Min: return fn(std::integral_constant<Rop, Rop::Min>{});
     case Rop::And: return fn(std::integral_constant<Rop, Rop::And>{});
     case Rop::Or: return fn(std::integral_constant<Rop, Rop::Or>{});
+    case Rop::MulNZ: return fn(std::integral_constant<Rop, Rop::MulNZ>{});
   }
 }
 
@@ -278,6 +279,7 @@ const char* rop_name(Rop op) {
     case Rop::Min: return "minimum";
     case Rop::And: return "all";
     case Rop::Or: return "any";
+    case Rop::MulNZ: return "prod";
   }
   return "?";
 }
@@ -390,7 +392,7 @@ class ReduceKernel final : public OpKernel {
     if (op_ == Rop::Max || op_ == Rop::Min)
       f.fail(std::string("zero-size array to reduction operation ") + rop_name(op_) +
              " which has no identity");
-    const int ident = (op_ == Rop::Mul || op_ == Rop::And) ? 1 : 0;
+    const int ident = (op_ == Rop::Mul || op_ == Rop::And) ? 1 : 0;  // MulNZ: 0, as PyTensor's
     dtype_dispatch(y.dtype, [&](auto o) {
       using Out = decltype(o);
       Out* yp = y.ptr<Out>();
@@ -426,6 +428,7 @@ Rop parse_rop(NodeContext& ctx) {
   std::string_view sop = s;
   if (sop == "Maximum") sop = "ScalarMaximum";
   if (sop == "Minimum") sop = "ScalarMinimum";
+  if (sop == interp::kReduceOnlyOps[0]) return Rop::MulNZ;
   const auto op = interp::scalar_op_from_name(sop);
   if (op && interp::op_info(*op).has(interp::opflag::Reduce)) {
     switch (*op) {
@@ -441,6 +444,7 @@ Rop parse_rop(NodeContext& ctx) {
   std::string names;
   for (const auto& i : interp::kScalarOps)
     if (i.has(interp::opflag::Reduce)) names += (names.empty() ? "" : ", ") + std::string(i.name);
+  for (const auto n : interp::kReduceOnlyOps) names += ", " + std::string(n);
   ctx.fail("scalar_op", "CAReduce supports " + names + "; got '" + s + "'");
 }
 
@@ -473,7 +477,7 @@ uint32_t parse_axes(NodeContext& ctx, int nd) {
 }
 
 DType parse_acc(NodeContext& ctx, Rop op, DType in) {
-  if (op != Rop::Add && op != Rop::Mul) return in;
+  if (op != Rop::Add && op != Rop::Mul && op != Rop::MulNZ) return in;
   if (ctx.has_attr("acc_dtype") && !ctx.attr("acc_dtype").is_null()) {
     const std::string s = ctx.attr_str("acc_dtype");
     const auto dt = dtype_from_name(s);

@@ -140,13 +140,15 @@ class EmberCompiledModel(CompiledModel):
 def compile_pymc_model(model, *, jit=None, jit_memory=None, parallel_threshold=None,
                        initial_points=None, jitter_rvs=None,
                        default_initialization_strategy="support_point", var_names=None,
-                       freeze_model=False, prepare=None, cache=None, **kwargs):
+                       freeze_model=False, prepare=None, cache=None, fallback=None, **kwargs):
     """Like nutpie.compile_pymc_model(model, backend="numba"), on Ember.
 
     jit / jit_memory / parallel_threshold are Ember's engine options
     (ember/options.py); prepare is "stabilize" or "fast_run" (ember/prepare.py,
     default DEFAULT_PREPARE); cache=False skips the program cache (default:
-    on unless EMBER_PROGRAM_CACHE=0). Other keyword arguments are accepted for
+    on unless EMBER_PROGRAM_CACHE=0); fallback=False makes ops without a
+    native kernel an error instead of running them in Python (ember/fallback.py;
+    unset: EMBER_FALLBACK, default on). Other keyword arguments are accepted for
     compatibility with nutpie's numba backend (numba.cfunc options) and ignored.
     """
     from . import native, program_cache
@@ -182,11 +184,13 @@ def compile_pymc_model(model, *, jit=None, jit_memory=None, parallel_threshold=N
         timings["cache_hit"] = True
         layout = Layout.from_dict(entry.manifest["layout"])
         plan = InitialPointPlan.from_dict(entry.manifest["initial_point"], entry.graph, model)
-        graphs = {"logp": entry.graph("logp"), "expand": entry.graph("expand")}
+        graphs = {name: (*entry.graph(name), None) for name in ("logp", "expand")}
     else:
         layout, plan, graphs, blobs = _prepare(model, opts, initial_points, jitter_rvs,
-                                               default_initialization_strategy, var_names, prepare, timings)
-        if key is not None:
+                                               default_initialization_strategy, var_names, prepare, timings,
+                                               fallback)
+        # A graph with fallback nodes holds Python callables: it is not cached.
+        if key is not None and not any(g[2] for g in graphs.values()):
             t0 = time.perf_counter()
             manifest = {"layout": layout.to_dict(),
                         "initial_point": plan.to_dict(lambda name, g: _blob(blobs, name, g))}
@@ -194,8 +198,10 @@ def compile_pymc_model(model, *, jit=None, jit_memory=None, parallel_threshold=N
             timings["cache_store"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    logp_program = native.Program.from_document(*graphs["logp"], source="<nutpie logp>", **opts)
-    expand_program = native.Program.from_document(*graphs["expand"], source="<nutpie expand>", **opts)
+    programs = {name: native.Program.from_document(doc, payload, source=f"<nutpie {name}>",
+                                                   callbacks=callbacks or (), **opts)
+                for name, (doc, payload, callbacks) in graphs.items()}
+    logp_program, expand_program = programs["logp"], programs["expand"]
     plan.load(**opts)
     timings["load"] = time.perf_counter() - t0
 
@@ -219,9 +225,11 @@ def compile_pymc_model(model, *, jit=None, jit_memory=None, parallel_threshold=N
     return compiled
 
 
-def _prepare(model, opts, initial_points, jitter_rvs, strategy, var_names, prepare, timings):
-    """Layout, initial-point plan, graphs (JSON text, payload) and the graph files, from PyMC."""
+def _prepare(model, opts, initial_points, jitter_rvs, strategy, var_names, prepare, timings, fallback=None):
+    """Layout, initial-point plan, graphs (document, payload, fallback callbacks) and the graph
+    files, from PyMC."""
     from .export import dumps, export_graph
+    from .fallback import fallback_enabled, warn_fallback
     from .initial_point import InitialPointPlan
     from .nutpie_lib import has_reparameterized_names
     from .prepare import build_layout, expand_graph, logp_graph
@@ -242,9 +250,12 @@ def _prepare(model, opts, initial_points, jitter_rvs, strategy, var_names, prepa
     t0 = time.perf_counter()
     blobs, graphs = {}, {}
     for name, g, out_names in (("logp", logp_g, ["logp", "grad"]), ("expand", expand_g, None)):
-        doc, payload = export_graph(g, name=name, output_names=out_names)
+        callbacks = [] if fallback_enabled(fallback) else None
+        doc, payload = export_graph(g, name=name, output_names=out_names, callbacks=callbacks)
+        if callbacks:
+            warn_fallback(callbacks, graph=f"nutpie {name}", stacklevel=4)
         blobs[name] = dumps(doc, payload, binary=True)
-        graphs[name] = (doc, payload)
+        graphs[name] = (doc, payload, callbacks)
     timings["export"] = time.perf_counter() - t0
     return layout, plan, graphs, blobs
 

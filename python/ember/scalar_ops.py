@@ -16,6 +16,8 @@ RENAMED = {
 
 # Scalar ops a CAReduce may carry (format: `CAReduce.scalar_op`).
 REDUCE_OPS = frozenset(tables.REDUCE_OPS)
+# Of those, the ones that are only reduction ops (not in interp/scalar_ops.def).
+REDUCE_ONLY = frozenset(tables.REDUCE_ONLY_OPS)
 
 
 def ember_name(scalar_op):

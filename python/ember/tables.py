@@ -3,6 +3,7 @@ generated them (ember/_tables.py, python/src/gen_tables.cpp).
 
 SCALAR_OPS  scalar op name -> (arity, kind), in the table's order
 REDUCE_OPS  the scalar ops a CAReduce may carry
+REDUCE_ONLY_OPS  those of them that are no scalar op row (the reduction implements them)
 DTYPES      dtype name -> (item size, "float" | "int" | "bool"), in wire order
 """
 
@@ -15,6 +16,7 @@ _t = import_built(
 
 SCALAR_OPS = dict(_t.SCALAR_OPS)
 REDUCE_OPS = tuple(_t.REDUCE_OPS)
+REDUCE_ONLY_OPS = tuple(_t.REDUCE_ONLY_OPS)
 DTYPES = dict(_t.DTYPES)
 INT_DTYPES = frozenset(n for n, (_, kind) in DTYPES.items() if kind == "int")
 ITEMSIZE = {n: size for n, (size, _) in DTYPES.items()}

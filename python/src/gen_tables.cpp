@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
       put(f, i.name);
       put(f, "\", ");
     }
+  for (const auto n : interp::kReduceOnlyOps) std::fprintf(f, "\"%.*s\", ", int(n.size()), n.data());
+  put(f, ")\n# Of those, the ones that are no row of SCALAR_OPS.\nREDUCE_ONLY_OPS = (");
+  for (const auto n : interp::kReduceOnlyOps) std::fprintf(f, "\"%.*s\", ", int(n.size()), n.data());
   put(f, ")\n\n");
 
   put(f, "# dtype name -> (item size in bytes, \"float\" | \"int\" | \"bool\"), in the wire order.\nDTYPES = {\n");

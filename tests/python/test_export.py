@@ -441,13 +441,13 @@ def test_compiled_function_exports_its_rewritten_graph():
 def test_unsupported_ops_are_listed_in_one_error():
     x = pt.dvector("x")
     z = pt.zvector("z")
-    outs = [pt.argmax(x), pt.sort(x), pt.special.owens_t(x, x) if hasattr(pt.special, "owens_t")
+    outs = [pt.extra_ops.searchsorted(x, x), pt.extra_ops.Unique()(x), pt.special.owens_t(x, x) if hasattr(pt.special, "owens_t")
             else pt.elemwise.Elemwise(ps.owens_t)(x, x), pt.real(z)]
     fg = FunctionGraph([x, z], outs, clone=False)
     with pytest.raises(ember.UnsupportedGraphError) as err:
         ember.export_graph(fg)
     text = str(err.value)
-    assert "Argmax" in text and "Sort" in text and "Owens_t" in text and "complex128" in text
+    assert "Searchsorted" in text and "Unique" in text and "Owens_t" in text and "complex128" in text
     assert len(err.value.problems) >= 4
 
 

@@ -27,7 +27,9 @@ def _def_rows(name):
 def test_generated_tables_are_the_def_files():
     assert [(n, (int(a), k)) for _, n, a, k in _def_rows("scalar_ops.def")] == list(tables.SCALAR_OPS.items())
     assert [n for _, n, _, _ in _def_rows("dtype.def")] == list(tables.DTYPES)
-    assert set(tables.REDUCE_OPS) <= set(tables.SCALAR_OPS)
+    assert set(tables.REDUCE_OPS) - set(tables.REDUCE_ONLY_OPS) <= set(tables.SCALAR_OPS)
+    assert set(tables.REDUCE_ONLY_OPS) <= set(tables.REDUCE_OPS)
+    assert not set(tables.REDUCE_ONLY_OPS) & set(tables.SCALAR_OPS)
 
 
 def test_tables_are_the_engines():
@@ -41,6 +43,7 @@ def test_tables_are_the_engines():
 def test_package_tables_are_the_generated_ones():
     assert scalar_ops.SUPPORTED == set(tables.SCALAR_OPS)
     assert scalar_ops.REDUCE_OPS == set(tables.REDUCE_OPS)
+    assert scalar_ops.REDUCE_ONLY == set(tables.REDUCE_ONLY_OPS)
     assert export.DTYPES == set(tables.DTYPES)
     assert export.INT_DTYPES == {n for n, (_, kind) in tables.DTYPES.items() if kind == "int"}
     assert validate._ITEMSIZE == {n: size for n, (size, _) in tables.DTYPES.items()}
