@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/jit_bench_util.hpp"
+#include "interp/config.hpp"
 #include "interp/vm.hpp"
 #ifdef EMBER_WITH_JIT
 #include "jit/disk_cache.hpp"
@@ -30,6 +31,12 @@ using bench::median;
 using bench::ns_per_element;
 
 namespace {
+
+// Tier 1's code generator for the compiles that follow (EMBER_JIT_T1).
+void set_t1(const char* mode) {
+  setenv("EMBER_JIT_T1", mode, 1);
+  config_reload_for_tests();
+}
 
 void fit(const char* what, const std::vector<double>& x, const std::vector<double>& y) {
   const double n = x.size();
@@ -97,7 +104,7 @@ int main(int argc, char** argv) {
             " emit     opt      isel+cg  link     lookup (wall ms)");
   for (const char* mode : {"1", "1L", "2"}) {
     const int tier = mode[0] - '0';
-    setenv("EMBER_JIT_T1", std::string(mode) == "1L" ? "llvm" : "direct", 1);
+    set_t1(std::string(mode) == "1L" ? "llvm" : "direct");
     std::vector<double> xs, ts, ws, ps;
     for (int n : {100, 1000, 10000, 100000}) {
       if (n > (tier == 2 ? max_ops2 : max_ops)) continue;
@@ -154,13 +161,13 @@ int main(int argc, char** argv) {
       auto vm = Interpreted::compile(c);
       const Bytecode& bc = vm->bytecode();
       const int ni = static_cast<int>(bc.code.size());
-      setenv("EMBER_JIT_T1", "llvm", 1);
+      set_t1("llvm");
       jit::CompileStats st;
       jit::compile_chunk(bc, 0, ni, 1, &st, true);
       const std::string cpu = jit::cpu_id();
       const std::string key = jit::cache_key(bc, 0, ni, 1, cpu, jit::llvm_version());
       cache.put(key, st.object);
-      setenv("EMBER_JIT_T1", "direct", 1);
+      set_t1("direct");
       std::vector<double> te, tk, tg;
       for (int r = 0; r < std::max(runs, 9); ++r) {
         double t0 = cpu_now();
@@ -186,9 +193,9 @@ int main(int argc, char** argv) {
       auto vm = Interpreted::compile(c);
       const Bytecode& bc = vm->bytecode();
       const int ni = static_cast<int>(bc.code.size());
-      setenv("EMBER_JIT_T1", "direct", 1);
+      set_t1("direct");
       jit::JitKernel k1(bc, {jit::compile_chunk(bc, 0, ni, 1)}, 1);
-      setenv("EMBER_JIT_T1", "llvm", 1);
+      set_t1("llvm");
       jit::JitKernel k1l(bc, {jit::compile_chunk(bc, 0, ni, 1)}, 1);
       jit::JitKernel k2(bc, {jit::compile_chunk(bc, 0, ni, 2)}, 2);
       std::vector<double> a, b, bl, d;

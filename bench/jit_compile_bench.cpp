@@ -3,7 +3,7 @@
 // compiled in chunks as the tier manager does; prints the median thread-CPU
 // µs per op and per IR instruction over `runs` compiles.
 // Usage: jit_compile_bench [ops=1000] [tier=2] [runs=5] [chunk=256] [math=0.2]
-// (DUMP_IR=1 in the environment prints the first chunk's IR on stderr.)
+// (EMBER_JIT_DUMP=1 in the environment prints the first chunk's IR on stderr.)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   const Bytecode& bc = vm->bytecode();
   const int n = static_cast<int>(bc.code.size());
   const int np = std::max(1, (n + chunk - 1) / chunk);
-  if (std::getenv("DUMP_IR")) jit::dump_ir(bc, 0, std::min(n, chunk));
+  if (std::getenv("EMBER_JIT_DUMP")) jit::dump_ir(bc, 0, std::min(n, chunk));
   std::vector<double> cpu, cg, em, lk, lu;
   size_t nir = 0, code = 0;
   for (int r = 0; r < runs; ++r) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/jit_bench_util.hpp"
+#include "interp/config.hpp"
 #include "interp/vm.hpp"
 #ifdef EMBER_WITH_JIT
 #include "jit/jit.hpp"
@@ -53,7 +54,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::printf("== steady state ns/element (median of %d interleaved rounds; EMBER_JIT_INPLACE=%s) ==\n", rounds,
-              std::getenv("EMBER_JIT_INPLACE") ? std::getenv("EMBER_JIT_INPLACE") : "1");
+              config().jit_inplace.value_or("1").c_str());
   std::puts(" ops math       n      vm   tier1   tier2   vm/t1   vm/t2");
   for (int ops : {1, 2, 3, 5}) {
     for (bool math : {false, true}) {

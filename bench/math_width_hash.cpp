@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "interp/math/math.hpp"
@@ -31,12 +32,11 @@ int main() {
     }
     return static_cast<unsigned long long>(s);
   };
-#define M1(E, f) ember::math::f(n, a.data(), y.data()); std::printf("%-10s %016llx\n", #f, hash());
-#define M2(E, f) ember::math::f(n, a.data(), b.data(), y.data()); std::printf("%-10s %016llx\n", #f, hash());
-#define M3(E, f) ember::math::f(n, c.data(), c.data(), c.data(), y.data()); std::printf("%-10s %016llx\n", #f, hash());
-#include "interp/math/math.def"
-#undef M1
-#undef M2
-#undef M3
+  for (const ember::math::Entry& e : ember::math::kEntries) {
+    if (e.f1) e.f1(n, a.data(), y.data());
+    if (e.f2) e.f2(n, a.data(), b.data(), y.data());
+    if (e.f3) e.f3(n, c.data(), c.data(), c.data(), y.data());
+    std::printf("%-10s %016llx\n", std::string(e.name).c_str(), hash());
+  }
   return 0;
 }

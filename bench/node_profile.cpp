@@ -16,6 +16,7 @@
 #include "ember/ember.hpp"
 #include "engine/graph/npy.hpp"
 #include "engine/program/program_impl.hpp"
+#include "interp/config.hpp"
 
 using namespace ember;
 using clk = std::chrono::steady_clock;
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   Options opt;
-  if (const char* t = std::getenv("EMBER_PARALLEL_THRESHOLD")) opt.parallel_threshold = std::atoll(t);
+  if (const auto& t = config().parallel_threshold) opt.parallel_threshold = std::atoll(t->c_str());
   auto prog = Program::load(argv[1], opt);
   Array x = read_npy(argv[2]);
   const int calls = argc > 3 ? std::atoi(argv[3]) : 400;
@@ -64,7 +65,7 @@ int main(int argc, char** argv) {
   for (size_t k = 0; k < ns; ++k) {
     const double m = median(t[k]);
     rows.push_back({k, m});
-    per_op[p.steps[k].op] += m;
+    per_op[p.steps[k].name] += m;
     sum += m;
   }
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.med > b.med; });
@@ -74,7 +75,7 @@ int main(int argc, char** argv) {
     if (r.med < 0.01 * sum && &r != &rows[0]) continue;
     const Step& st = p.steps[r.k];
     const Tensor& o = ws->values[st.out[0]];
-    std::printf("  node %4d %-22s out %-12s %9.2f us  %5.1f%%\n", st.node, st.op.c_str(), o.shape.str().c_str(),
+    std::printf("  node %4d %-22s out %-12s %9.2f us  %5.1f%%\n", st.node, st.name.c_str(), o.shape.str().c_str(),
                 r.med / 1e3, 100 * r.med / sum);
   }
   std::printf("per op:\n");

@@ -25,7 +25,7 @@ template <ScalarOp OP> constexpr bool has_inline_impl() { return impl::Impl<OP>:
 
 constexpr bool inline_impl(ScalarOp op) {
   switch (op) {
-#define X(E, name, arity, kind) case ScalarOp::E: return has_inline_impl<ScalarOp::E>();
+#define X(E, ...) case ScalarOp::E: return has_inline_impl<ScalarOp::E>();
 #include "interp/scalar_ops.def"
 #undef X
   }
@@ -118,24 +118,6 @@ uint64_t cell_bits(Cls c, Cell v) {
   if (c == Cls::F32) std::memcpy(&b, &v.f32, 4);
   else std::memcpy(&b, &v, 8);
   return b;
-}
-
-// Ops whose integer result can leave a narrower dtype's range.
-bool may_overflow(ScalarOp op) {
-  switch (op) {
-    case ScalarOp::Neg: case ScalarOp::Abs: case ScalarOp::Add: case ScalarOp::Mul:
-    case ScalarOp::Sub: case ScalarOp::IntDiv: case ScalarOp::Pow: case ScalarOp::Sqr:
-    case ScalarOp::Invert:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Ops that are the identity on integers.
-bool int_identity(ScalarOp op) {
-  return op == ScalarOp::Floor || op == ScalarOp::Ceil || op == ScalarOp::Trunc ||
-         op == ScalarOp::RoundHalfToEven || op == ScalarOp::RoundHalfAwayFromZero;
 }
 
 class Compiler {
@@ -235,7 +217,7 @@ class Compiler {
 
   int arith(ScalarOp op, DType dt, std::initializer_list<int> args) {
     int r = emit(opcode_of(op, cls_of(dt)), dt, args);
-    if (cls_of(dt) == Cls::I64 && dt != DType::Int64 && may_overflow(op))
+    if (cls_of(dt) == Cls::I64 && dt != DType::Int64 && op_info(op).has(opflag::Wraps))
       r = emit(cvt_opcode(Cls::I64, dt), dt, {r});
     return r;
   }
@@ -271,7 +253,7 @@ class Compiler {
     }
     if (n.op == ScalarOp::Identity) return cin(0);
     if (n.op == ScalarOp::Second) return cin(1);
-    if (cls_of(dt) == Cls::I64 && int_identity(n.op)) return cin(0);
+    if (cls_of(dt) == Cls::I64 && info.has(opflag::IntId)) return cin(0);
     if (info.arity < 0) {  // variadic Add/Mul: left fold as PyTensor
       int acc = cin(0);
       for (size_t k = 1; k < n.inputs.size(); ++k) acc = arith(n.op, dt, {acc, cin(static_cast<int>(k))});

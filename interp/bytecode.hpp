@@ -48,26 +48,32 @@ struct Instr {
   int32_t a, b, c;
 };
 
-// Number of inputs of a math-library op (interp/math/math.def); 0 if none.
-constexpr int math_arity(ScalarOp op) {
-  switch (op) {
-#define M1(E, f) case ScalarOp::E: return 1;
-#define M2(E, f) case ScalarOp::E: return 2;
-#define M3(E, f) case ScalarOp::E: return 3;
-#include "interp/math/math.def"
-#undef M1
-#undef M2
-#undef M3
-    default: return 0;
-  }
-}
+// Number of inputs of a math-library op (scalar_ops.def's math column); 0 if none.
+constexpr int math_arity(ScalarOp op) { return op_info(op).math.empty() ? 0 : op_info(op).arity; }
 
 // Ops the compiler turns into slot aliases and never emits.
-constexpr bool is_alias_op(ScalarOp op) {
-  return op == ScalarOp::Identity || op == ScalarOp::Second || op == ScalarOp::Cast;
+constexpr bool is_alias_op(ScalarOp op) { return op_info(op).has(opflag::Alias); }
+
+// Whether opcode (op, c) exists and computes inline, not by a math call:
+// op_sig's valid && !math, known at compile time (code generators pick
+// their per-op emitters with it; a test checks the two agree).
+constexpr bool inline_opcode(ScalarOp op, Cls c) {
+  const ScalarOpInfo& i = op_info(op);
+  if (i.has(opflag::Alias) || i.kind == OpKind::Cast) return false;
+  if (c == Cls::I64) return i.kind != OpKind::Float;
+  return i.kind != OpKind::Bitwise && i.math.empty();
 }
 
-// What an opcode reads and writes (derived from scalar_ops.def and math.def).
+// A row's FastF/FastI/AsmF/AsmI flags name only classes it computes inline in.
+static_assert([] {
+  for (const ScalarOpInfo& i : kScalarOps) {
+    if (i.has(opflag::FastF | opflag::AsmF) && !inline_opcode(i.op, Cls::F64)) return false;
+    if (i.has(opflag::FastI | opflag::AsmI) && !inline_opcode(i.op, Cls::I64)) return false;
+  }
+  return true;
+}());
+
+// What an opcode reads and writes (derived from scalar_ops.def).
 struct OpSig {
   bool valid = false;
   bool math = false;  // a call into the math library

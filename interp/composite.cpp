@@ -14,6 +14,11 @@ DType Composite::value_dtype(int32_t v) const {
 
 std::string Composite::validate() const {
   if (outputs.empty()) return "composite has no outputs";
+  // Integers compute in int64 registers: uint64 values >= 2^63 would compare,
+  // divide and convert as negative numbers.
+  for (size_t k = 0; k < inputs.size() + constants.size() + nodes.size(); ++k)
+    if (value_dtype(static_cast<int32_t>(k)) == DType::UInt64)
+      return "value " + std::to_string(k) + ": uint64 is not supported in scalar code (values >= 2^63 do not fit its int64 registers)";
   const int32_t first = first_node_value();
   for (size_t k = 0; k < nodes.size(); ++k) {
     const ScalarNode& n = nodes[k];

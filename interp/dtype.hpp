@@ -62,6 +62,8 @@ inline std::optional<DType> dtype_from_name(std::string_view s) {
   return std::nullopt;
 }
 
+bool dtype_is_unsigned(DType t);
+
 // NumPy's promotion for the types we carry (result of a binary op on a and b).
 DType dtype_upcast(DType a, DType b);
 

@@ -5,8 +5,8 @@
 // of any integer dtype (the VM wraps results to narrower dtypes afterwards).
 // A code generator mirrors these functions one for one.
 //
-// Ops listed in interp/math/math.def (exp, log, ..., float pow) are not here:
-// they are calls into the math library.
+// Ops with a math function in interp/scalar_ops.def (exp, log, ..., float
+// pow) are not here: they are calls into the math library.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -161,6 +161,8 @@ inline int64_t wrap_to(DType dt, int64_t v) {
     case DType::Int16: return static_cast<int16_t>(static_cast<uint16_t>(v));
     case DType::Int8: return static_cast<int8_t>(static_cast<uint8_t>(v));
     case DType::UInt8: return static_cast<uint8_t>(v);
+    case DType::UInt16: return static_cast<uint16_t>(v);
+    case DType::UInt32: return static_cast<uint32_t>(v);
     case DType::Bool: return v != 0;
     default: return v;
   }

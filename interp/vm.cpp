@@ -36,31 +36,35 @@ template <> struct ClsT<Cls::I64> { using type = int64_t; };
 template <Cls C> using ct = typename ClsT<C>::type;
 template <DType D> using dt_type = ct<cls_of(D)>;
 
-// The math library entry for each op in math.def: call() over arrays, one()
-// for one element through the batch function on a broadcast value (every
-// lane is computed alone, so lane 0 has the array function's bits, without
-// its tail handling's store-to-load round trip).
+// The math library entry for each op with a math function: call() over
+// arrays, one() for one element through the batch function on a broadcast
+// value (every lane is computed alone, so lane 0 has the array function's
+// bits, without its tail handling's store-to-load round trip).
 template <ScalarOp OP> struct MathFn;
 namespace ms = ember::math::simd;
-#define M1(E, f)                                                                                              \
+#define EMBER_VM_MATH(arity, E, f) EMBER_VM_MATH##arity(E, f)
+#define EMBER_VM_MATH1(E, f)                                                                                  \
   template <> struct MathFn<ScalarOp::E> {                                                                    \
     static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], y); }          \
     static double one(const double* x) { return ms::f(ms::D(x[0])).get(0); }                                \
   };
-#define M2(E, f)                                                                                              \
+#define EMBER_VM_MATH2(E, f)                                                                                  \
   template <> struct MathFn<ScalarOp::E> {                                                                    \
     static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], a[1], y); }    \
     static double one(const double* x) { return ms::f(ms::D(x[0]), ms::D(x[1])).get(0); }                   \
   };
-#define M3(E, f)                                                                                              \
+#define EMBER_VM_MATH3(E, f)                                                                                  \
   template <> struct MathFn<ScalarOp::E> {                                                                    \
     static void call(int64_t n, const double* const* a, double* y) { ember::math::f(n, a[0], a[1], a[2], y); } \
     static double one(const double* x) { return ms::f(ms::D(x[0]), ms::D(x[1]), ms::D(x[2])).get(0); }      \
   };
-#include "interp/math/math.def"
-#undef M1
-#undef M2
-#undef M3
+#define X(E, name, arity, kind, flags, fn) EMBER_IF_MATH(fn, EMBER_VM_MATH, arity, E, fn)
+#include "interp/scalar_ops.def"
+#undef X
+#undef EMBER_VM_MATH
+#undef EMBER_VM_MATH1
+#undef EMBER_VM_MATH2
+#undef EMBER_VM_MATH3
 
 enum class Shape { Invalid, Math, Same, Compare, Predicate, Switch };
 
@@ -190,7 +194,7 @@ void vcvt(void* const* s, const Instr& in, int64_t m, double*) {
 }
 
 constexpr VecFn kVec[kNumOpcodes] = {
-#define X(E, name, arity, kind) &vk<ScalarOp::E, Cls::F64>, &vk<ScalarOp::E, Cls::F32>, &vk<ScalarOp::E, Cls::I64>,
+#define X(E, ...) &vk<ScalarOp::E, Cls::F64>, &vk<ScalarOp::E, Cls::F32>, &vk<ScalarOp::E, Cls::I64>,
 #include "interp/scalar_ops.def"
 #undef X
 #define X(E, name, T, is_float, is_int) &vcvt<Cls::F64, DType::E>,
@@ -275,7 +279,7 @@ template <Cls S, DType D, int M, class I> inline void scvt(Cell* c, const I& in,
 // indexed by mode * kNumOpcodes + opcode.
 const void* const* scalar_exec(const SInstr* ip, size_t n, Cell* c) {
   static const void* const labels[4 * kNumOpcodes] = {
-#define X(E, name, arity, kind) &&L0_##E##_F64, &&L0_##E##_F32, &&L0_##E##_I64,
+#define X(E, ...) &&L0_##E##_F64, &&L0_##E##_F32, &&L0_##E##_I64,
 #include "interp/scalar_ops.def"
 #undef X
 #define X(E, name, T, is_float, is_int) &&C0_F64_##E,
@@ -288,7 +292,7 @@ const void* const* scalar_exec(const SInstr* ip, size_t n, Cell* c) {
 #include "interp/dtype.def"
 #undef X
       // mode 1
-#define X(E, name, arity, kind) &&L1_##E##_F64, &&L0_##E##_F32, &&L0_##E##_I64,
+#define X(E, ...) &&L1_##E##_F64, &&L0_##E##_F32, &&L0_##E##_I64,
 #include "interp/scalar_ops.def"
 #undef X
 #define X(E, name, T, is_float, is_int) &&C1_F64_##E,
@@ -301,7 +305,7 @@ const void* const* scalar_exec(const SInstr* ip, size_t n, Cell* c) {
 #include "interp/dtype.def"
 #undef X
       // mode 2
-#define X(E, name, arity, kind) &&L2_##E##_F64, &&L0_##E##_F32, &&L0_##E##_I64,
+#define X(E, ...) &&L2_##E##_F64, &&L0_##E##_F32, &&L0_##E##_I64,
 #include "interp/scalar_ops.def"
 #undef X
 #define X(E, name, T, is_float, is_int) &&C0_F64_##E,
@@ -314,7 +318,7 @@ const void* const* scalar_exec(const SInstr* ip, size_t n, Cell* c) {
 #include "interp/dtype.def"
 #undef X
       // mode 3
-#define X(E, name, arity, kind) &&L3_##E##_F64, &&L3_##E##_F32, &&L3_##E##_I64,
+#define X(E, ...) &&L3_##E##_F64, &&L3_##E##_F32, &&L3_##E##_I64,
 #include "interp/scalar_ops.def"
 #undef X
 #define X(E, name, T, is_float, is_int) &&C0_F64_##E,
@@ -338,7 +342,7 @@ const void* const* scalar_exec(const SInstr* ip, size_t n, Cell* c) {
 #define H(L, E, C, M)                          \
   L : sk<ScalarOp::E, Cls::C, M>(c, *ip, acc); \
   NEXT
-#define X(E, name, arity, kind)      \
+#define X(E, ...)                    \
   H(L0_##E##_F64, E, F64, 0)         \
   H(L1_##E##_F64, E, F64, 1)         \
   H(L2_##E##_F64, E, F64, 2)         \

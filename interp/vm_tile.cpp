@@ -40,7 +40,7 @@ template <ScalarOp OP> constexpr bool fusable_op() {
 }
 
 constexpr bool kFusable[] = {
-#define X(E, name, arity, kind) fusable_op<ScalarOp::E>(),
+#define X(E, ...) fusable_op<ScalarOp::E>(),
 #include "interp/scalar_ops.def"
 #undef X
 };
@@ -118,7 +118,7 @@ template <ScalarOp OP> constexpr Fn kF[kNumForms] = {&handler<OP, 0>, &handler<O
                                                      &handler<OP, 3>, &handler<OP, 4>, &handler<OP, 5>};
 const Fn* handler_of(ScalarOp op) {
   switch (op) {
-#define X(E, name, arity, kind) \
+#define X(E, ...) \
   case ScalarOp::E: return kF<ScalarOp::E>;
 #include "interp/scalar_ops.def"
 #undef X

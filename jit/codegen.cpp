@@ -17,20 +17,6 @@ using interp::Instr;
 
 namespace {
 
-// Math library entry point of each math op, from math.def.
-const char* math_name(interp::ScalarOp op) {
-  switch (op) {
-#define M1(E, f) case interp::ScalarOp::E: return "ember_math_" #f;
-#define M2(E, f) case interp::ScalarOp::E: return "ember_math_" #f;
-#define M3(E, f) case interp::ScalarOp::E: return "ember_math_" #f;
-#include "interp/math/math.def"
-#undef M1
-#undef M2
-#undef M3
-    default: return nullptr;
-  }
-}
-
 class Gen {
  public:
   Gen(LLVMContext& c, Module& m, const Bytecode& bc, int lanes, bool isolate, bool const_mem)
@@ -114,14 +100,12 @@ class Gen {
   // Vector types of W lanes (s64 is the scalar index type).
   Type* cls_ty(Cls c) const { return c == Cls::F64 ? f64 : c == Cls::F32 ? f32 : i64; }
   bool is_math(const Instr& in) const { return in.op < interp::kCvtBase && interp::op_sig(in.op).math; }
-  // Plain vector arithmetic, which FastISel selects.
+  // Plain vector arithmetic, which FastISel selects (FastF/FastI rows).
   bool fast_isel_ok(const Instr& in) const {
     if (in.op >= interp::kCvtBase) return false;
-    using S = interp::ScalarOp;
-    const auto op = static_cast<S>(in.op / interp::kNumCls);
-    if (static_cast<Cls>(in.op % interp::kNumCls) == Cls::I64)
-      return op == S::Add || op == S::Sub || op == S::Mul || op == S::And || op == S::Or || op == S::Xor;
-    return op == S::Add || op == S::Sub || op == S::Mul || op == S::TrueDiv || op == S::Sqr || op == S::Reciprocal;
+    const auto& info = interp::op_info(static_cast<interp::ScalarOp>(in.op / interp::kNumCls));
+    const bool int_cls = static_cast<Cls>(in.op % interp::kNumCls) == Cls::I64;
+    return info.has(int_cls ? interp::opflag::FastI : interp::opflag::FastF);
   }
 
   bool is_input(int32_t s) const { return s >= bc_.num_consts() && s < bc_.first_reg(); }
@@ -221,8 +205,9 @@ class Gen {
   void emit_math(const Instr& in) {
     const interp::OpSig sig = interp::op_sig(in.op);
     const auto op = static_cast<interp::ScalarOp>(in.op / interp::kNumCls);
-    const char* name = math_name(op);
-    if (!name) throw std::runtime_error("no math function for " + interp::opcode_name(in.op));
+    const std::string_view math = interp::op_info(op).math;
+    if (math.empty()) throw std::runtime_error("no math function for " + interp::opcode_name(in.op));
+    const std::string name = "ember_math_" + std::string(math);
     const int32_t src[3] = {in.a, in.b, in.c};
     // Constants and float32 operands: widened into a float64 temporary first.
     std::vector<uint64_t> offs;  // byte offset of each argument in scratch (or ~0: an input's lanes)
@@ -273,6 +258,8 @@ class Gen {
       case DType::Int16: return B.CreateSExt(B.CreateTrunc(v, ivec(16)), i64);
       case DType::Int8: return B.CreateSExt(B.CreateTrunc(v, ivec(8)), i64);
       case DType::UInt8: return B.CreateZExt(B.CreateTrunc(v, ivec(8)), i64);
+      case DType::UInt16: return B.CreateZExt(B.CreateTrunc(v, ivec(16)), i64);
+      case DType::UInt32: return B.CreateZExt(B.CreateTrunc(v, ivec(32)), i64);
       case DType::Bool: return B.CreateZExt(B.CreateICmpNE(v, ConstantInt::get(i64, 0)), i64);
       default: return v;
     }
@@ -342,6 +329,28 @@ class Gen {
     return B.CreateSelect(B.CreateOr(B.CreateICmpEQ(b, ic(0)), B.CreateICmpEQ(b, ic(-1))), ic(0), r);
   }
 
+  // One emitter per row of interp/scalar_ops.def, op_<Enum>, for the lanes
+  // of class C: the IR of Impl<Enum> (interp/scalar_impl.hpp). emit_op's
+  // switch names every row and calls the emitter of each opcode these tiers
+  // compute inline (interp::inline_opcode), so such a row without one does
+  // not compile; math rows' float opcodes go to emit_math instead.
+  template <Cls C> struct Ops {
+    Value *a, *b, *c;
+  };
+
+  template <Cls C> Value* emit_op(interp::ScalarOp op, const Ops<C>& o) {
+    using S = interp::ScalarOp;
+    switch (op) {
+#define X(E, ...)                                                          \
+  case S::E:                                                               \
+    if constexpr (interp::inline_opcode(S::E, C)) return op_##E(o);       \
+    break;
+#include "interp/scalar_ops.def"
+#undef X
+    }
+    throw std::runtime_error("JIT cannot emit " + interp::opcode_name(interp::opcode_of(op, C)));
+  }
+
   Value* emit_inline(const Instr& in, Value* i) {
     if (in.op >= interp::kCvtBase) {
       const int k = in.op - interp::kCvtBase;
@@ -351,96 +360,120 @@ class Gen {
     const interp::OpSig sig = interp::op_sig(in.op);
     if (!sig.valid) throw std::runtime_error("invalid opcode " + std::to_string(in.op));
     const auto op = static_cast<interp::ScalarOp>(in.op / interp::kNumCls);
-    const auto cls = static_cast<Cls>(in.op % interp::kNumCls);
     Value* a = read(in.a, sig.arg[0], i);
     Value* b = sig.nargs >= 2 ? read(in.b, sig.arg[1], i) : nullptr;
     Value* c = sig.nargs >= 3 ? read(in.c, sig.arg[2], i) : nullptr;
-    using S = interp::ScalarOp;
-    const interp::OpKind kind = interp::op_info(op).kind;
-    if (kind == interp::OpKind::Switch) return B.CreateSelect(B.CreateICmpNE(a, ic(0)), b, c);
-    if (cls == Cls::I64) {
-      switch (op) {
-        case S::Neg: return i_neg(a);
-        case S::Abs: return B.CreateSelect(B.CreateICmpSLT(a, ic(0)), i_neg(a), a);
-        case S::Sign: return B.CreateSub(bool64(B.CreateICmpSGT(a, ic(0))), bool64(B.CreateICmpSLT(a, ic(0))));
-        case S::Sqr: return B.CreateMul(a, a);
-        case S::Add: return B.CreateAdd(a, b);
-        case S::Mul: return B.CreateMul(a, b);
-        case S::Sub: return B.CreateSub(a, b);
-        case S::IntDiv: return i_floordiv(a, b);
-        case S::Mod: return i_mod(a, b);
-        case S::Pow: {
-          // Lane by lane through the interpreter's own i_pow.
-          FunctionCallee f = M.getOrInsertFunction("ember_jit_ipow", FunctionType::get(s64, {s64, s64}, false));
-          Value* r = PoisonValue::get(i64);
-          for (int l = 0; l < W; ++l)
-            r = B.CreateInsertElement(r, B.CreateCall(f, {B.CreateExtractElement(a, l), B.CreateExtractElement(b, l)}), l);
-          return r;
-        }
-        case S::Maximum: return B.CreateSelect(B.CreateICmpSGE(a, b), a, b);
-        case S::Minimum: return B.CreateSelect(B.CreateICmpSLE(a, b), a, b);
-        case S::Clip:
-          return B.CreateSelect(B.CreateICmpSLT(a, b), b, B.CreateSelect(B.CreateICmpSGT(a, c), c, a));
-        case S::And: return B.CreateAnd(a, b);
-        case S::Or: return B.CreateOr(a, b);
-        case S::Xor: return B.CreateXor(a, b);
-        case S::Invert: return B.CreateXor(a, ic(-1));
-        case S::Floor: case S::Ceil: case S::Trunc: case S::RoundHalfToEven: case S::RoundHalfAwayFromZero:
-          return a;
-        case S::LT: return bool64(B.CreateICmpSLT(a, b));
-        case S::GT: return bool64(B.CreateICmpSGT(a, b));
-        case S::LE: return bool64(B.CreateICmpSLE(a, b));
-        case S::GE: return bool64(B.CreateICmpSGE(a, b));
-        case S::EQ: return bool64(B.CreateICmpEQ(a, b));
-        case S::NEQ: return bool64(B.CreateICmpNE(a, b));
-        case S::IsNan: case S::IsInf: return ic(0);
-        default: break;
-      }
+    switch (static_cast<Cls>(in.op % interp::kNumCls)) {
+      case Cls::F64: return emit_op<Cls::F64>(op, {a, b, c});
+      case Cls::F32: return emit_op<Cls::F32>(op, {a, b, c});
+      case Cls::I64: return emit_op<Cls::I64>(op, {a, b, c});
+    }
+    throw std::runtime_error("invalid opcode " + std::to_string(in.op));
+  }
+
+  template <Cls C> static constexpr bool kInt = C == Cls::I64;
+  // 0/1 of a compare: the signed integer or the float predicate.
+  template <Cls C> Value* cmp(const Ops<C>& o, CmpInst::Predicate ip, CmpInst::Predicate fp) {
+    return bool64(kInt<C> ? B.CreateICmp(ip, o.a, o.b) : B.CreateFCmp(fp, o.a, o.b));
+  }
+  // Floor, Ceil, ...: the identity on integers.
+  template <Cls C> Value* rounding(const Ops<C>& o, Intrinsic::ID id) {
+    if constexpr (kInt<C>) return o.a;
+    else return un(id, o.a);
+  }
+
+  template <Cls C> Value* op_Neg(const Ops<C>& o) {
+    if constexpr (kInt<C>) return i_neg(o.a);
+    else return B.CreateFNeg(o.a);
+  }
+  template <Cls C> Value* op_Abs(const Ops<C>& o) {
+    if constexpr (kInt<C>) return B.CreateSelect(B.CreateICmpSLT(o.a, ic(0)), i_neg(o.a), o.a);
+    else return un(Intrinsic::fabs, o.a);
+  }
+  template <Cls C> Value* op_Sign(const Ops<C>& o) {
+    Value* a = o.a;
+    if constexpr (kInt<C>) {
+      return B.CreateSub(bool64(B.CreateICmpSGT(a, ic(0))), bool64(B.CreateICmpSLT(a, ic(0))));
     } else {
       Type* t = a->getType();
-      switch (op) {
-        case S::Neg: return B.CreateFNeg(a);
-        case S::Abs: return un(Intrinsic::fabs, a);
-        case S::Sign:
-          return B.CreateSelect(B.CreateFCmpOGT(a, fc(t, 0)), fc(t, 1),
-                                B.CreateSelect(B.CreateFCmpOLT(a, fc(t, 0)), fc(t, -1),
-                                               B.CreateSelect(B.CreateFCmpOEQ(a, fc(t, 0)), fc(t, 0), a)));
-        case S::Sqr: return B.CreateFMul(a, a);
-        case S::Sqrt: return un(Intrinsic::sqrt, a);
-        case S::Reciprocal: return B.CreateFDiv(fc(t, 1), a);
-        case S::Floor: return un(Intrinsic::floor, a);
-        case S::Ceil: return un(Intrinsic::ceil, a);
-        case S::Trunc: return un(Intrinsic::trunc, a);
-        case S::RoundHalfToEven: return un(Intrinsic::roundeven, a);
-        case S::RoundHalfAwayFromZero: {
-          Value* r = un(Intrinsic::trunc, a);
-          return B.CreateSelect(B.CreateFCmpOGE(un(Intrinsic::fabs, B.CreateFSub(a, r)), fc(t, 0.5)),
-                                B.CreateFAdd(r, copysign(fc(t, 1), a)), r);
-        }
-        case S::Add: return B.CreateFAdd(a, b);
-        case S::Mul: return B.CreateFMul(a, b);
-        case S::Sub: return B.CreateFSub(a, b);
-        case S::TrueDiv: return B.CreateFDiv(a, b);
-        case S::IntDiv: { Value* m; return f_divmod(a, b, m); }
-        case S::Mod: { Value* m; f_divmod(a, b, m); return m; }
-        case S::Maximum:
-          return B.CreateSelect(B.CreateOr(B.CreateFCmpOGE(a, b), B.CreateFCmpUNO(a, a)), a, b);
-        case S::Minimum:
-          return B.CreateSelect(B.CreateOr(B.CreateFCmpOLE(a, b), B.CreateFCmpUNO(a, a)), a, b);
-        case S::Clip:
-          return B.CreateSelect(B.CreateFCmpOLT(a, b), b, B.CreateSelect(B.CreateFCmpOGT(a, c), c, a));
-        case S::LT: return bool64(B.CreateFCmpOLT(a, b));
-        case S::GT: return bool64(B.CreateFCmpOGT(a, b));
-        case S::LE: return bool64(B.CreateFCmpOLE(a, b));
-        case S::GE: return bool64(B.CreateFCmpOGE(a, b));
-        case S::EQ: return bool64(B.CreateFCmpOEQ(a, b));
-        case S::NEQ: return bool64(B.CreateFCmpUNE(a, b));
-        case S::IsNan: return bool64(B.CreateFCmpUNO(a, a));
-        case S::IsInf: return bool64(B.CreateFCmpOEQ(un(Intrinsic::fabs, a), ConstantFP::getInfinity(t)));
-        default: break;
-      }
+      return B.CreateSelect(B.CreateFCmpOGT(a, fc(t, 0)), fc(t, 1),
+                            B.CreateSelect(B.CreateFCmpOLT(a, fc(t, 0)), fc(t, -1),
+                                           B.CreateSelect(B.CreateFCmpOEQ(a, fc(t, 0)), fc(t, 0), a)));
     }
-    throw std::runtime_error("JIT cannot emit " + interp::opcode_name(in.op));
+  }
+  template <Cls C> Value* op_Add(const Ops<C>& o) { return kInt<C> ? B.CreateAdd(o.a, o.b) : B.CreateFAdd(o.a, o.b); }
+  template <Cls C> Value* op_Mul(const Ops<C>& o) { return kInt<C> ? B.CreateMul(o.a, o.b) : B.CreateFMul(o.a, o.b); }
+  template <Cls C> Value* op_Sub(const Ops<C>& o) { return kInt<C> ? B.CreateSub(o.a, o.b) : B.CreateFSub(o.a, o.b); }
+  template <Cls C> Value* op_TrueDiv(const Ops<C>& o) { return B.CreateFDiv(o.a, o.b); }
+  template <Cls C> Value* op_IntDiv(const Ops<C>& o) {
+    if constexpr (kInt<C>) return i_floordiv(o.a, o.b);
+    else { Value* m; return f_divmod(o.a, o.b, m); }
+  }
+  template <Cls C> Value* op_Mod(const Ops<C>& o) {
+    if constexpr (kInt<C>) return i_mod(o.a, o.b);
+    else { Value* m; f_divmod(o.a, o.b, m); return m; }
+  }
+  // Integer Pow only (float Pow is math::pow): lane by lane through the
+  // interpreter's own i_pow.
+  template <Cls C> Value* op_Pow(const Ops<C>& o) {
+    FunctionCallee f = M.getOrInsertFunction("ember_jit_ipow", FunctionType::get(s64, {s64, s64}, false));
+    Value* r = PoisonValue::get(i64);
+    for (int l = 0; l < W; ++l)
+      r = B.CreateInsertElement(r, B.CreateCall(f, {B.CreateExtractElement(o.a, l), B.CreateExtractElement(o.b, l)}), l);
+    return r;
+  }
+  template <Cls C> Value* op_Sqr(const Ops<C>& o) { return kInt<C> ? B.CreateMul(o.a, o.a) : B.CreateFMul(o.a, o.a); }
+  template <Cls C> Value* op_Sqrt(const Ops<C>& o) { return un(Intrinsic::sqrt, o.a); }
+  template <Cls C> Value* op_Reciprocal(const Ops<C>& o) { return B.CreateFDiv(fc(o.a->getType(), 1), o.a); }
+  template <Cls C> Value* op_Floor(const Ops<C>& o) { return rounding(o, Intrinsic::floor); }
+  template <Cls C> Value* op_Ceil(const Ops<C>& o) { return rounding(o, Intrinsic::ceil); }
+  template <Cls C> Value* op_Trunc(const Ops<C>& o) { return rounding(o, Intrinsic::trunc); }
+  template <Cls C> Value* op_RoundHalfToEven(const Ops<C>& o) { return rounding(o, Intrinsic::roundeven); }
+  template <Cls C> Value* op_RoundHalfAwayFromZero(const Ops<C>& o) {
+    Value* a = o.a;
+    if constexpr (kInt<C>) {
+      return a;
+    } else {
+      Type* t = a->getType();
+      Value* r = un(Intrinsic::trunc, a);
+      return B.CreateSelect(B.CreateFCmpOGE(un(Intrinsic::fabs, B.CreateFSub(a, r)), fc(t, 0.5)),
+                            B.CreateFAdd(r, copysign(fc(t, 1), a)), r);
+    }
+  }
+  template <Cls C> Value* op_Maximum(const Ops<C>& o) {
+    Value *a = o.a, *b = o.b;
+    if constexpr (kInt<C>) return B.CreateSelect(B.CreateICmpSGE(a, b), a, b);
+    else return B.CreateSelect(B.CreateOr(B.CreateFCmpOGE(a, b), B.CreateFCmpUNO(a, a)), a, b);
+  }
+  template <Cls C> Value* op_Minimum(const Ops<C>& o) {
+    Value *a = o.a, *b = o.b;
+    if constexpr (kInt<C>) return B.CreateSelect(B.CreateICmpSLE(a, b), a, b);
+    else return B.CreateSelect(B.CreateOr(B.CreateFCmpOLE(a, b), B.CreateFCmpUNO(a, a)), a, b);
+  }
+  template <Cls C> Value* op_Clip(const Ops<C>& o) {
+    Value *a = o.a, *b = o.b, *c = o.c;
+    if constexpr (kInt<C>)
+      return B.CreateSelect(B.CreateICmpSLT(a, b), b, B.CreateSelect(B.CreateICmpSGT(a, c), c, a));
+    else return B.CreateSelect(B.CreateFCmpOLT(a, b), b, B.CreateSelect(B.CreateFCmpOGT(a, c), c, a));
+  }
+  template <Cls C> Value* op_Switch(const Ops<C>& o) { return B.CreateSelect(B.CreateICmpNE(o.a, ic(0)), o.b, o.c); }
+  template <Cls C> Value* op_LT(const Ops<C>& o) { return cmp(o, CmpInst::ICMP_SLT, CmpInst::FCMP_OLT); }
+  template <Cls C> Value* op_GT(const Ops<C>& o) { return cmp(o, CmpInst::ICMP_SGT, CmpInst::FCMP_OGT); }
+  template <Cls C> Value* op_LE(const Ops<C>& o) { return cmp(o, CmpInst::ICMP_SLE, CmpInst::FCMP_OLE); }
+  template <Cls C> Value* op_GE(const Ops<C>& o) { return cmp(o, CmpInst::ICMP_SGE, CmpInst::FCMP_OGE); }
+  template <Cls C> Value* op_EQ(const Ops<C>& o) { return cmp(o, CmpInst::ICMP_EQ, CmpInst::FCMP_OEQ); }
+  template <Cls C> Value* op_NEQ(const Ops<C>& o) { return cmp(o, CmpInst::ICMP_NE, CmpInst::FCMP_UNE); }
+  template <Cls C> Value* op_And(const Ops<C>& o) { return B.CreateAnd(o.a, o.b); }
+  template <Cls C> Value* op_Or(const Ops<C>& o) { return B.CreateOr(o.a, o.b); }
+  template <Cls C> Value* op_Xor(const Ops<C>& o) { return B.CreateXor(o.a, o.b); }
+  template <Cls C> Value* op_Invert(const Ops<C>& o) { return B.CreateXor(o.a, ic(-1)); }
+  template <Cls C> Value* op_IsNan(const Ops<C>& o) {
+    if constexpr (kInt<C>) return ic(0);
+    else return bool64(B.CreateFCmpUNO(o.a, o.a));
+  }
+  template <Cls C> Value* op_IsInf(const Ops<C>& o) {
+    if constexpr (kInt<C>) return ic(0);
+    else return bool64(B.CreateFCmpOEQ(un(Intrinsic::fabs, o.a), ConstantFP::getInfinity(o.a->getType())));
   }
 
   LLVMContext& C;

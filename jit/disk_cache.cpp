@@ -4,17 +4,20 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <system_error>
 #include <vector>
 
 #include <xxhash.h>
 
+#include "interp/config.hpp"
 #include "jit/jit.hpp"
 
 namespace ember::jit {
@@ -33,12 +36,33 @@ struct Header {
   uint64_t checksum;  // xxh64 of the payload
 };
 
+// Names this process's temporary files uniquely in a directory shared by
+// many hosts: pids repeat across machines and containers (often pid 1), and
+// two writers sharing one temporary file would publish a torn entry.
+const std::string& writer_id() {
+  static const std::string id = [] {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+    std::random_device rd;
+    const uint64_t nonce = (uint64_t(rd()) << 32) ^ rd();
+    char buf[320];
+    std::snprintf(buf, sizeof buf, "%s.%d.%016llx", host, static_cast<int>(::getpid()),
+                  static_cast<unsigned long long>(nonce));
+    return std::string(buf);
+  }();
+  return id;
+}
+
+// A temporary file older than this was left by a writer that died mid-write.
+constexpr auto kStaleTemp = std::chrono::hours(1);
+
 }  // namespace
 
 std::string DiskCache::default_dir() {
-  if (const char* d = std::getenv("EMBER_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/ember";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/ember";
+  // Read at each compile: a worker may point EMBER_CACHE_DIR elsewhere.
+  if (const auto d = config_now(&Config::cache_dir); d && !d->empty()) return *d;
+  if (const auto x = config_now(&Config::xdg_cache_home); x && !x->empty()) return *x + "/ember";
+  if (const auto h = config_now(&Config::home); h && !h->empty()) return *h + "/.cache/ember";
   return "";
 }
 
@@ -72,7 +96,7 @@ bool DiskCache::put(const std::string& key, const std::string& data) const {
   fs::create_directories(dir_, ec);
   static std::atomic<uint64_t> seq{0};
   const fs::path final_path = fs::path(dir_) / (key + ".obj");
-  const fs::path tmp = fs::path(dir_) / (key + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(seq++));
+  const fs::path tmp = fs::path(dir_) / (key + ".tmp." + writer_id() + "." + std::to_string(seq++));
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) return false;
@@ -102,9 +126,15 @@ void DiskCache::trim() const {
   std::error_code ec;
   std::vector<std::pair<fs::file_time_type, fs::path>> files;
   size_t total = 0;
+  const auto now = fs::file_time_type::clock::now();
   for (auto it = fs::directory_iterator(dir_, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    if (it->path().extension() != ".obj") continue;
     std::error_code e2;
+    if (it->path().filename().string().find(".tmp.") != std::string::npos) {
+      const auto t = it->last_write_time(e2);
+      if (!e2 && now - t > kStaleTemp) fs::remove(it->path(), e2);
+      continue;
+    }
+    if (it->path().extension() != ".obj") continue;
     const size_t sz = it->file_size(e2);
     if (e2) continue;
     total += sz;

@@ -18,6 +18,7 @@
 
 #include <asmjit/x86.h>
 
+#include "interp/config.hpp"
 #include "interp/math/math.hpp"
 #include "interp/vm.hpp"
 
@@ -65,16 +66,8 @@ class DirectCode : public Code {
 };
 
 uint64_t math_addr(S op) {
-  switch (op) {
-#define M1(E, f) case S::E: return reinterpret_cast<uint64_t>(&ember_math_##f);
-#define M2(E, f) case S::E: return reinterpret_cast<uint64_t>(&ember_math_##f);
-#define M3(E, f) case S::E: return reinterpret_cast<uint64_t>(&ember_math_##f);
-#include "interp/math/math.def"
-#undef M1
-#undef M2
-#undef M3
-    default: return 0;
-  }
+  const math::Entry* e = math::entry(op);
+  return e ? reinterpret_cast<uint64_t>(e->address()) : 0;
 }
 
 enum class How { Inline, Vec, Math, No };
@@ -84,25 +77,17 @@ enum class How { Inline, Vec, Math, No };
 // EMBER_JIT_T1_RUN overrides (tuning).
 int max_run() {
   static const int n = [] {
-    const char* e = std::getenv("EMBER_JIT_T1_RUN");
-    const int v = e ? std::atoi(e) : 0;
+    const auto& e = config().jit_t1_run;
+    const int v = e ? std::atoi(e->c_str()) : 0;
     return v > 0 ? v : 64;
   }();
   return n;
 }
 
-// Ops whose AVX2 sequence below is bit-identical to scalar_impl.hpp.
-bool inline_ok(S op, Cls c) {
-  switch (op) {
-    case S::Neg: case S::Abs: case S::Sign: case S::Add: case S::Sub: case S::Maximum: case S::Minimum:
-    case S::Clip: case S::Floor: case S::Ceil: case S::Trunc: case S::RoundHalfToEven:
-    case S::RoundHalfAwayFromZero: case S::LT: case S::GT: case S::LE: case S::GE: case S::EQ: case S::NEQ:
-    case S::IsNan: case S::IsInf: case S::Switch:
-      return true;
-    case S::Sqr: case S::Mul: case S::Sqrt: case S::Reciprocal: case S::TrueDiv: return c != Cls::I64;
-    case S::And: case S::Or: case S::Xor: case S::Invert: return c == Cls::I64;
-    default: return false;
-  }
+// Ops whose AVX2 sequence below is bit-identical to scalar_impl.hpp: the
+// rows marked AsmF (float classes) or AsmI (int64 class).
+constexpr bool inline_ok(S op, Cls c) {
+  return interp::op_info(op).has(c == Cls::I64 ? interp::opflag::AsmI : interp::opflag::AsmF);
 }
 
 How how(const Instr& in) {
@@ -130,9 +115,52 @@ How how(const Instr& in) {
 
 // vcmppd predicates (ordered/quiet as C's comparisons; NEQ unordered).
 enum : uint8_t { kEQ = 0x00, kUNORD = 0x03, kNEQ = 0x04, kLT = 0x11, kLE = 0x12, kGE = 0x1D, kGT = 0x1E };
-constexpr uint64_t kSignBit = 0x8000000000000000ull, kAbsMask = 0x7fffffffffffffffull,
-                   kOneD = 0x3ff0000000000000ull, kMinusOneD = 0xbff0000000000000ull,
-                   kHalfD = 0x3fe0000000000000ull, kInfD = 0x7ff0000000000000ull, kOnes = ~0ull;
+constexpr uint64_t kOnes = ~0ull;
+
+// The lanes of one register class, for the per-op emitters. float64: 4 lanes
+// of a ymm; float32: 4 lanes in the low 16 bytes of each group (xmm
+// registers; VEX clears the upper half), with the same sequences in single
+// precision; int64: 4 lanes of a ymm.
+struct F64 {
+  static constexpr Cls kCls = Cls::F64;
+  using R = x86::Ymm;
+  static R lanes(const x86::Ymm& y) { return y; }
+  static constexpr InstId kXor = x86::Inst::kIdVxorpd, kAnd = x86::Inst::kIdVandpd, kOr = x86::Inst::kIdVorpd,
+                          kAdd = x86::Inst::kIdVaddpd, kSub = x86::Inst::kIdVsubpd, kMul = x86::Inst::kIdVmulpd,
+                          kDiv = x86::Inst::kIdVdivpd, kSqrt = x86::Inst::kIdVsqrtpd, kRound = x86::Inst::kIdVroundpd,
+                          kCmp = x86::Inst::kIdVcmppd, kBlend = x86::Inst::kIdVblendvpd, kMov = x86::Inst::kIdVmovupd;
+  static constexpr uint64_t kSign = 0x8000000000000000ull, kAbs = 0x7fffffffffffffffull,
+                            kOne = 0x3ff0000000000000ull, kMinusOne = 0xbff0000000000000ull,
+                            kHalf = 0x3fe0000000000000ull, kInf = 0x7ff0000000000000ull;
+};
+struct F32 {
+  static constexpr Cls kCls = Cls::F32;
+  using R = x86::Xmm;
+  static R lanes(const x86::Ymm& y) { return y.xmm(); }
+  static constexpr InstId kXor = x86::Inst::kIdVxorps, kAnd = x86::Inst::kIdVandps, kOr = x86::Inst::kIdVorps,
+                          kAdd = x86::Inst::kIdVaddps, kSub = x86::Inst::kIdVsubps, kMul = x86::Inst::kIdVmulps,
+                          kDiv = x86::Inst::kIdVdivps, kSqrt = x86::Inst::kIdVsqrtps, kRound = x86::Inst::kIdVroundps,
+                          kCmp = x86::Inst::kIdVcmpps, kBlend = x86::Inst::kIdVblendvps, kMov = x86::Inst::kIdVmovups;
+  // kInf: IsInf compares |x| with a float64 infinity, exact in float32 too.
+  static constexpr uint64_t kSign = 0x80000000u, kAbs = 0x7fffffffu, kOne = 0x3f800000u, kMinusOne = 0xbf800000u,
+                            kHalf = 0x3f000000u, kInf = 0x7f800000u;
+};
+struct I64 {
+  static constexpr Cls kCls = Cls::I64;
+  using R = x86::Ymm;
+  static R lanes(const x86::Ymm& y) { return y; }
+};
+template <class L> concept FloatLanes = L::kCls != Cls::I64;
+
+// An instruction's registers as lanes of class L, and operand a and the
+// result whole (Switch's int64 condition, float32 compare masks).
+template <class L> struct Ops {
+  typename L::R a, b, c, y;
+  x86::Ymm ya, yy;
+};
+template <class L> Ops<L> ops(const x86::Ymm& a, const x86::Ymm& b, const x86::Ymm& c, const x86::Ymm& y) {
+  return {L::lanes(a), L::lanes(b), L::lanes(c), L::lanes(y), a, y};
+}
 
 class ErrorRecorder : public ErrorHandler {
  public:
@@ -447,281 +475,207 @@ class Emitter {
     }
     const interp::OpSig sig = interp::op_sig(in.op);
     const auto op = static_cast<S>(in.op / interp::kNumCls);
-    const auto cls = static_cast<Cls>(in.op % interp::kNumCls);
     const Ymm a = operand(in.a);
     const Ymm b = sig.nargs >= 2 ? operand(in.b) : Ymm();
     const Ymm c = sig.nargs >= 3 ? operand(in.c) : Ymm();
     const Ymm y = x86::ymm(alloc());
-    if (op == S::Switch) {  // a != 0 ? b : c
-      const Ymm t = tmp();
-      a_.vpcmpeqq(t, a, K(0));
-      if (cls == Cls::F32) {
-        // 4 qword masks to 4 dword masks in the low half.
-        a_.vpshufd(t, t, 0x88);
-        a_.vpermq(t, t, 0x08);
-        a_.vblendvps(y.xmm(), b.xmm(), c.xmm(), t.xmm());
-      } else {
-        a_.vblendvpd(y, b, c, t);
-      }
-      return define(in, y);
+    switch (static_cast<Cls>(in.op % interp::kNumCls)) {
+      case Cls::F64: emit_op(op, ops<F64>(a, b, c, y)); break;
+      case Cls::F32: emit_op(op, ops<F32>(a, b, c, y)); break;
+      case Cls::I64: emit_op(op, ops<I64>(a, b, c, y)); break;
     }
-    if (cls == Cls::F64) emit_f64(op, a, b, c, y);
-    else if (cls == Cls::F32) emit_f32(op, a.xmm(), b.xmm(), c.xmm(), y);
-    else emit_i64(op, a, b, c, y);
     define(in, y);
   }
 
-  void emit_f64(S op, const x86::Ymm& a, const x86::Ymm& b, const x86::Ymm& c, const x86::Ymm& y) {
-    auto cmp01 = [&](uint8_t p) {
-      a_.vcmppd(y, a, b, p);
-      a_.vpsrlq(y, y, 63);
-    };
+  // One emitter per row of interp/scalar_ops.def marked AsmF or AsmI,
+  // op_<Enum>: a template over the float lanes (float64 and float32 share
+  // it) and an overload for int64. emit_op's switch names every row and calls
+  // the emitter where the row's flag is set, so such a row without one does
+  // not compile; the other rows never reach it (how() sends them to calls).
+  template <class L> void emit_op(S op, const Ops<L>& o) {
     switch (op) {
-      case S::Neg: a_.vxorpd(y, a, K(kSignBit)); break;
-      case S::Abs: a_.vandpd(y, a, K(kAbsMask)); break;
-      case S::Sign: {  // x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x
-        const x86::Ymm t = tmp();
-        a_.vcmppd(t, a, K(0), kEQ);
-        a_.vblendvpd(y, a, K(0), t);
-        a_.vcmppd(t, a, K(0), kLT);
-        a_.vblendvpd(y, y, K(kMinusOneD), t);
-        a_.vcmppd(t, a, K(0), kGT);
-        a_.vblendvpd(y, y, K(kOneD), t);
-        break;
-      }
-      case S::Sqr: a_.vmulpd(y, a, a); break;
-      case S::Sqrt: a_.vsqrtpd(y, a); break;
-      case S::Reciprocal:
-        a_.vmovupd(y, K(kOneD));
-        a_.vdivpd(y, y, a);
-        break;
-      case S::Floor: a_.vroundpd(y, a, 0x09); break;
-      case S::Ceil: a_.vroundpd(y, a, 0x0A); break;
-      case S::Trunc: a_.vroundpd(y, a, 0x0B); break;
-      case S::RoundHalfToEven: a_.vroundpd(y, a, 0x08); break;
-      case S::RoundHalfAwayFromZero: {  // r = trunc(x); |x - r| >= 0.5 ? r + copysign(1, x) : r
-        const x86::Ymm t = tmp(), u = tmp();
-        a_.vroundpd(y, a, 0x0B);
-        a_.vsubpd(t, a, y);
-        a_.vandpd(t, t, K(kAbsMask));
-        a_.vcmppd(t, t, K(kHalfD), kGE);
-        a_.vandpd(u, a, K(kSignBit));
-        a_.vorpd(u, u, K(kOneD));
-        a_.vaddpd(u, y, u);
-        a_.vblendvpd(y, y, u, t);
-        break;
-      }
-      case S::Add: a_.vaddpd(y, a, b); break;
-      case S::Sub: a_.vsubpd(y, a, b); break;
-      case S::Mul: a_.vmulpd(y, a, b); break;
-      case S::TrueDiv: a_.vdivpd(y, a, b); break;
-      case S::Maximum:
-      case S::Minimum: {  // (a >= b) | isnan(a) ? a : b  (<= for minimum)
-        const x86::Ymm t = tmp(), u = tmp();
-        a_.vcmppd(t, a, b, op == S::Maximum ? kGE : kLE);
-        a_.vcmppd(u, a, a, kUNORD);
-        a_.vorpd(t, t, u);
-        a_.vblendvpd(y, b, a, t);
-        break;
-      }
-      case S::Clip: {  // x < lo ? lo : x > hi ? hi : x
-        const x86::Ymm t = tmp();
-        a_.vcmppd(t, a, c, kGT);
-        a_.vblendvpd(y, a, c, t);
-        a_.vcmppd(t, a, b, kLT);
-        a_.vblendvpd(y, y, b, t);
-        break;
-      }
-      case S::LT: cmp01(kLT); break;
-      case S::GT: cmp01(kGT); break;
-      case S::LE: cmp01(kLE); break;
-      case S::GE: cmp01(kGE); break;
-      case S::EQ: cmp01(kEQ); break;
-      case S::NEQ: cmp01(kNEQ); break;
-      case S::IsNan:
-        a_.vcmppd(y, a, a, kUNORD);
-        a_.vpsrlq(y, y, 63);
-        break;
-      case S::IsInf:
-        a_.vandpd(y, a, K(kAbsMask));
-        a_.vcmppd(y, y, K(kInfD), kEQ);
-        a_.vpsrlq(y, y, 63);
-        break;
-      default: throw std::logic_error("direct JIT: no float64 inline op " + std::to_string(int(op)));
+#define X(E, ...)                                             \
+  case S::E:                                                  \
+    if constexpr (inline_ok(S::E, L::kCls)) return op_##E(o); \
+    break;
+#include "interp/scalar_ops.def"
+#undef X
     }
+    throw std::logic_error("direct JIT: no inline " + interp::opcode_name(interp::opcode_of(op, L::kCls)));
   }
 
-  // float32: 4 lanes in the low 16 bytes of each group (xmm registers; VEX
-  // clears the upper half). Same sequences as float64, single precision.
-  void emit_f32(S op, const x86::Xmm& a, const x86::Xmm& b, const x86::Xmm& c, const x86::Ymm& yy) {
-    const x86::Xmm y = yy.xmm();
-    constexpr uint32_t kSign = 0x80000000u, kAbs = 0x7fffffffu, kOne = 0x3f800000u, kMinusOne = 0xbf800000u,
-                       kHalf = 0x3f000000u, kInf = 0x7f800000u;
-    // A float32 mask widened to 4 qword lanes of 0/1.
-    auto widen01 = [&] {
-      a_.vpmovsxdq(yy, y);
-      a_.vpsrlq(yy, yy, 63);
-    };
-    auto cmp01 = [&](uint8_t p) {
-      a_.vcmpps(y, a, b, p);
-      widen01();
-    };
-    switch (op) {
-      case S::Neg: a_.vxorps(y, a, K32(kSign)); break;
-      case S::Abs: a_.vandps(y, a, K32(kAbs)); break;
-      case S::Sign: {
-        const x86::Xmm t = tmp().xmm();
-        a_.vcmpps(t, a, K32(0), kEQ);
-        a_.vblendvps(y, a, K32(0), t);
-        a_.vcmpps(t, a, K32(0), kLT);
-        a_.vblendvps(y, y, K32(kMinusOne), t);
-        a_.vcmpps(t, a, K32(0), kGT);
-        a_.vblendvps(y, y, K32(kOne), t);
-        break;
-      }
-      case S::Sqr: a_.vmulps(y, a, a); break;
-      case S::Sqrt: a_.vsqrtps(y, a); break;
-      case S::Reciprocal:
-        a_.vmovups(y, K32(kOne));
-        a_.vdivps(y, y, a);
-        break;
-      case S::Floor: a_.vroundps(y, a, 0x09); break;
-      case S::Ceil: a_.vroundps(y, a, 0x0A); break;
-      case S::Trunc: a_.vroundps(y, a, 0x0B); break;
-      case S::RoundHalfToEven: a_.vroundps(y, a, 0x08); break;
-      case S::RoundHalfAwayFromZero: {
-        const x86::Xmm t = tmp().xmm(), u = tmp().xmm();
-        a_.vroundps(y, a, 0x0B);
-        a_.vsubps(t, a, y);
-        a_.vandps(t, t, K32(kAbs));
-        a_.vcmpps(t, t, K32(kHalf), kGE);
-        a_.vandps(u, a, K32(kSign));
-        a_.vorps(u, u, K32(kOne));
-        a_.vaddps(u, y, u);
-        a_.vblendvps(y, y, u, t);
-        break;
-      }
-      case S::Add: a_.vaddps(y, a, b); break;
-      case S::Sub: a_.vsubps(y, a, b); break;
-      case S::Mul: a_.vmulps(y, a, b); break;
-      case S::TrueDiv: a_.vdivps(y, a, b); break;
-      case S::Maximum:
-      case S::Minimum: {
-        const x86::Xmm t = tmp().xmm(), u = tmp().xmm();
-        a_.vcmpps(t, a, b, op == S::Maximum ? kGE : kLE);
-        a_.vcmpps(u, a, a, kUNORD);
-        a_.vorps(t, t, u);
-        a_.vblendvps(y, b, a, t);
-        break;
-      }
-      case S::Clip: {
-        const x86::Xmm t = tmp().xmm();
-        a_.vcmpps(t, a, c, kGT);
-        a_.vblendvps(y, a, c, t);
-        a_.vcmpps(t, a, b, kLT);
-        a_.vblendvps(y, y, b, t);
-        break;
-      }
-      case S::LT: cmp01(kLT); break;
-      case S::GT: cmp01(kGT); break;
-      case S::LE: cmp01(kLE); break;
-      case S::GE: cmp01(kGE); break;
-      case S::EQ: cmp01(kEQ); break;
-      case S::NEQ: cmp01(kNEQ); break;
-      case S::IsNan:
-        a_.vcmpps(y, a, a, kUNORD);
-        widen01();
-        break;
-      case S::IsInf:
-        // IsInf compares |x| with a float64 infinity: exact for float32 too.
-        a_.vandps(y, a, K32(kAbs));
-        a_.vcmpps(y, y, K32(kInf), kEQ);
-        widen01();
-        break;
-      default: throw std::logic_error("direct JIT: no float32 inline op " + std::to_string(int(op)));
-    }
+  // A constant splat over one group, as an operand of L's lane width.
+  template <class L> x86::Mem k(uint64_t bits) {
+    if constexpr (L::kCls == Cls::F32) return K32(static_cast<uint32_t>(bits));
+    else return K(bits);
   }
+  template <class L> typename L::R ltmp() { return L::lanes(tmp()); }
+  // A float mask in y as 0/1 in the group's 4 qword lanes.
+  template <FloatLanes L> void mask01(const Ops<L>& o) {
+    if constexpr (L::kCls == Cls::F32) a_.vpmovsxdq(o.yy, o.y);
+    a_.vpsrlq(o.yy, o.yy, 63);
+  }
+  template <FloatLanes L> void cmp01(const Ops<L>& o, uint8_t p) {
+    a_.emit(L::kCmp, o.y, o.a, o.b, p);
+    mask01(o);
+  }
+  template <FloatLanes L> void round(const Ops<L>& o, uint8_t mode) { a_.emit(L::kRound, o.y, o.a, mode); }
 
-  void emit_i64(S op, const x86::Ymm& a, const x86::Ymm& b, const x86::Ymm& c, const x86::Ymm& y) {
-    switch (op) {
-      case S::Neg:
-        a_.vpxor(y, y, y);
-        a_.vpsubq(y, y, a);
-        break;
-      case S::Abs: {  // a < 0 ? 0 - a : a
-        const x86::Ymm t = tmp();
-        a_.vpxor(t, t, t);
-        a_.vpcmpgtq(t, t, a);
-        a_.vpxor(y, y, y);
-        a_.vpsubq(y, y, a);
-        a_.vblendvpd(y, a, y, t);
-        break;
-      }
-      case S::Sign: {  // (a > 0) - (a < 0) = mask(a < 0) - mask(a > 0)
-        const x86::Ymm t = tmp(), u = tmp();
-        a_.vpxor(t, t, t);
-        a_.vpcmpgtq(u, t, a);
-        a_.vpcmpgtq(t, a, t);
-        a_.vpsubq(y, u, t);
-        break;
-      }
-      case S::Add: a_.vpaddq(y, a, b); break;
-      case S::Sub: a_.vpsubq(y, a, b); break;
-      case S::And: a_.vpand(y, a, b); break;
-      case S::Or: a_.vpor(y, a, b); break;
-      case S::Xor: a_.vpxor(y, a, b); break;
-      case S::Invert: a_.vpxor(y, a, K(kOnes)); break;
-      case S::Maximum: {  // a >= b ? a : b
-        const x86::Ymm t = tmp();
-        a_.vpcmpgtq(t, b, a);
-        a_.vblendvpd(y, a, b, t);
-        break;
-      }
-      case S::Minimum: {  // a <= b ? a : b
-        const x86::Ymm t = tmp();
-        a_.vpcmpgtq(t, a, b);
-        a_.vblendvpd(y, a, b, t);
-        break;
-      }
-      case S::Clip: {  // x < lo ? lo : x > hi ? hi : x
-        const x86::Ymm t = tmp();
-        a_.vpcmpgtq(t, a, c);
-        a_.vblendvpd(y, a, c, t);
-        a_.vpcmpgtq(t, b, a);
-        a_.vblendvpd(y, y, b, t);
-        break;
-      }
-      case S::LT:
-        a_.vpcmpgtq(y, b, a);
-        a_.vpsrlq(y, y, 63);
-        break;
-      case S::GT:
-        a_.vpcmpgtq(y, a, b);
-        a_.vpsrlq(y, y, 63);
-        break;
-      case S::LE:  // !(a > b): mask + 1
-        a_.vpcmpgtq(y, a, b);
-        a_.vpaddq(y, y, K(1));
-        break;
-      case S::GE:
-        a_.vpcmpgtq(y, b, a);
-        a_.vpaddq(y, y, K(1));
-        break;
-      case S::EQ:
-        a_.vpcmpeqq(y, a, b);
-        a_.vpsrlq(y, y, 63);
-        break;
-      case S::NEQ:
-        a_.vpcmpeqq(y, a, b);
-        a_.vpaddq(y, y, K(1));
-        break;
-      case S::Floor: case S::Ceil: case S::Trunc: case S::RoundHalfToEven: case S::RoundHalfAwayFromZero:
-        a_.vmovdqa(y, a);
-        break;
-      case S::IsNan: case S::IsInf: a_.vpxor(y, y, y); break;
-      default: throw std::logic_error("direct JIT: no int64 inline op " + std::to_string(int(op)));
+  template <FloatLanes L> void op_Neg(const Ops<L>& o) { a_.emit(L::kXor, o.y, o.a, k<L>(L::kSign)); }
+  void op_Neg(const Ops<I64>& o) {
+    a_.vpxor(o.y, o.y, o.y);
+    a_.vpsubq(o.y, o.y, o.a);
+  }
+  template <FloatLanes L> void op_Abs(const Ops<L>& o) { a_.emit(L::kAnd, o.y, o.a, k<L>(L::kAbs)); }
+  void op_Abs(const Ops<I64>& o) {  // a < 0 ? 0 - a : a
+    const x86::Ymm t = tmp();
+    a_.vpxor(t, t, t);
+    a_.vpcmpgtq(t, t, o.a);
+    a_.vpxor(o.y, o.y, o.y);
+    a_.vpsubq(o.y, o.y, o.a);
+    a_.vblendvpd(o.y, o.a, o.y, t);
+  }
+  template <FloatLanes L> void op_Sign(const Ops<L>& o) {  // x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x
+    const auto t = ltmp<L>();
+    a_.emit(L::kCmp, t, o.a, k<L>(0), kEQ);
+    a_.emit(L::kBlend, o.y, o.a, k<L>(0), t);
+    a_.emit(L::kCmp, t, o.a, k<L>(0), kLT);
+    a_.emit(L::kBlend, o.y, o.y, k<L>(L::kMinusOne), t);
+    a_.emit(L::kCmp, t, o.a, k<L>(0), kGT);
+    a_.emit(L::kBlend, o.y, o.y, k<L>(L::kOne), t);
+  }
+  void op_Sign(const Ops<I64>& o) {  // (a > 0) - (a < 0) = mask(a < 0) - mask(a > 0)
+    const x86::Ymm t = tmp(), u = tmp();
+    a_.vpxor(t, t, t);
+    a_.vpcmpgtq(u, t, o.a);
+    a_.vpcmpgtq(t, o.a, t);
+    a_.vpsubq(o.y, u, t);
+  }
+  template <FloatLanes L> void op_Add(const Ops<L>& o) { a_.emit(L::kAdd, o.y, o.a, o.b); }
+  void op_Add(const Ops<I64>& o) { a_.vpaddq(o.y, o.a, o.b); }
+  template <FloatLanes L> void op_Mul(const Ops<L>& o) { a_.emit(L::kMul, o.y, o.a, o.b); }
+  template <FloatLanes L> void op_Sub(const Ops<L>& o) { a_.emit(L::kSub, o.y, o.a, o.b); }
+  void op_Sub(const Ops<I64>& o) { a_.vpsubq(o.y, o.a, o.b); }
+  template <FloatLanes L> void op_TrueDiv(const Ops<L>& o) { a_.emit(L::kDiv, o.y, o.a, o.b); }
+  template <FloatLanes L> void op_Sqr(const Ops<L>& o) { a_.emit(L::kMul, o.y, o.a, o.a); }
+  template <FloatLanes L> void op_Sqrt(const Ops<L>& o) { a_.emit(L::kSqrt, o.y, o.a); }
+  template <FloatLanes L> void op_Reciprocal(const Ops<L>& o) {
+    a_.emit(L::kMov, o.y, k<L>(L::kOne));
+    a_.emit(L::kDiv, o.y, o.y, o.a);
+  }
+  // Floor, Ceil, ...: the identity on integers.
+  template <FloatLanes L> void op_Floor(const Ops<L>& o) { round(o, 0x09); }
+  void op_Floor(const Ops<I64>& o) { a_.vmovdqa(o.y, o.a); }
+  template <FloatLanes L> void op_Ceil(const Ops<L>& o) { round(o, 0x0A); }
+  void op_Ceil(const Ops<I64>& o) { a_.vmovdqa(o.y, o.a); }
+  template <FloatLanes L> void op_Trunc(const Ops<L>& o) { round(o, 0x0B); }
+  void op_Trunc(const Ops<I64>& o) { a_.vmovdqa(o.y, o.a); }
+  template <FloatLanes L> void op_RoundHalfToEven(const Ops<L>& o) { round(o, 0x08); }
+  void op_RoundHalfToEven(const Ops<I64>& o) { a_.vmovdqa(o.y, o.a); }
+  // r = trunc(x); |x - r| >= 0.5 ? r + copysign(1, x) : r
+  template <FloatLanes L> void op_RoundHalfAwayFromZero(const Ops<L>& o) {
+    const auto t = ltmp<L>(), u = ltmp<L>();
+    round(o, 0x0B);
+    a_.emit(L::kSub, t, o.a, o.y);
+    a_.emit(L::kAnd, t, t, k<L>(L::kAbs));
+    a_.emit(L::kCmp, t, t, k<L>(L::kHalf), kGE);
+    a_.emit(L::kAnd, u, o.a, k<L>(L::kSign));
+    a_.emit(L::kOr, u, u, k<L>(L::kOne));
+    a_.emit(L::kAdd, u, o.y, u);
+    a_.emit(L::kBlend, o.y, o.y, u, t);
+  }
+  void op_RoundHalfAwayFromZero(const Ops<I64>& o) { a_.vmovdqa(o.y, o.a); }
+  // (a >= b) | isnan(a) ? a : b  (<= for minimum)
+  template <FloatLanes L> void max_min(const Ops<L>& o, uint8_t p) {
+    const auto t = ltmp<L>(), u = ltmp<L>();
+    a_.emit(L::kCmp, t, o.a, o.b, p);
+    a_.emit(L::kCmp, u, o.a, o.a, kUNORD);
+    a_.emit(L::kOr, t, t, u);
+    a_.emit(L::kBlend, o.y, o.b, o.a, t);
+  }
+  template <FloatLanes L> void op_Maximum(const Ops<L>& o) { max_min(o, kGE); }
+  void op_Maximum(const Ops<I64>& o) {  // a >= b ? a : b
+    const x86::Ymm t = tmp();
+    a_.vpcmpgtq(t, o.b, o.a);
+    a_.vblendvpd(o.y, o.a, o.b, t);
+  }
+  template <FloatLanes L> void op_Minimum(const Ops<L>& o) { max_min(o, kLE); }
+  void op_Minimum(const Ops<I64>& o) {  // a <= b ? a : b
+    const x86::Ymm t = tmp();
+    a_.vpcmpgtq(t, o.a, o.b);
+    a_.vblendvpd(o.y, o.a, o.b, t);
+  }
+  template <FloatLanes L> void op_Clip(const Ops<L>& o) {  // x < lo ? lo : x > hi ? hi : x
+    const auto t = ltmp<L>();
+    a_.emit(L::kCmp, t, o.a, o.c, kGT);
+    a_.emit(L::kBlend, o.y, o.a, o.c, t);
+    a_.emit(L::kCmp, t, o.a, o.b, kLT);
+    a_.emit(L::kBlend, o.y, o.y, o.b, t);
+  }
+  void op_Clip(const Ops<I64>& o) {
+    const x86::Ymm t = tmp();
+    a_.vpcmpgtq(t, o.a, o.c);
+    a_.vblendvpd(o.y, o.a, o.c, t);
+    a_.vpcmpgtq(t, o.b, o.a);
+    a_.vblendvpd(o.y, o.y, o.b, t);
+  }
+  template <class L> void op_Switch(const Ops<L>& o) {  // a != 0 ? b : c
+    const x86::Ymm t = tmp();
+    a_.vpcmpeqq(t, o.ya, K(0));
+    if constexpr (L::kCls == Cls::F32) {
+      // 4 qword masks to 4 dword masks in the low half.
+      a_.vpshufd(t, t, 0x88);
+      a_.vpermq(t, t, 0x08);
+      a_.vblendvps(o.y, o.b, o.c, t.xmm());
+    } else {
+      a_.vblendvpd(o.y, o.b, o.c, t);
     }
   }
+  template <FloatLanes L> void op_LT(const Ops<L>& o) { cmp01(o, kLT); }
+  void op_LT(const Ops<I64>& o) {
+    a_.vpcmpgtq(o.y, o.b, o.a);
+    a_.vpsrlq(o.y, o.y, 63);
+  }
+  template <FloatLanes L> void op_GT(const Ops<L>& o) { cmp01(o, kGT); }
+  void op_GT(const Ops<I64>& o) {
+    a_.vpcmpgtq(o.y, o.a, o.b);
+    a_.vpsrlq(o.y, o.y, 63);
+  }
+  template <FloatLanes L> void op_LE(const Ops<L>& o) { cmp01(o, kLE); }
+  void op_LE(const Ops<I64>& o) {  // !(a > b): mask + 1
+    a_.vpcmpgtq(o.y, o.a, o.b);
+    a_.vpaddq(o.y, o.y, K(1));
+  }
+  template <FloatLanes L> void op_GE(const Ops<L>& o) { cmp01(o, kGE); }
+  void op_GE(const Ops<I64>& o) {
+    a_.vpcmpgtq(o.y, o.b, o.a);
+    a_.vpaddq(o.y, o.y, K(1));
+  }
+  template <FloatLanes L> void op_EQ(const Ops<L>& o) { cmp01(o, kEQ); }
+  void op_EQ(const Ops<I64>& o) {
+    a_.vpcmpeqq(o.y, o.a, o.b);
+    a_.vpsrlq(o.y, o.y, 63);
+  }
+  template <FloatLanes L> void op_NEQ(const Ops<L>& o) { cmp01(o, kNEQ); }
+  void op_NEQ(const Ops<I64>& o) {
+    a_.vpcmpeqq(o.y, o.a, o.b);
+    a_.vpaddq(o.y, o.y, K(1));
+  }
+  void op_And(const Ops<I64>& o) { a_.vpand(o.y, o.a, o.b); }
+  void op_Or(const Ops<I64>& o) { a_.vpor(o.y, o.a, o.b); }
+  void op_Xor(const Ops<I64>& o) { a_.vpxor(o.y, o.a, o.b); }
+  void op_Invert(const Ops<I64>& o) { a_.vpxor(o.y, o.a, K(kOnes)); }
+  template <FloatLanes L> void op_IsNan(const Ops<L>& o) {
+    a_.emit(L::kCmp, o.y, o.a, o.a, kUNORD);
+    mask01(o);
+  }
+  void op_IsNan(const Ops<I64>& o) { a_.vpxor(o.y, o.y, o.y); }
+  template <FloatLanes L> void op_IsInf(const Ops<L>& o) {
+    a_.emit(L::kAnd, o.y, o.a, k<L>(L::kAbs));
+    a_.emit(L::kCmp, o.y, o.y, k<L>(L::kInf), kEQ);
+    mask01(o);
+  }
+  void op_IsInf(const Ops<I64>& o) { a_.vpxor(o.y, o.y, o.y); }
 
   const Bytecode& bc_;
   x86::Assembler a_;

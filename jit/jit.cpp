@@ -11,7 +11,9 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <stdexcept>
+#include <string>
 
 #include <llvm/Config/llvm-config.h>
 #include <llvm/IR/PassTimingInfo.h>
@@ -20,6 +22,7 @@
 #include <llvm/Support/Error.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "interp/config.hpp"
 #include "jit/codegen.hpp"
 #include "jit/emit_x86.hpp"
 #include "jit/orc.hpp"
@@ -83,8 +86,8 @@ double thread_cpu_seconds() {
 // EMBER_JIT_TIME_PASSES=1: LLVM's -time-passes report on stderr at exit.
 void enable_time_passes() {
   static const bool on = [] {
-    const char* e = std::getenv("EMBER_JIT_TIME_PASSES");
-    if (e && *e == '1') llvm::TimePassesIsEnabled = true;
+    const auto& e = config().jit_time_passes;
+    if (e && (*e)[0] == '1') llvm::TimePassesIsEnabled = true;
     return true;
   }();
   (void)on;
@@ -135,8 +138,8 @@ Piece link(OrcJit& j, std::unique_ptr<llvm::MemoryBuffer> obj, const std::string
 // Instructions per fused loop (codegen.hpp).
 int max_run(int tier) {
   static const int env = [] {
-    const char* e = std::getenv("EMBER_JIT_MAX_RUN");
-    return e ? std::atoi(e) : 0;
+    const auto& e = config().jit_max_run;
+    return e ? std::atoi(e->c_str()) : 0;
   }();
   return env > 0 ? env : tier >= 2 ? 128 : 64;
 }
@@ -146,19 +149,18 @@ int max_run(int tier) {
 // register allocator then spills every value at each block boundary and the
 // code measured several times slower (docs/jit.md).
 bool isolate(int tier) {
-  static const bool on = std::getenv("EMBER_JIT_ISOLATE") != nullptr;
-  static const bool on2 = std::getenv("EMBER_JIT_T2_ISOLATE") != nullptr;
+  static const bool on = config().jit_isolate.has_value();
+  static const bool on2 = config().jit_t2_isolate.has_value();
   return tier == 1 ? on : on2;
 }
 
-bool env_flag(const char* name, bool dflt) {
-  const char* e = std::getenv(name);
-  return e && *e ? *e != '0' : dflt;
+bool env_flag(const std::optional<std::string>& e, bool dflt) {
+  return e && !e->empty() ? (*e)[0] != '0' : dflt;
 }
 // Tier 1 loads vector constants from memory (codegen.hpp), so that
 // FastISel selects the ops that use them. EMBER_JIT_T1_KMEM=0: immediate.
 bool const_mem(int tier) {
-  static const bool on = env_flag("EMBER_JIT_T1_KMEM", true);
+  static const bool on = env_flag(config().jit_t1_kmem, true);
   return tier == 1 && on;
 }
 
@@ -182,8 +184,7 @@ std::string cpu_id() {
 std::string llvm_version() { return LLVM_VERSION_STRING; }
 
 bool direct_tier1() {
-  const char* e = std::getenv("EMBER_JIT_T1");
-  if (e && std::strcmp(e, "llvm") == 0) return false;
+  if (config().jit_t1 == "llvm") return false;
   return direct_host_ok();
 }
 

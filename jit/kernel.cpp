@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "interp/config.hpp"
 #include "jit/jit.hpp"
 
 namespace ember::jit {
@@ -25,6 +26,7 @@ void gather(DType dt, const char* p, int64_t stride, int64_t m, char* cell, int 
   switch (dt) {
     case DType::Float64:
     case DType::Int64:
+    case DType::UInt64:
       if (stride == 1) {
         std::memcpy(cell, p, m * 8);
       } else {
@@ -38,6 +40,8 @@ void gather(DType dt, const char* p, int64_t stride, int64_t m, char* cell, int 
     case DType::Int16: widen_int<int16_t>(p, stride, m, r); break;
     case DType::Int8: widen_int<int8_t>(p, stride, m, r); break;
     case DType::UInt8: widen_int<uint8_t>(p, stride, m, r); break;
+    case DType::UInt16: widen_int<uint16_t>(p, stride, m, r); break;
+    case DType::UInt32: widen_int<uint32_t>(p, stride, m, r); break;
     case DType::Bool:
       for (int64_t i = 0; i < m; ++i) r[i] = reinterpret_cast<const uint8_t*>(p)[i * stride] != 0;
       break;
@@ -66,6 +70,7 @@ void scatter(DType dt, const char* cell, const interp::Cell& k, int64_t m, char*
   switch (dt) {
     case DType::Float64:
     case DType::Int64:
+    case DType::UInt64:
       if (stride == 1) {
         std::memmove(p, cell, m * 8);  // an output may be an in-place input's own buffer
       } else {
@@ -79,6 +84,8 @@ void scatter(DType dt, const char* cell, const interp::Cell& k, int64_t m, char*
     case DType::Int16: narrow_int<int16_t>(r, m, p, stride); break;
     case DType::Int8: narrow_int<int8_t>(r, m, p, stride); break;
     case DType::UInt8: narrow_int<uint8_t>(r, m, p, stride); break;
+    case DType::UInt16: narrow_int<uint16_t>(r, m, p, stride); break;
+    case DType::UInt32: narrow_int<uint32_t>(r, m, p, stride); break;
     case DType::Bool:
       for (int64_t i = 0; i < m; ++i) reinterpret_cast<uint8_t*>(p)[i * stride] = r[i] != 0;
       break;
@@ -89,8 +96,8 @@ void scatter(DType dt, const char* cell, const interp::Cell& k, int64_t m, char*
 
 int lanes(int tier) {
   static const int t2 = [] {
-    const char* e = std::getenv("EMBER_JIT_T2_LANES");
-    const int v = e ? std::atoi(e) : 0;
+    const auto& e = config().jit_t2_lanes;
+    const int v = e ? std::atoi(e->c_str()) : 0;
     return v == 4 || v == 8 || v == 16 ? v : 8;
   }();
   // Tier 1: 4 lanes, one AVX register, which FastISel selects. Tier 2: 8
@@ -137,12 +144,15 @@ char* scratch_for(size_t bytes) {
 inline void load_one(DType dt, const void* p, char* cell) {
   switch (dt) {
     case DType::Float64:
-    case DType::Int64: std::memcpy(cell, p, 8); break;
+    case DType::Int64:
+    case DType::UInt64: std::memcpy(cell, p, 8); break;
     case DType::Float32: std::memcpy(cell, p, 4); break;
     case DType::Int32: *reinterpret_cast<int64_t*>(cell) = *static_cast<const int32_t*>(p); break;
     case DType::Int16: *reinterpret_cast<int64_t*>(cell) = *static_cast<const int16_t*>(p); break;
     case DType::Int8: *reinterpret_cast<int64_t*>(cell) = *static_cast<const int8_t*>(p); break;
     case DType::UInt8: *reinterpret_cast<int64_t*>(cell) = *static_cast<const uint8_t*>(p); break;
+    case DType::UInt16: *reinterpret_cast<int64_t*>(cell) = *static_cast<const uint16_t*>(p); break;
+    case DType::UInt32: *reinterpret_cast<int64_t*>(cell) = *static_cast<const uint32_t*>(p); break;
     case DType::Bool: *reinterpret_cast<int64_t*>(cell) = *static_cast<const uint8_t*>(p) != 0; break;
   }
 }
@@ -154,12 +164,15 @@ inline void store_one(DType dt, const char* cell, const interp::Cell& k, void* p
   std::memcpy(&r, cell, 8);
   switch (dt) {
     case DType::Float64:
-    case DType::Int64: std::memcpy(p, cell, 8); break;
+    case DType::Int64:
+    case DType::UInt64: std::memcpy(p, cell, 8); break;
     case DType::Float32: std::memcpy(p, cell, 4); break;
     case DType::Int32: *static_cast<int32_t*>(p) = static_cast<int32_t>(r); break;
     case DType::Int16: *static_cast<int16_t*>(p) = static_cast<int16_t>(r); break;
     case DType::Int8: *static_cast<int8_t*>(p) = static_cast<int8_t>(r); break;
     case DType::UInt8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(r); break;
+    case DType::UInt16: *static_cast<uint16_t*>(p) = static_cast<uint16_t>(r); break;
+    case DType::UInt32: *static_cast<uint32_t*>(p) = static_cast<uint32_t>(r); break;
     case DType::Bool: *static_cast<uint8_t*>(p) = r != 0; break;
   }
 }
@@ -198,8 +211,8 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
   constexpr int64_t kMinCut = 64;
   // EMBER_JIT_INPLACE=0 gathers every input (diagnosis and benchmarks).
   static const bool inplace = [] {
-    const char* e = std::getenv("EMBER_JIT_INPLACE");
-    return !(e && *e == '0');
+    const auto& e = config().jit_inplace;
+    return !(e && (*e)[0] == '0');
   }();
   auto direct = [&](size_t j) {
     return inplace && in[j].stride == 1 && (x[j].dt == DType::Float64 || x[j].dt == DType::Int64) &&

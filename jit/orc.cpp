@@ -2,8 +2,8 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +21,7 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/TargetParser/Host.h>
 
+#include "interp/config.hpp"
 #include "interp/math/math.hpp"
 #include "jit/runtime.hpp"
 
@@ -53,8 +54,8 @@ class CodeSizePlugin : public ObjectLinkingLayer::Plugin {
 };
 
 // Tuning override of a tier's codegen level (0-3) from the environment.
-CodeGenOptLevel env_level(const char* name, CodeGenOptLevel dflt) {
-  const char* e = std::getenv(name);
+CodeGenOptLevel env_level(const std::optional<std::string>& v, CodeGenOptLevel dflt) {
+  const char* e = v ? v->c_str() : nullptr;
   if (!e || *e < '0' || *e > '3') return dflt;
   return static_cast<CodeGenOptLevel>(*e - '0');
 }
@@ -77,25 +78,26 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
     auto flag = [](const char* name, const char* arg) {
       if (cl::getRegisteredOptions().count(name)) words.emplace_back(arg);
     };
-    if (!std::getenv("EMBER_JIT_LSR")) flag("disable-lsr", "-disable-lsr");
+    const Config& env = config();
+    if (!env.jit_lsr) flag("disable-lsr", "-disable-lsr");
     // Tier 2 selects with FastISel (SelectionDAG only for what FastISel
     // cannot select: vector selects) and skips Machine CSE and CodeGenPrepare:
     // 42 -> 31 µs/op of compile CPU for the same steady-state speed; greedy
     // allocation and the other O2 machine passes are what make tier 2 beat
     // tier 1 (docs/jit.md). Tier 1 (O0) selects with FastISel anyway and runs
     // neither pass. EMBER_JIT_T2_SDAG=1: SelectionDAG, Machine CSE, CGP.
-    if (!std::getenv("EMBER_JIT_T2_SDAG")) {
+    if (!env.jit_t2_sdag) {
       flag("fast-isel", "-fast-isel");
       flag("disable-machine-cse", "-disable-machine-cse");
       flag("disable-cgp", "-disable-cgp");
     }
-    if (!std::getenv("EMBER_JIT_SCHED")) {
+    if (!env.jit_sched) {
       flag("enable-misched", "-enable-misched=false");
       flag("post-RA-scheduler", "-post-RA-scheduler=false");
     }
     // Diagnosis only: LLVM's own options, e.g. "-fast-isel-abort=1".
-    if (const char* e = std::getenv("EMBER_JIT_LLVM_ARGS")) {
-      for (const char* p = e; *p;) {
+    if (env.jit_llvm_args) {
+      for (const char* p = env.jit_llvm_args->c_str(); *p;) {
         while (*p == ' ') ++p;
         const char* q = p;
         while (*q && *q != ' ') ++q;
@@ -113,7 +115,7 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
   // Small code model: JITLink builds PLT stubs and GOT entries for far
   // symbols, and FastISel can then select calls itself (with the large
   // model every call fell back to SelectionDAG).
-  if (!std::getenv("EMBER_JIT_LARGE_CM")) jtmb->setCodeModel(CodeModel::Small);
+  if (!config().jit_large_cm) jtmb->setCodeModel(CodeModel::Small);
   // PIC: tier 1 loads vector constants from globals (codegen.cpp), and JIT
   // memory is not in the low 2 GB that absolute 32-bit addresses need.
   jtmb->setRelocationModel(Reloc::PIC_);
@@ -124,11 +126,11 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
   jtmb->getOptions().NoNaNsFPMath = false;
   // Tier 1: no IR passes and O0 code generation (FastISel, fast register
   // allocation): the IR is already vectorized, so this is cheap and fast.
-  jtmb->setCodeGenOptLevel(env_level("EMBER_JIT_T1_CG", CodeGenOptLevel::None));
+  jtmb->setCodeGenOptLevel(env_level(config().jit_t1_cg, CodeGenOptLevel::None));
   auto t1 = jtmb->createTargetMachine();
   if (!t1) return t1.takeError();
   self->tm_[1] = std::move(*t1);
-  jtmb->setCodeGenOptLevel(env_level("EMBER_JIT_T2_CG", CodeGenOptLevel::Default));
+  jtmb->setCodeGenOptLevel(env_level(config().jit_t2_cg, CodeGenOptLevel::Default));
   auto t2 = jtmb->createTargetMachine();
   if (!t2) return t2.takeError();
   self->tm_[2] = std::move(*t2);
@@ -157,13 +159,7 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
     syms[self->jit_->mangleAndIntern(name)] = {ExecutorAddr::fromPtr(reinterpret_cast<void*>(fn)),
                                                JITSymbolFlags::Exported | JITSymbolFlags::Callable};
   };
-#define M1(E, f) add("ember_math_" #f, &ember_math_##f);
-#define M2(E, f) add("ember_math_" #f, &ember_math_##f);
-#define M3(E, f) add("ember_math_" #f, &ember_math_##f);
-#include "interp/math/math.def"
-#undef M1
-#undef M2
-#undef M3
+  for (const math::Entry& e : math::kEntries) add(("ember_math_" + std::string(e.name)).c_str(), e.address());
   add("ember_jit_ipow", &ember_jit_ipow);
   add("fmod", static_cast<double (*)(double, double)>(&::fmod));
   add("fmodf", static_cast<float (*)(float, float)>(&::fmodf));
@@ -186,7 +182,7 @@ Expected<std::unique_ptr<MemoryBuffer>> OrcJit::compile(Module& m, int tier, dou
   // CSE left nothing measurable for EarlyCSE + InstCombine + SimplifyCFG
   // (they cost 8 % of tier 2's compile time). EMBER_JIT_T2_PASSES=1 runs
   // them, EMBER_JIT_T2_O2=1 the O2 pipeline (vectorizers off).
-  static const bool t2_passes = std::getenv("EMBER_JIT_T2_PASSES") || std::getenv("EMBER_JIT_T2_O2");
+  static const bool t2_passes = config().jit_t2_passes || config().jit_t2_o2;
   if (tier >= 2 && t2_passes) {
     FunctionPassManager fpm;
     fpm.addPass(EarlyCSEPass());
@@ -206,7 +202,7 @@ Expected<std::unique_ptr<MemoryBuffer>> OrcJit::compile(Module& m, int tier, dou
     pb.registerLoopAnalyses(lam);
     pb.crossRegisterProxies(lam, fam, cgam, mam);
     ModulePassManager mpm;
-    if (std::getenv("EMBER_JIT_T2_O2")) {
+    if (config().jit_t2_o2) {
       mpm = pb.buildPerModuleDefaultPipeline(OptimizationLevel::O2);
     } else {
       mpm.addPass(createModuleToFunctionPassAdaptor(std::move(fpm)));

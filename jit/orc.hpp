@@ -32,7 +32,6 @@ class OrcJit {
   llvm::Expected<llvm::orc::ExecutorAddr> lookup(llvm::orc::JITDylib& jd, llvm::StringRef name);
   llvm::Error remove(llvm::orc::JITDylib& jd);
 
-  const llvm::DataLayout& dataLayout() const { return dl_; }
   const std::string& triple() const { return triple_; }
   // CPU name + feature string: part of the disk cache key.
   const std::string& cpuId() const { return cpu_id_; }

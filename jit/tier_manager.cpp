@@ -4,13 +4,16 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <cstdlib>
+#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 #include <nlohmann/json.hpp>
+
+#include "interp/config.hpp"
 
 #ifdef EMBER_WITH_JIT
 #include "jit/disk_cache.hpp"
@@ -21,31 +24,28 @@ namespace ember {
 
 using Clock = std::chrono::steady_clock;
 
-size_t parse_size(const char* s, size_t dflt) {
-  if (!s || !*s) return dflt;
-  char* end = nullptr;
-  const double v = std::strtod(s, &end);
-  if (end == s || v < 0) return dflt;
-  double mul = 1;
-  switch (*end) {
-    case 'k': case 'K': mul = 1024.0; break;
-    case 'm': case 'M': mul = 1024.0 * 1024; break;
-    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; break;
-    default: break;
-  }
-  return static_cast<size_t>(v * mul);
-}
-
 JitConfig JitConfig::from_env() {
   JitConfig c;
-  if (const char* m = std::getenv("EMBER_JIT")) {
-    const std::string s = m;
-    if (s == "off" || s == "0") c.mode = JitMode::Off;
-    else if (s == "eager") c.mode = JitMode::Eager;
-    else c.mode = JitMode::Auto;
+  const Config& env = config();
+  // A bad value is reported and the default kept: no caller to throw to.
+  auto warn = [](const std::invalid_argument& e, const char* dflt) {
+    std::fprintf(stderr, "ember: warning: %s; using %s\n", e.what(), dflt);
+  };
+  if (env.jit && !env.jit->empty()) {
+    try {
+      c.mode = parse_jit_mode_or_throw(*env.jit, "EMBER_JIT");
+    } catch (const std::invalid_argument& e) {
+      warn(e, "auto");
+    }
   }
-  c.memory_budget = parse_size(std::getenv("EMBER_JIT_MEMORY"), c.memory_budget);
-  if (const char* v = std::getenv("EMBER_JIT_CACHE"); v && std::string(v) == "0") c.cache = false;
+  if (env.jit_memory && !env.jit_memory->empty()) {
+    try {
+      c.memory_budget = parse_size_or_throw(*env.jit_memory, "EMBER_JIT_MEMORY");
+    } catch (const std::invalid_argument& e) {
+      warn(e, "256M");
+    }
+  }
+  if (env.jit_cache && *env.jit_cache == "0") c.cache = false;
   return c;
 }
 
@@ -98,8 +98,7 @@ struct TierEntry {
 #endif
   bool measuring = false;
   // Speed of the kernel in use: ns/element of each scan interval it ran in
-  // (a ring of the last kWindows). Medians of these decide whether a new
-  // kernel is kept: one preempted or cache-cold interval cannot drop it.
+  // (a ring of the last kWindows); a tier-up waits for kBaseWindows of them.
   static constexpr int kWindows = 16;
   double win[kWindows] = {};
   int nwin = 0, wpos = 0, skip = 0;
@@ -118,12 +117,6 @@ struct TierEntry {
     win[wpos] = r;
     wpos = (wpos + 1) % kWindows;
     nwin = std::min(nwin + 1, kWindows);
-  }
-  double median_window() const {
-    double v[kWindows];
-    std::copy(win, win + nwin, v);
-    std::nth_element(v, v + nwin / 2, v + nwin);
-    return v[nwin / 2];
   }
   bool no_retry[3] = {};
   int failures = 0;

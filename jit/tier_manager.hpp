@@ -4,7 +4,8 @@
 // ever waits for a compile; a failed or unprofitable compile leaves the
 // Composite on the tier it was on. Configured from the environment until
 // ember::Options carries these fields: EMBER_JIT=off|auto|eager,
-// EMBER_JIT_MEMORY=SIZE (default 256M), EMBER_CACHE_DIR, EMBER_JIT_CACHE=0.
+// EMBER_JIT_MEMORY=SIZE (default 256M), EMBER_CACHE_DIR, EMBER_JIT_CACHE=0
+// (interp/config.def).
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "interp/option_parse.hpp"  // JitMode
 #include "interp/vm.hpp"
 
 namespace ember {
@@ -27,11 +29,6 @@ class SwapTarget {
  protected:
   ~SwapTarget() = default;
 };
-
-enum class JitMode { Off, Auto, Eager };
-
-// "256M", "1.5G", "4096": bytes; dflt when s is empty or not a size.
-size_t parse_size(const char* s, size_t dflt);
 
 struct JitConfig {
   JitMode mode = JitMode::Auto;

@@ -9,8 +9,9 @@ branch, and two references per output:
   "pytensor": PyTensor's default (C) backend, which runs the same series
               ("rtol_pytensor": its C psi is only ~1e-9 accurate).
 
-Read by tests/test_scalar_loop.cpp. Run with PyTensor 2.38 and mpmath:
-  PYTHONPATH=python /work/main/.venv/bin/python tests/gen_fixtures_scalar_loop.py
+Read by tests/test_scalar_loop.cpp. Run with PyTensor 2.38 and mpmath (the
+exporter reads the tables a build generates in <build>/python/ember):
+  EMBER_NATIVE_DIR=build/jit/python/ember PYTHONPATH=python .venv/bin/python tests/gen_fixtures_scalar_loop.py
 """
 import json
 import os

@@ -93,7 +93,8 @@ inline std::string compare(const Buf& a, const Buf& b) {
 
 // Every dtype a Composite can carry.
 inline constexpr DType kAllDTypes[] = {DType::Float64, DType::Float32, DType::Int64, DType::Int32,
-                                       DType::Int16,   DType::Int8,    DType::UInt8, DType::Bool};
+                                       DType::Int16,   DType::Int8,    DType::UInt8, DType::Bool,
+                                       DType::UInt16,  DType::UInt32};
 
 // Runs kernels a and b of Composite c on the same n inputs (filled from rng
 // in order, input k with strides[k]; 0 broadcasts) into outputs of stride

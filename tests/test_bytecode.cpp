@@ -168,6 +168,17 @@ TEST_CASE("every_emitted_opcode_kind_has_a_signature", "[bytecode]") {
   }
 }
 
+TEST_CASE("inline_opcode_is_op_sig_at_compile_time", "[bytecode]") {
+  // The JIT tiers pick their per-op emitters with inline_opcode.
+  for (const ScalarOpInfo& info : kScalarOps)
+    for (Cls c : {Cls::F64, Cls::F32, Cls::I64}) {
+      const OpSig s = op_sig(opcode_of(info.op, c));
+      INFO(info.name << "." << cls_name(c));
+      CHECK(inline_opcode(info.op, c) == (s.valid && !s.math));
+      CHECK(s.math == (s.valid && !info.math.empty() && c != Cls::I64));
+    }
+}
+
 TEST_CASE("validator_checks_the_constant_operand_mask", "[bytecode]") {
   Bytecode bc = compile_bytecode(chain(3));
   REQUIRE(validate(bc) == "");

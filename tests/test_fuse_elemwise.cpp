@@ -13,6 +13,7 @@
 
 #include "ember/ember.hpp"
 #include "engine/program/program_impl.hpp"
+#include "interp/config.hpp"
 #include "test_util.hpp"
 
 using namespace ember;
@@ -22,8 +23,14 @@ namespace {
 
 // Sets EMBER_FUSE for one scope.
 struct FuseEnv {
-  explicit FuseEnv(bool on) { setenv("EMBER_FUSE", on ? "1" : "0", 1); }
-  ~FuseEnv() { unsetenv("EMBER_FUSE"); }
+  explicit FuseEnv(bool on) {
+    setenv("EMBER_FUSE", on ? "1" : "0", 1);
+    config_reload_for_tests();
+  }
+  ~FuseEnv() {
+    unsetenv("EMBER_FUSE");
+    config_reload_for_tests();
+  }
 };
 
 struct Builder {

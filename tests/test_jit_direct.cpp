@@ -14,6 +14,7 @@
 
 #include "tools/differential.hpp"
 #include "interp/bytecode.hpp"
+#include "interp/config.hpp"
 #include "interp/vm.hpp"
 #include "jit/emit_x86.hpp"
 #include "jit/jit.hpp"
@@ -36,10 +37,12 @@ struct T1Mode {
     had = e != nullptr;
     if (had) old = e;
     setenv("EMBER_JIT_T1", mode, 1);
+    config_reload_for_tests();
   }
   ~T1Mode() {
     if (had) setenv("EMBER_JIT_T1", old.c_str(), 1);
     else unsetenv("EMBER_JIT_T1");
+    config_reload_for_tests();
   }
 };
 

@@ -54,13 +54,12 @@ Worst table_error(const std::string& name, int nin, Scale scale) {
     ref[i] = t[i * (nin + 1) + nin];
   }
   int64_t len = static_cast<int64_t>(n);
-#define M1(E, f) if (name == #f) m::f(len, in[0].data(), y.data());
-#define M2(E, f) if (name == #f) m::f(len, in[0].data(), in[1].data(), y.data());
-#define M3(E, f) if (name == #f) m::f(len, in[0].data(), in[1].data(), in[2].data(), y.data());
-#include "interp/math/math.def"
-#undef M1
-#undef M2
-#undef M3
+  for (const m::Entry& e : m::kEntries) {
+    if (e.name != name) continue;
+    if (e.f1) e.f1(len, in[0].data(), y.data());
+    if (e.f2) e.f2(len, in[0].data(), in[1].data(), y.data());
+    if (e.f3) e.f3(len, in[0].data(), in[1].data(), in[2].data(), y.data());
+  }
   Worst w;
   for (size_t i = 0; i < n; ++i) {
     std::vector<double> args(nin);

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "ember/ember.hpp"
+#include "interp/scalar_op.hpp"
 #include "reduce_fixture.hpp"
 
 using namespace ember;
@@ -230,6 +231,17 @@ TEST_CASE("careduce_rejects_wrong_output_rank_and_static_shape") {
                     Contains("'outputs'") && Contains("leaves 1"));
   CHECK_THROWS_WITH(Program::from_json(reduce_graph("Sum", "float64", "[2, 3]", "float64", "[3]", R"({"axis": [1]})")),
                     Contains("'outputs'") && Contains("kept dim is 2"));
+}
+
+TEST_CASE("careduce_takes_the_scalar_ops_marked_reduce") {
+  for (const interp::ScalarOpInfo& info : interp::kScalarOps) {
+    const std::string dt = info.kind == interp::OpKind::Bitwise ? "bool" : "float64";
+    const std::string g = reduce_graph("CAReduce", dt, "[2]", dt, "[]",
+                                       R"({"axis": null, "scalar_op": {"op": ")" + std::string(info.name) + R"("}})");
+    INFO(info.name);
+    if (info.has(interp::opflag::Reduce)) CHECK_NOTHROW(Program::from_json(g));
+    else CHECK_THROWS_WITH(Program::from_json(g), Contains("'scalar_op'") && Contains("CAReduce supports"));
+  }
 }
 
 TEST_CASE("careduce_rejects_unknown_scalar_op_and_acc_dtype") {

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "interp/config.hpp"
 #include "ember/ember.hpp"
 #include "engine/ops/elemwise.hpp"
 #include "engine/program/program_impl.hpp"
@@ -371,11 +372,14 @@ TEST_CASE("passes_switches") {
   o.passes.fuse = false;
   CHECK(nodes_of(Program::from_json(b.str(), o)) == 3);
   setenv("EMBER_PASSES", "0", 1);
+  config_reload_for_tests();
   CHECK(nodes_of(Program::from_json(b.str())) == 3);
   unsetenv("EMBER_PASSES");
   setenv("EMBER_PASS_SIMPLIFY", "0", 1);
+  config_reload_for_tests();
   auto p = Program::from_json(b.str());
   unsetenv("EMBER_PASS_SIMPLIFY");
+  config_reload_for_tests();
   CHECK(nodes_of(p) == 1);  // fused, not simplified
   CHECK(dynamic_cast<const ElemwiseKernel*>(p->impl().steps[0].kernel)->composite().nodes.size() == 3);
   CHECK(nodes_of(Program::from_json(b.str())) == 1);

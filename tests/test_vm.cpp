@@ -18,7 +18,8 @@ using ember::test::RV;
 namespace {
 
 const DType kAll[] = {DType::Float64, DType::Float32, DType::Int64, DType::Int32,
-                      DType::Int16,   DType::Int8,    DType::UInt8, DType::Bool};
+                      DType::Int16,   DType::Int8,    DType::UInt8, DType::Bool,
+                      DType::UInt16,  DType::UInt32};
 const DType kFloats[] = {DType::Float64, DType::Float32};
 
 std::vector<RV> specials(DType dt, bool small = false) {

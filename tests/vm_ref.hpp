@@ -55,6 +55,8 @@ inline RV ref_convert(const RV& v, DType to) {
       case DType::Int16: r.i = static_cast<int16_t>(x); break;
       case DType::Int8: r.i = static_cast<int8_t>(x); break;
       case DType::UInt8: r.i = static_cast<uint8_t>(x); break;
+      case DType::UInt16: r.i = static_cast<uint16_t>(x); break;
+      case DType::UInt32: r.i = static_cast<uint32_t>(x); break;
       default: r.i = x; break;
     }
   }
@@ -91,10 +93,6 @@ template <class F> void py_divmod(F a, F b, F& q, F& r) {
 template <class F> RV float_op(ScalarOp op, DType dt, const std::vector<RV>& in) {
   auto x = [&](int k) { return static_cast<F>(in[k].f); };
   auto mk = [&](F v) { RV r; r.dt = dt; r.f = static_cast<double>(v); return r; };
-  // Transcendental: float64 math function, then rounded to the dtype.
-  auto m1 = [&](double (*f)(double)) { RV r; r.dt = dt; r.f = round_to(dt, f(in[0].f)); return r; };
-  auto m2 = [&](double (*f)(double, double)) { RV r; r.dt = dt; r.f = round_to(dt, f(in[0].f, in[1].f)); return r; };
-  namespace M = ember::math;
   switch (op) {
     case ScalarOp::Neg: return mk(-x(0));
     case ScalarOp::Abs: return mk(std::fabs(x(0)));
@@ -105,7 +103,6 @@ template <class F> RV float_op(ScalarOp op, DType dt, const std::vector<RV>& in)
     case ScalarOp::TrueDiv: return mk(x(0) / x(1));
     case ScalarOp::IntDiv: { F q, r; py_divmod(x(0), x(1), q, r); return mk(q); }
     case ScalarOp::Mod: { F q, r; py_divmod(x(0), x(1), q, r); return mk(r); }
-    case ScalarOp::Pow: return m2(static_cast<double (*)(double, double)>(&M::pow));
     case ScalarOp::Sqr: return mk(x(0) * x(0));
     case ScalarOp::Sqrt: return mk(std::sqrt(x(0)));
     case ScalarOp::Reciprocal: return mk(F(1) / x(0));
@@ -117,19 +114,15 @@ template <class F> RV float_op(ScalarOp op, DType dt, const std::vector<RV>& in)
     case ScalarOp::Maximum: { F a = x(0), b = x(1); return mk(std::isnan(a) ? a : std::isnan(b) ? b : (a >= b ? a : b)); }
     case ScalarOp::Minimum: { F a = x(0), b = x(1); return mk(std::isnan(a) ? a : std::isnan(b) ? b : (a <= b ? a : b)); }
     case ScalarOp::Clip: { F v = x(0), lo = x(1), hi = x(2); return mk(v < lo ? lo : v > hi ? hi : v); }
-#define M1(E, fn) case ScalarOp::E: return m1(static_cast<double (*)(double)>(&M::fn));
-#define M2(E, fn)
-#define M3(E, fn) \
-  case ScalarOp::E: { RV r; r.dt = dt; r.f = round_to(dt, M::fn(in[0].f, in[1].f, in[2].f)); return r; }
-#include "interp/math/math.def"
-#undef M1
-#undef M2
-#undef M3
-    case ScalarOp::ArcTan2: return m2(static_cast<double (*)(double, double)>(&M::atan2));
-    case ScalarOp::GammaInc: return m2(static_cast<double (*)(double, double)>(&M::gammainc));
-    case ScalarOp::GammaIncC: return m2(static_cast<double (*)(double, double)>(&M::gammaincc));
-    case ScalarOp::XlogY0: return m2(static_cast<double (*)(double, double)>(&M::xlogy0));
-    default: throw std::logic_error("ref: float op not handled");
+    default:  // transcendental: the float64 math function, rounded to the dtype
+      if (const math::Entry* f = math::entry(op)) {
+        const double a[3] = {in[0].f, in.size() > 1 ? in[1].f : 0, in.size() > 2 ? in[2].f : 0};
+        RV r;
+        r.dt = dt;
+        r.f = round_to(dt, (*f)(a));
+        return r;
+      }
+      throw std::logic_error("ref: float op not handled");
   }
 }
 

@@ -1,10 +1,12 @@
-// The `ember` command: info, ops, run.
+// The `ember` command: info, ops, run, config.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <random>
+#include <stdexcept>
 
 #include <CLI/CLI.hpp>
 #include <xxhash.h>
@@ -14,6 +16,8 @@
 #include "engine/graph/graph.hpp"
 #include "engine/graph/npy.hpp"
 #include "engine/program/program_impl.hpp"
+#include "interp/config.hpp"
+#include "interp/option_parse.hpp"
 #include "jit/tier_manager.hpp"
 
 using namespace ember;
@@ -62,6 +66,27 @@ int cmd_ops() {
   return 0;
 }
 
+// The table of interp/config.def with this process's values.
+int cmd_config() {
+  const Config& env = config();
+  auto dflt = [](const ConfigVar& v) { return std::string(*v.dflt ? v.dflt : "-"); };
+  auto value = [&](const ConfigVar& v) {
+    const auto& val = env.*v.value;
+    return !val ? std::string("(unset)") : val->empty() ? std::string("\"\"") : *val;
+  };
+  size_t wn = 4, wd = 7, wv = 7;  // a long value shifts its own row only
+  for (const ConfigVar& v : config_vars()) {
+    wn = std::max(wn, std::strlen(v.name));
+    wd = std::max(wd, dflt(v).size());
+    wv = std::max(wv, std::min<size_t>(value(v).size(), 24));
+  }
+  const int n = static_cast<int>(wn), d = static_cast<int>(wd), w = static_cast<int>(wv);
+  std::printf("%-*s  %-*s  %-*s  %s\n", n, "NAME", d, "DEFAULT", w, "VALUE", "DESCRIPTION");
+  for (const ConfigVar& v : config_vars())
+    std::printf("%-*s  %-*s  %-*s  %s\n", n, v.name, d, dflt(v).c_str(), w, value(v).c_str(), v.doc);
+  return 0;
+}
+
 Array random_input(const IOInfo& info, std::mt19937_64& rng, int64_t unknown_dim) {
   Shape s = info.static_shape;
   for (int d = 0; d < s.ndim; ++d)
@@ -101,13 +126,11 @@ struct JitFlags {
 void configure_jit(const JitFlags& j) {
   TierManager& tm = TierManager::instance();
   JitConfig c = tm.config();
-  if (j.mode == "off") c.mode = JitMode::Off;
-  else if (j.mode == "auto") c.mode = JitMode::Auto;
-  else if (j.mode == "eager") c.mode = JitMode::Eager;
-  if (!j.memory.empty()) {
-    const size_t bytes = parse_size(j.memory.c_str(), SIZE_MAX);
-    if (bytes == SIZE_MAX) throw CallError("--jit-memory: '" + j.memory + "' is not a size such as 256M");
-    c.memory_budget = bytes;
+  try {
+    if (!j.mode.empty()) c.mode = parse_jit_mode_or_throw(j.mode, "--jit");
+    if (!j.memory.empty()) c.memory_budget = parse_size_or_throw(j.memory, "--jit-memory");
+  } catch (const std::invalid_argument& e) {
+    throw CallError(e.what());
   }
   if (j.no_cache) c.cache = false;
   tm.configure(c);
@@ -217,6 +240,7 @@ int main(int argc, char** argv) {
   std::string passed_path;
   info->add_option("--write", passed_path, "write the graph as the load-time passes left it");
   app.add_subcommand("ops", "every supported tensor op and scalar op");
+  auto* config_cmd = app.add_subcommand("config", "every environment variable Ember reads: default, value, meaning");
   auto* run = app.add_subcommand("run", "run a graph and print its outputs and timings");
   run->add_option("graph", graph_path, "graph file")->required();
   std::vector<std::string> inputs;
@@ -231,9 +255,9 @@ int main(int argc, char** argv) {
   run->add_option("--dim", unknown_dim, "size of dims unknown until the call, for random inputs")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
   JitFlags jit;
-  run->add_option("--jit", jit.mode, "off | auto (background tiering, default) | eager (compile all first)")
-      ->check(CLI::IsMember({"off", "auto", "eager"}));
-  run->add_option("--jit-memory", jit.memory, "JIT memory budget, e.g. 256M (default: EMBER_JIT_MEMORY or 256M)");
+  run->add_option("--jit", jit.mode, "off | auto (background tiering, default) | eager (compile all first)");
+  run->add_option("--jit-memory", jit.memory,
+                  "JIT memory budget, e.g. 256M or 1.5G (default: EMBER_JIT_MEMORY or 256M)");
   run->add_flag("--no-cache", jit.no_cache, "do not read or write the JIT's disk cache");
   run->add_option("--stats", jit.stats_path, "write JIT statistics as JSON");
   run->add_flag("--timeline", jit.timeline, "print when each Composite changes tier");
@@ -242,6 +266,7 @@ int main(int argc, char** argv) {
   try {
     if (info->parsed()) return cmd_info(graph_path, passed_path);
     if (run->parsed()) return cmd_run(graph_path, inputs, seed, repeat, out_dir, unknown_dim, jit);
+    if (config_cmd->parsed()) return cmd_config();
     return cmd_ops();
   } catch (const LoadError& e) {
     std::fprintf(stderr, "ember: load error: %s\n", e.what());

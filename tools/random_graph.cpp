@@ -27,12 +27,13 @@ DType random_dtype(Rng& rng) {
   // Floats dominate real graphs; every dtype still appears.
   static constexpr DType kW[] = {DType::Float64, DType::Float64, DType::Float64, DType::Float64, DType::Float32,
                                  DType::Float32, DType::Int64,   DType::Int32,   DType::Int16,   DType::Int8,
-                                 DType::UInt8,   DType::Bool,    DType::Bool};
+                                 DType::UInt8,   DType::Bool,    DType::Bool,    DType::UInt16,  DType::UInt32};
   return kW[irange(rng, 0, static_cast<int>(std::size(kW)) - 1)];
 }
 DType random_float_dtype(Rng& rng) { return chance(rng, 0.7) ? DType::Float64 : DType::Float32; }
 DType random_int_dtype(Rng& rng) {
-  return pick(rng, {DType::Int64, DType::Int32, DType::Int16, DType::Int8, DType::UInt8, DType::Bool});
+  return pick(rng, {DType::Int64, DType::Int32, DType::Int16, DType::Int8, DType::UInt8, DType::UInt16,
+                    DType::UInt32, DType::Bool});
 }
 
 // Points where functions change branch, overflow, or have poles.
@@ -83,6 +84,8 @@ int64_t special_int(Rng& rng, DType dt) {
     case DType::Int16: lo = INT16_MIN; hi = INT16_MAX; break;
     case DType::Int8: lo = INT8_MIN; hi = INT8_MAX; break;
     case DType::UInt8: lo = 0; hi = 255; break;
+    case DType::UInt16: lo = 0; hi = UINT16_MAX; break;
+    case DType::UInt32: lo = 0; hi = UINT32_MAX; break;
     case DType::Bool: return irange(rng, 0, 1);
     default: break;
   }

@@ -619,9 +619,19 @@ def main():  # noqa: C901
             w(f"![{m}](img/{m})\n")
     except ImportError as e:
         w(f"(plots skipped: {e})\n")
+    w(kept_suite_section(args_.md))
     with open(args_.md, "w") as f:
         f.write("\n".join(out) + "\n")
     print("wrote", args_.md)
+
+
+def kept_suite_section(md):
+    """The model-suite block (bench/suite/report.py writes it) of the file being replaced."""
+    begin, end = "<!-- model-suite:begin -->", "<!-- model-suite:end -->"
+    text = open(md).read() if os.path.exists(md) else ""
+    if begin not in text or end not in text:
+        return ""
+    return begin + text.split(begin, 1)[1].split(end, 1)[0] + end + "\n"
 
 
 def phase_table(doc):

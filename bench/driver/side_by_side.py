@@ -28,6 +28,29 @@ sys.path.insert(0, HERE)
 from ctimer import Caller, load as timer_lib  # noqa: E402  (the C timing loop, shared with child.py)
 
 
+def warm_up(caller, seconds):
+    """Calls one backend alone for `seconds` (ember's JIT compiles in the background meanwhile)."""
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        caller.batch(200, record=False)
+
+
+def agreement(a, b):
+    """Relative difference of b's logp and gradient from a's at the last call."""
+    logp_diff = float(abs(a.logp[0] - b.logp[0]) / max(1.0, abs(a.logp[0])))
+    grad_diff = float(np.max(np.abs(a.grad - b.grad) / np.maximum(1.0, np.abs(a.grad))))
+    return logp_diff, grad_diff
+
+
+def alternate(callers, reps):
+    """reps rounds of one ~0.5 ms batch per caller, in turn; returns the batch sizes."""
+    sizes = {c.name: c.batch_size() for c in callers}
+    for _ in range(reps):
+        for c in callers:
+            c.batch(sizes[c.name])
+    return sizes
+
+
 def main():
     warnings.filterwarnings("ignore")
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
@@ -62,15 +85,9 @@ def main():
         for _ in range(20):
             c.batch(1, record=False)
     a, b = callers
-    t_end = time.perf_counter() + warmup
-    while time.perf_counter() < t_end:
-        b.batch(200, record=False)
-    logp_diff = abs(a.logp[0] - b.logp[0]) / max(1.0, abs(a.logp[0]))
-    grad_diff = float(np.max(np.abs(a.grad - b.grad) / np.maximum(1.0, np.abs(a.grad))))
-    sizes = {c.name: max(1, int(5e5 / max(min(c.batch(1, record=False) for _ in range(5)), 1.0))) for c in callers}
-    for _ in range(reps):
-        for c in callers:
-            c.batch(sizes[c.name])
+    warm_up(b, warmup)
+    logp_diff, grad_diff = agreement(a, b)
+    sizes = alternate(callers, reps)
     res = {"workload": workloads.label(workload, params), "n_dim": len(x0), "reps": reps,
            "compile_s": {"nutpie-numba": round(t_nutpie, 2), "ember": round(t_ember, 2)},
            "logp": {"nutpie-numba": float(a.logp[0]), "ember": float(b.logp[0])},

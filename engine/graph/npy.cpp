@@ -17,6 +17,9 @@ const char* descr_of(DType dt) {
     case DType::Int16: return "<i2";
     case DType::Int8: return "|i1";
     case DType::UInt8: return "|u1";
+    case DType::UInt16: return "<u2";
+    case DType::UInt32: return "<u4";
+    case DType::UInt64: return "<u8";
     case DType::Bool: return "|b1";
   }
   return "?";
@@ -48,7 +51,7 @@ Array read_npy(const std::string& path) {
   const std::string descr = m[1];
   std::optional<DType> dt;
   for (DType t : {DType::Float64, DType::Float32, DType::Int64, DType::Int32, DType::Int16, DType::Int8,
-                  DType::UInt8, DType::Bool})
+                  DType::UInt8, DType::Bool, DType::UInt16, DType::UInt32, DType::UInt64})
     if (descr == descr_of(t) || (descr.size() == 3 && descr.substr(1) == std::string(descr_of(t)).substr(1) &&
                                  dtype_size(t) == 1))
       dt = t;

@@ -72,7 +72,7 @@ Tensor& Frame::alloc_out(int i, const Shape& s) { return alloc_out(i, step_.out_
 void Frame::set_out(int i, const Tensor& t) { values_[step_.out[i]].set_view(t); }
 
 void Frame::fail(const std::string& msg) const {
-  throw CallError(*ws_.source + ": node " + std::to_string(step_.shown >= 0 ? step_.shown : step_.node) + " (" + step_.op +
+  throw CallError(*ws_.source + ": node " + std::to_string(step_.shown >= 0 ? step_.shown : step_.node) + " (" + step_.name +
                   "): " + msg);
 }
 

@@ -53,17 +53,17 @@ void with_ct(CT ct, F&& fn) {
 
 CT float_ct(const CoreDesc& d, int out) {
   if (!dtype_is_float(d.out_dt[out]))
-    d.fail("outputs", d.op + " output " + std::to_string(out) + " must be float, not " +
+    d.fail("outputs", d.name + " output " + std::to_string(out) + " must be float, not " +
                           std::string(dtype_name(d.out_dt[out])));
   return d.out_dt[out] == DType::Float32 ? CT::F32 : CT::F64;
 }
 
 void expect_arity(const CoreDesc& d, int nin, int nout) {
   if (static_cast<int>(d.in_dt.size()) != nin)
-    d.fail("inputs", d.op + " takes " + std::to_string(nin) + " inputs, got " +
+    d.fail("inputs", d.name + " takes " + std::to_string(nin) + " inputs, got " +
                          std::to_string(d.in_dt.size()));
   if (static_cast<int>(d.out_dt.size()) != nout)
-    d.fail("outputs", d.op + " has " + std::to_string(nout) + " outputs, got " +
+    d.fail("outputs", d.name + " has " + std::to_string(nout) + " outputs, got " +
                           std::to_string(d.out_dt.size()));
 }
 
@@ -71,7 +71,7 @@ void expect_ndim(const CoreDesc& d, bool input, int k, int lo, int hi) {
   const Shape& s = input ? d.in_shape[k] : d.out_shape[k];
   if (s.ndim < lo || s.ndim > hi)
     d.fail(input ? "inputs" : "outputs",
-           std::string(input ? "input " : "output ") + std::to_string(k) + " of " + d.op + " has " +
+           std::string(input ? "input " : "output ") + std::to_string(k) + " of " + d.name + " has " +
                std::to_string(s.ndim) + " dims; expected " +
                (lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi)));
 }
@@ -85,7 +85,7 @@ void expect_same(const CoreDesc& d, const char* field, int64_t a, int64_t b, con
 void expect_square(const CoreDesc& d, int k) {
   expect_ndim(d, true, k, 2, 2);
   expect_same(d, "inputs", d.in_shape[k].dims[0], d.in_shape[k].dims[1],
-              "input " + std::to_string(k) + " of " + d.op + " must be square");
+              "input " + std::to_string(k) + " of " + d.name + " must be square");
 }
 
 void run_square(Frame& f, const Shape& s, const char* op) {
@@ -454,19 +454,22 @@ class LuCore final : public Core {
 }  // namespace
 
 std::unique_ptr<Core> make_core(const CoreDesc& d) {
-  if (d.op == "Dot") return std::make_unique<DotCore>(d);
-  if (d.op == "Cholesky") return std::make_unique<CholeskyCore>(d);
-  if (d.op == "SolveTriangular") return std::make_unique<SolveTriangularCore>(d);
-  if (d.op == "Solve") return std::make_unique<SolveCore>(d);
-  if (d.op == "MatrixInverse") return std::make_unique<LuCore>(d, LuKind::Inverse);
-  if (d.op == "Det") return std::make_unique<LuCore>(d, LuKind::Det);
-  if (d.op == "SLogDet") return std::make_unique<LuCore>(d, LuKind::SLogDet);
-  return nullptr;
+  switch (d.op) {
+    case TensorOp::Dot: return std::make_unique<DotCore>(d);
+    case TensorOp::Cholesky: return std::make_unique<CholeskyCore>(d);
+    case TensorOp::SolveTriangular: return std::make_unique<SolveTriangularCore>(d);
+    case TensorOp::Solve: return std::make_unique<SolveCore>(d);
+    case TensorOp::MatrixInverse: return std::make_unique<LuCore>(d, LuKind::Inverse);
+    case TensorOp::Det: return std::make_unique<LuCore>(d, LuKind::Det);
+    case TensorOp::SLogDet: return std::make_unique<LuCore>(d, LuKind::SLogDet);
+    default: return nullptr;
+  }
 }
 
 CoreDesc desc_of(NodeContext& ctx) {
   CoreDesc d;
-  d.op = ctx.spec().op;
+  d.op = ctx.op();
+  d.name = ctx.spec().op;
   if (ctx.spec().attrs.is_object()) d.attrs = ctx.spec().attrs;
   for (int i = 0; i < ctx.num_inputs(); ++i) {
     d.in_dt.push_back(ctx.in(i).dtype);

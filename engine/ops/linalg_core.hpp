@@ -18,7 +18,8 @@ namespace ember::linalg {
 // What a core op sees at load time: its attributes, its operands' dtypes and
 // core static shapes (-1 unknown), and where to report a fault.
 struct CoreDesc {
-  std::string op;
+  TensorOp op = TensorOp::Dot;
+  std::string name;  // op's name, for messages
   nlohmann::json attrs = nlohmann::json::object();
   std::string attr_prefix;  // prefixed to field names in messages
   std::vector<DType> in_dt, out_dt;
@@ -43,8 +44,8 @@ class Core {
   int num_in = 0, num_out = 0;
 };
 
-// Builds and validates a core op by name (Dot, Cholesky, SolveTriangular,
-// Solve, MatrixInverse, Det, SLogDet); nullptr if the op is not one of them.
+// Builds and validates a core op (Dot, Cholesky, SolveTriangular, Solve,
+// MatrixInverse, Det, SLogDet); nullptr if the op is not one of them.
 std::unique_ptr<Core> make_core(const CoreDesc& d);
 
 // A CoreDesc for a plain (unbatched) node.

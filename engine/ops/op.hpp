@@ -11,6 +11,7 @@
 #include "ember/ember.hpp"
 #include "ember/error.hpp"
 #include "engine/graph/graph.hpp"
+#include "engine/ops/tensor_op.hpp"
 #include "ember/tensor.hpp"
 
 namespace ember {
@@ -61,12 +62,13 @@ class NodeContext {
  public:
   // `shown`: the node's number in messages when it differs from `index`
   // (the loader's passes renumber nodes; messages name the file's).
-  NodeContext(const Graph& g, int index, const Options& opt = Options{}, int shown = -1)
-      : g_(g), index_(index), shown_(shown < 0 ? index : shown), opt_(opt) {}
+  NodeContext(const Graph& g, int index, TensorOp op, const Options& opt = Options{}, int shown = -1)
+      : g_(g), index_(index), shown_(shown < 0 ? index : shown), op_(op), opt_(opt) {}
   const Options& options() const { return opt_; }
   const Graph& graph() const { return g_; }
   const NodeSpec& spec() const { return g_.nodes[index_]; }
   int index() const { return index_; }
+  TensorOp op() const { return op_; }  // spec().op's row in the op table
   int num_inputs() const { return static_cast<int>(spec().inputs.size()); }
   int num_outputs() const { return static_cast<int>(spec().outputs.size()); }
   const VarSpec& in(int i) const { return g_.vars[spec().inputs[i]]; }
@@ -92,13 +94,14 @@ class NodeContext {
  private:
   const Graph& g_;
   int index_, shown_;
+  TensorOp op_;
   Options opt_;
 };
 
 using OpFactory = std::unique_ptr<OpKernel> (*)(NodeContext&);
 
-// Tensor op table (engine/ops/tensor_ops.def): name -> factory.
-OpFactory find_op(const std::string& name);
+// Tensor op table (engine/ops/tensor_ops.def): op -> factory; the names.
+OpFactory op_factory(TensorOp op);
 std::vector<std::string> tensor_op_names();
 
 }  // namespace ember

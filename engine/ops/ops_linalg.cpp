@@ -1,6 +1,7 @@
 // Linear-algebra tensor ops and Blockwise. The cores live in
 // engine/ops/linalg_core.cpp; a plain op is a core with no batch dims, Blockwise
 // loops a core over batch dims broadcast per its gufunc signature.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,7 +87,9 @@ std::unique_ptr<OpKernel> make_blockwise(NodeContext& ctx) {
   if (batch_nd < 0) ctx.fail("outputs", "output 0 has fewer dims than its core signature");
 
   linalg::CoreDesc d;
-  d.op = cj["op"].get<std::string>();
+  d.name = cj["op"].get<std::string>();
+  const std::optional<TensorOp> core_op = find_tensor_op(d.name);
+  if (core_op) d.op = *core_op;
   if (cj.contains("attrs") && !cj["attrs"].is_null()) {
     if (!cj["attrs"].is_object()) ctx.fail("core_op.attrs", "expected an object");
     d.attrs = cj["attrs"];
@@ -129,9 +132,9 @@ std::unique_ptr<OpKernel> make_blockwise(NodeContext& ctx) {
       size = v;
     }
   }
-  std::unique_ptr<linalg::Core> core = linalg::make_core(d);
+  std::unique_ptr<linalg::Core> core = core_op ? linalg::make_core(d) : nullptr;
   if (!core)
-    ctx.fail("core_op", "Blockwise over '" + d.op +
+    ctx.fail("core_op", "Blockwise over '" + d.name +
                             "' is not supported (Dot, Cholesky, SolveTriangular, Solve, MatrixInverse, "
                             "Det, SLogDet)");
   return std::make_unique<linalg::BatchedKernel>(std::move(core), std::move(core_nd), batch_nd);

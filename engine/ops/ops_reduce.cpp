@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include <tbb/blocked_range.h>
@@ -15,6 +16,7 @@
 #include "engine/ops/op.hpp"
 #include "engine/ops/ops_common.hpp"
 #include "engine/ops/reduce_tree.hpp"
+#include "interp/scalar_op.hpp"
 
 namespace ember {
 namespace {
@@ -265,6 +267,7 @@ void with_op(Rop op, F&& fn) {
     case Rop::Min: return fn(std::integral_constant<Rop, Rop::Min>{});
     case Rop::And: return fn(std::integral_constant<Rop, Rop::And>{});
     case Rop::Or: return fn(std::integral_constant<Rop, Rop::Or>{});
+    case Rop::MulNZ: return fn(std::integral_constant<Rop, Rop::MulNZ>{});
   }
 }
 
@@ -276,6 +279,7 @@ const char* rop_name(Rop op) {
     case Rop::Min: return "minimum";
     case Rop::And: return "all";
     case Rop::Or: return "any";
+    case Rop::MulNZ: return "prod";
   }
   return "?";
 }
@@ -388,7 +392,7 @@ class ReduceKernel final : public OpKernel {
     if (op_ == Rop::Max || op_ == Rop::Min)
       f.fail(std::string("zero-size array to reduction operation ") + rop_name(op_) +
              " which has no identity");
-    const int ident = (op_ == Rop::Mul || op_ == Rop::And) ? 1 : 0;
+    const int ident = (op_ == Rop::Mul || op_ == Rop::And) ? 1 : 0;  // MulNZ: 0, as PyTensor's
     dtype_dispatch(y.dtype, [&](auto o) {
       using Out = decltype(o);
       Out* yp = y.ptr<Out>();
@@ -405,26 +409,43 @@ class ReduceKernel final : public OpKernel {
 };
 
 Rop parse_rop(NodeContext& ctx) {
-  const std::string& name = ctx.spec().op;
-  if (name == "Sum") return Rop::Add;
-  if (name == "Prod") return Rop::Mul;
-  if (name == "Max") return Rop::Max;
-  if (name == "Min") return Rop::Min;
-  if (name == "All") return Rop::And;
-  if (name == "Any") return Rop::Or;
+  switch (ctx.op()) {
+    case TensorOp::Sum: return Rop::Add;
+    case TensorOp::Prod: return Rop::Mul;
+    case TensorOp::Max: return Rop::Max;
+    case TensorOp::Min: return Rop::Min;
+    case TensorOp::All: return Rop::And;
+    case TensorOp::Any: return Rop::Or;
+    default: break;  // CAReduce: the scalar op says
+  }
   const nlohmann::json& j = ctx.attr("scalar_op");
   std::string s;
   if (j.is_string()) s = j.get<std::string>();
   else if (j.is_object() && j.contains("op") && j["op"].is_string()) s = j["op"].get<std::string>();
   else ctx.fail("scalar_op", "expected {\"op\": name}");
-  if (s == "Add") return Rop::Add;
-  if (s == "Mul") return Rop::Mul;
-  if (s == "ScalarMaximum" || s == "Maximum") return Rop::Max;
-  if (s == "ScalarMinimum" || s == "Minimum") return Rop::Min;
-  if (s == "AND") return Rop::And;
-  if (s == "OR") return Rop::Or;
-  ctx.fail("scalar_op", "CAReduce supports Add, Mul, ScalarMaximum, ScalarMinimum, AND, OR; got '" +
-                            s + "'");
+  // The rows marked Reduce in interp/scalar_ops.def; Maximum/Minimum are PyTensor's class names.
+  using interp::ScalarOp;
+  std::string_view sop = s;
+  if (sop == "Maximum") sop = "ScalarMaximum";
+  if (sop == "Minimum") sop = "ScalarMinimum";
+  if (sop == interp::kReduceOnlyOps[0]) return Rop::MulNZ;
+  const auto op = interp::scalar_op_from_name(sop);
+  if (op && interp::op_info(*op).has(interp::opflag::Reduce)) {
+    switch (*op) {
+      case ScalarOp::Add: return Rop::Add;
+      case ScalarOp::Mul: return Rop::Mul;
+      case ScalarOp::Maximum: return Rop::Max;
+      case ScalarOp::Minimum: return Rop::Min;
+      case ScalarOp::And: return Rop::And;
+      case ScalarOp::Or: return Rop::Or;
+      default: break;
+    }
+  }
+  std::string names;
+  for (const auto& i : interp::kScalarOps)
+    if (i.has(interp::opflag::Reduce)) names += (names.empty() ? "" : ", ") + std::string(i.name);
+  for (const auto n : interp::kReduceOnlyOps) names += ", " + std::string(n);
+  ctx.fail("scalar_op", "CAReduce supports " + names + "; got '" + s + "'");
 }
 
 // Bit i set: axis i is reduced.
@@ -456,7 +477,7 @@ uint32_t parse_axes(NodeContext& ctx, int nd) {
 }
 
 DType parse_acc(NodeContext& ctx, Rop op, DType in) {
-  if (op != Rop::Add && op != Rop::Mul) return in;
+  if (op != Rop::Add && op != Rop::Mul && op != Rop::MulNZ) return in;
   if (ctx.has_attr("acc_dtype") && !ctx.attr("acc_dtype").is_null()) {
     const std::string s = ctx.attr_str("acc_dtype");
     const auto dt = dtype_from_name(s);

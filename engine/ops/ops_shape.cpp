@@ -436,10 +436,10 @@ std::unique_ptr<OpKernel> make_passthrough(NodeContext& ctx) {
   ctx.expect_inputs(1);
   ctx.expect_outputs(1);
   expect_same_as_x(ctx);
-  const std::string& op = ctx.spec().op;
-  if ((op == "ScalarFromTensor" || op == "TensorFromScalar") && ctx.in(0).static_shape.ndim != 0)
+  const TensorOp op = ctx.op();
+  if ((op == TensorOp::ScalarFromTensor || op == TensorOp::TensorFromScalar) && ctx.in(0).static_shape.ndim != 0)
     ctx.fail("inputs", "input 0 must be 0-d");
-  if (op != "Unbroadcast") expect_out_shape(ctx, 0, ctx.in(0).static_shape);
+  if (op != TensorOp::Unbroadcast) expect_out_shape(ctx, 0, ctx.in(0).static_shape);
   return std::make_unique<PassK>();
 }
 

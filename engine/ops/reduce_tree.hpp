@@ -30,7 +30,9 @@ inline constexpr int64_t kLanes = 8;
 // Below this many input elements a reduction stays on the calling thread.
 inline constexpr int64_t kParallelMin = int64_t{1} << 16;
 
-enum class Rop { Add, Mul, Max, Min, And, Or };
+// MulNZ: PyTensor's MulWithoutZeros (prod's gradient): zeros are skipped;
+// 0 is its identity, so a product of only zeros, or of none, is 0.
+enum class Rop { Add, Mul, Max, Min, And, Or, MulNZ };
 
 template <Rop op, class A>
 inline A combine(A a, A b) {
@@ -42,6 +44,8 @@ inline A combine(A a, A b) {
     } else {
       return op == Rop::Add ? a + b : a * b;
     }
+  } else if constexpr (op == Rop::MulNZ) {
+    return a == A(0) ? b : b == A(0) ? a : combine<Rop::Mul>(a, b);
   } else if constexpr (op == Rop::Max) {
     if constexpr (std::is_floating_point_v<A>) return (a > b || a != a) ? a : b;  // NaN wins
     else return a > b ? a : b;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ember/ember.hpp"
+#include "engine/ops/tensor_op.hpp"
 #include "interp/kernel.hpp"
 
 namespace ember {
@@ -23,7 +24,8 @@ struct Step {
   const OpKernel* kernel = nullptr;
   std::vector<int> in, out;      // variable ids
   std::vector<int> out_slot;     // buffer slot per output
-  std::string op;                // for messages
+  TensorOp op = TensorOp::Elemwise;
+  std::string name;              // the op's name, for messages
   std::vector<DType> out_dtype;  // per output (filled by Program's constructor)
   // A node fused at load (engine/program/fuse_elemwise.cpp), laid out by Program's
   // constructor: its outputs live at fixed places in Workspace::arena (set

@@ -1,22 +1,18 @@
 #include "engine/program/fuse_elemwise.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <optional>
-#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "engine/ops/elemwise.hpp"
 #include "engine/program/program_impl.hpp"
+#include "interp/config.hpp"
 
 namespace ember {
 
-bool fusion_enabled() {
-  const char* e = std::getenv("EMBER_FUSE");
-  return !(e && std::strcmp(e, "0") == 0);
-}
+bool fusion_enabled() { return config().fuse != "0"; }
 
 namespace {
 
@@ -52,7 +48,7 @@ void slice_indices(int64_t n, const nlohmann::json& e, int64_t& first, int64_t& 
 // A Subtensor with literal indices that selects one element of an input of
 // fully known static shape: the element's coordinates, else empty.
 std::optional<std::vector<int64_t>> pick_coords(const ProgramImpl& p, const Step& st) {
-  if (st.op != "Subtensor" || st.in.size() != 1 || st.out.size() != 1) return std::nullopt;
+  if (st.op != TensorOp::Subtensor || st.in.size() != 1 || st.out.size() != 1) return std::nullopt;
   const VarSpec& x = p.graph.vars[st.in[0]];
   if (x.static_shape.ndim == 0 || x.dtype != p.graph.vars[st.out[0]].dtype) return std::nullopt;
   for (int d = 0; d < x.static_shape.ndim; ++d)
@@ -100,15 +96,15 @@ Kind kind_of(const ProgramImpl& p, const Step& st) {
     return true;
   };
   if (auto* ew = dynamic_cast<const ElemwiseKernel*>(st.kernel); ew && all_one()) return Kind::Elemwise;
-  if (st.op == "Subtensor" && st.out.size() == 1 && one_element(p.graph.vars[st.out[0]]) && pick_coords(p, st))
+  if (st.op == TensorOp::Subtensor && st.out.size() == 1 && one_element(p.graph.vars[st.out[0]]) && pick_coords(p, st))
     return Kind::Pick;
   // A DimShuffle of one element to one element moves no data: the same value.
-  if (st.op == "DimShuffle" && st.in.size() == 1 && st.out.size() == 1 && all_one() &&
+  if (st.op == TensorOp::DimShuffle && st.in.size() == 1 && st.out.size() == 1 && all_one() &&
       p.graph.vars[st.in[0]].dtype == p.graph.vars[st.out[0]].dtype)
     return Kind::Reshape1;
-  if ((st.op == "Join" || st.op == "MakeVector") && st.out.size() == 1 && st.in.size() >= 2) {
+  if ((st.op == TensorOp::Join || st.op == TensorOp::MakeVector) && st.out.size() == 1 && st.in.size() >= 2) {
     const VarSpec& o = p.graph.vars[st.out[0]];
-    const bool join = st.op == "Join";
+    const bool join = st.op == TensorOp::Join;
     if (o.static_shape.ndim != 1 || o.static_shape.dims[0] != static_cast<int64_t>(st.in.size())) return Kind::None;
     if (join) {
       const auto& attrs = p.graph.nodes[st.node].attrs;
@@ -150,11 +146,12 @@ int fuse_elemwise(ProgramImpl& p) {
     for (int v : p.steps[s].in) users[v].push_back(s);
   for (int s = 0; s < nsteps; ++s) {
     const Step& st = p.steps[s];
-    if ((st.op != "All" && st.op != "Any") || st.in.size() != 1 || st.out.size() != 1) continue;
+    if ((st.op != TensorOp::All && st.op != TensorOp::Any) || st.in.size() != 1 || st.out.size() != 1) continue;
     const int w = st.in[0], m = producer[w];
     const VarSpec& o = g.vars[st.out[0]];
-    if (m < 0 || p.steps[m].op != "MakeVector" || p.steps[m].in.empty() || is_output[w] || users[w].size() != 1 ||
-        o.static_shape.ndim != 0 || o.dtype != DType::Bool || g.vars[w].static_shape.ndim != 1)
+    if (m < 0 || p.steps[m].op != TensorOp::MakeVector || p.steps[m].in.empty() || is_output[w] ||
+        users[w].size() != 1 || o.static_shape.ndim != 0 || o.dtype != DType::Bool ||
+        g.vars[w].static_shape.ndim != 1)
       continue;
     bool ok = true;
     for (int v : p.steps[m].in) ok = ok && g.vars[v].dtype == DType::Bool && one_element(g.vars[v]);
@@ -240,7 +237,7 @@ int fuse_elemwise(ProgramImpl& p) {
       if (kind[s] == Kind::Pair) {
         const Step& mv = p.steps[producer[st.in[0]]];
         int32_t acc = val[mv.in[0]];
-        const auto op = st.op == "All" ? interp::ScalarOp::And : interp::ScalarOp::Or;
+        const auto op = st.op == TensorOp::All ? interp::ScalarOp::And : interp::ScalarOp::Or;
         for (size_t k = 1; k < mv.in.size(); ++k) {
           c.nodes.push_back(interp::ScalarNode{op, DType::Bool, {acc, val[mv.in[k]]}});
           acc = first_node + static_cast<int32_t>(c.nodes.size()) - 1;
@@ -308,8 +305,9 @@ int fuse_elemwise(ProgramImpl& p) {
 
     fused.node = p.steps[G.members[0]].node;
     fused.shown = p.steps[G.members[0]].shown;
-    fused.op = "Elemwise (fused: " + std::to_string(G.members.size()) + " nodes from node " +
-               std::to_string(fused.shown >= 0 ? fused.shown : fused.node) + ")";
+    fused.op = TensorOp::Elemwise;
+    fused.name = "Elemwise (fused: " + std::to_string(G.members.size()) + " nodes from node " +
+                 std::to_string(fused.shown >= 0 ? fused.shown : fused.node) + ")";
     fused.kernel = k.get();
     fused.in = ext_in;
     fused.out = ext_out;

@@ -12,8 +12,8 @@ namespace ember {
 
 struct ProgramImpl;
 
-// True unless the environment sets EMBER_FUSE=0 (read at each load, so tests
-// can compare fused and unfused programs).
+// True unless the environment sets EMBER_FUSE=0 (interp/config.hpp; tests
+// that compare fused and unfused programs reload it).
 bool fusion_enabled();
 
 // Rewrites p.steps / p.kernels (before the buffer plan) unless

@@ -1,6 +1,7 @@
 // Validates a whole Graph and turns it into an immutable program: node
 // checks (through each op's factory), static schedule, buffer plan.
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "engine/program/fuse_elemwise.hpp"
@@ -114,9 +115,12 @@ std::unique_ptr<ProgramImpl> ProgramImpl::build(Graph g, const Options& o) {
 
   // All unsupported ops are reported at once.
   std::vector<std::string> missing;
-  for (size_t k = 0; k < gr.nodes.size(); ++k)
-    if (!find_op(gr.nodes[k].op))
-      missing.push_back("node " + std::to_string(k) + " (" + gr.nodes[k].op + ")");
+  std::vector<TensorOp> ops;
+  for (size_t k = 0; k < gr.nodes.size(); ++k) {
+    const std::optional<TensorOp> op = find_tensor_op(gr.nodes[k].op);
+    if (op) ops.push_back(*op);
+    else missing.push_back("node " + std::to_string(k) + " (" + gr.nodes[k].op + ")");
+  }
   if (!missing.empty()) {
     std::string msg = gr.source + ": " + std::to_string(missing.size()) + " node(s) use unsupported ops: ";
     for (size_t k = 0; k < missing.size(); ++k) msg += (k ? ", " : "") + missing[k];
@@ -127,12 +131,18 @@ std::unique_ptr<ProgramImpl> ProgramImpl::build(Graph g, const Options& o) {
   p->pass_report = passes::run_passes(p->graph, p->options);
   check_topology(gr);
   const std::vector<int>& shown = p->pass_report.origin;
+  ops.clear();
+  for (const NodeSpec& n : gr.nodes) {  // the passes make nodes of table ops only
+    const std::optional<TensorOp> op = find_tensor_op(n.op);
+    if (!op) throw LoadError(gr.source + ": a graph pass made a node of unknown op " + n.op);
+    ops.push_back(*op);
+  }
 
   for (size_t k = 0; k < gr.nodes.size(); ++k) {
-    NodeContext ctx(gr, static_cast<int>(k), p->options, k < shown.size() ? shown[k] : -1);
+    NodeContext ctx(gr, static_cast<int>(k), ops[k], p->options, k < shown.size() ? shown[k] : -1);
     std::unique_ptr<OpKernel> kernel;
     try {
-      kernel = find_op(gr.nodes[k].op)(ctx);
+      kernel = op_factory(ops[k])(ctx);
     } catch (const nlohmann::json::exception& e) {  // an attribute of the wrong JSON type
       ctx.fail("attrs", e.what());
     }
@@ -142,7 +152,8 @@ std::unique_ptr<ProgramImpl> ProgramImpl::build(Graph g, const Options& o) {
     st.kernel = kernel.get();
     st.in = gr.nodes[k].inputs;
     st.out = gr.nodes[k].outputs;
-    st.op = gr.nodes[k].op;
+    st.op = ops[k];
+    st.name = gr.nodes[k].op;
     p->steps.push_back(std::move(st));
     p->kernels.push_back(std::move(kernel));
   }

@@ -13,6 +13,7 @@
 namespace ember {
 
 struct Graph;
+struct HostCallbacks;
 class Workspace;
 struct ProgramImpl;
 
@@ -59,6 +60,9 @@ struct Options {
     bool simplify = true;  // gradient artefacts, exact algebraic identities
     bool fuse = true;      // element-wise fusion of any shape into Composites
   } passes;
+  // Callbacks for the graph's PythonCallback nodes (include/ember/host.hpp);
+  // a graph with such nodes does not load without them.
+  std::shared_ptr<const HostCallbacks> host;
 };
 
 class Program {
@@ -109,6 +113,9 @@ template <class T> Array Array::of(const Shape& s, const std::vector<T>& values)
   else if constexpr (std::is_same_v<T, int16_t>) dt = DType::Int16;
   else if constexpr (std::is_same_v<T, int8_t>) dt = DType::Int8;
   else if constexpr (std::is_same_v<T, uint8_t>) dt = DType::UInt8;
+  else if constexpr (std::is_same_v<T, uint16_t>) dt = DType::UInt16;
+  else if constexpr (std::is_same_v<T, uint32_t>) dt = DType::UInt32;
+  else if constexpr (std::is_same_v<T, uint64_t>) dt = DType::UInt64;
   else if constexpr (std::is_same_v<T, bool>) dt = DType::Bool;
   Array a = empty(dt, s);
   int64_t i = 0;

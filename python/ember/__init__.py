@@ -2,6 +2,7 @@
 run them on the native engine, use it as a PyTensor mode ("EMBER") and as a
 nutpie backend (ember.nutpie)."""
 
+from .fallback import FallbackWarning
 from .export import (
     UnsupportedGraphError,
     dumps,
@@ -11,7 +12,7 @@ from .export import (
     supported_ops,
 )
 
-__all__ = ["UnsupportedGraphError", "dumps", "export", "export_graph", "loads", "supported_ops",
+__all__ = ["FallbackWarning", "UnsupportedGraphError", "dumps", "export", "export_graph", "loads", "supported_ops",
            "Program", "load", "compile_function", "CallError", "LoadError", "Mode", "EmberLinker"]
 
 # Registers the PyTensor linker "ember" and mode "EMBER" (the native module

@@ -14,12 +14,13 @@ import struct
 
 import numpy as np
 
+from . import tables
 from .scalar_ops import REDUCE_OPS, ember_name
 
 FORMAT_VERSION = 1
 MAGIC = b"EMBRGRPH"
-DTYPES = frozenset({"float64", "float32", "int64", "int32", "int16", "int8", "uint8", "bool"})
-INT_DTYPES = frozenset({"int64", "int32", "int16", "int8", "uint8"})
+DTYPES = frozenset(tables.DTYPES)
+INT_DTYPES = tables.INT_DTYPES
 INLINE_LIMIT = 64  # constants with more elements go to the binary payload
 PAYLOAD_ALIGN = 64
 
@@ -44,6 +45,10 @@ class UnsupportedGraphError(ValueError):
 
 class _Unsupported(Exception):
     pass
+
+
+class _Decline(Exception):
+    """A handler leaves the node to the generic path (inlining an OpFromGraph)."""
 
 
 def _is_constant(v):
@@ -116,8 +121,10 @@ def _int_literal(v):
 
 
 class _Graph:
-    def __init__(self, inline_limit):
+    def __init__(self, inline_limit, callbacks=None):
         self.inline_limit = inline_limit
+        self.callbacks = callbacks  # a list: unsupported ops become PythonCallback nodes
+        self.keep = set()  # variables a callback must return even if no node reads them
         self.variables = []
         self.ids = {}
         self.constants = []
@@ -240,6 +247,11 @@ def _elemwise(g, node):
     from pytensor.scalar.loop import ScalarLoop
 
     sop = node.op.scalar_op
+    # Scalar code computes integers in int64 registers, which cannot hold every uint64.
+    if any(_var_type(v)[0] == "uint64" for v in [*node.inputs, *node.outputs]) or (
+            hasattr(sop, "fgraph") and any(getattr(v.type, "dtype", None) == "uint64"
+                                           for n in sop.fgraph.toposort() for v in [*n.inputs, *n.outputs])):
+        raise _Unsupported("uint64 in element-wise code")
     if isinstance(sop, ScalarLoop):
         scalar = _scalar_loop(sop)
     elif isinstance(sop, Composite):
@@ -260,7 +272,7 @@ def _careduce(g, node):
     name = next(c.__name__ for c in type(op).__mro__
                 if c.__name__ in ("Sum", "Prod", "Max", "Min", "All", "Any", "CAReduce"))
     if name == "CAReduce":
-        sname = ember_name(op.scalar_op)
+        sname = ember_name(op.scalar_op) or type(op.scalar_op).__name__
         if sname not in REDUCE_OPS:
             raise _Unsupported(f"CAReduce with scalar op {type(op.scalar_op).__name__}")
         attrs["scalar_op"] = sname
@@ -462,6 +474,50 @@ def _blockwise(g, node):
     }
 
 
+def _softmax_family(name):
+    """Softmax/LogSoftmax/SoftmaxGrad: one axis or all (PyTensor 3.x keeps a
+    tuple; a tuple of some axes is left to the inner graph)."""
+
+    def handler(g, node):
+        axis, nd = getattr(node.op, "axis", None), node.inputs[0].type.ndim
+        if isinstance(axis, (tuple, list)):
+            axes = sorted({int(a) % max(nd, 1) for a in axis})
+            if axes == list(range(nd)):
+                axis = None
+            elif len(axes) == 1:
+                axis = axes[0]
+            else:
+                raise _Decline()
+        return name, list(node.inputs), {"axis": None if axis is None else int(axis)}
+
+    return handler
+
+
+def _argmax(g, node):
+    axis = node.op.axis
+    return "Argmax", [node.inputs[0]], {"axis": None if axis is None else sorted(int(a) for a in axis)}
+
+
+def _sort(name):
+    def handler(g, node):
+        op = node.op
+        attrs = {"kind": str(op.kind)}
+        if len(node.inputs) == 1:  # PyTensor 3.x: the axis is a property
+            attrs["axis"] = int(op.axis)
+        else:  # 2.x: a constant axis input, None for the flattened input
+            axis = node.inputs[1]
+            if _type_kind(axis.type) == "NoneTypeT":
+                attrs["axis"] = None
+            else:
+                lit = _int_literal(axis)
+                if lit is None:
+                    raise _Unsupported("non-constant sort axis")
+                attrs["axis"] = lit
+        return name, [node.inputs[0]], attrs
+
+    return handler
+
+
 HANDLERS = {
     "Elemwise": _elemwise,
     "DimShuffle": _dimshuffle,
@@ -500,6 +556,18 @@ HANDLERS = {
     "Det": _simple("Det"),
     "SLogDet": _simple("SLogDet"),
     "Blockwise": _blockwise,
+    "Softmax": _softmax_family("Softmax"),
+    "LogSoftmax": _softmax_family("LogSoftmax"),
+    "SoftmaxGrad": _softmax_family("SoftmaxGrad"),
+    "Argmax": _argmax,
+    "SortOp": _sort("SortOp"),
+    "ArgSortOp": _sort("ArgSortOp"),
+    "Eye": _simple("Eye"),
+    "FillDiagonal": _simple("FillDiagonal"),
+    "FillDiagonalOffset": _simple("FillDiagonalOffset"),
+    "BlockDiagonal": _simple("BlockDiagonal"),
+    "KroneckerProduct": _simple("KroneckerProduct"),
+    "PosDefMatrix": _simple("MatrixIsPositiveDefinite"),  # PyMC's op (LKJCorr)
 }
 
 
@@ -548,31 +616,79 @@ def _inline_op_from_graph(g, node, where):
 
 
 def _emit_nodes(g, nodes, where_prefix):
+    read = {i for n in nodes for i in n.inputs}
     for k, node in enumerate(nodes):
         op = node.op
         where = f"{where_prefix}{k}"
         if type(op).__name__ == "MakeSlice":
             continue  # folded into the AdvancedSubtensor that uses it
         handler = _handler_for(op)
+        result = None
+        if handler is not None:
+            try:
+                result = handler(g, node)
+            except _Decline:
+                handler = None
+            except _Unsupported as e:
+                result = e
         if handler is None and _is_op_from_graph(op):
             try:
                 _inline_op_from_graph(g, node, where)
-            except _Unsupported as e:
-                g.problems.append((f"{type(op).__name__}: {e}", where))
+            except Exception as e:  # noqa: BLE001 (any failure to inline may fall back)
+                if not (isinstance(e, _Unsupported) or g.callbacks is not None):
+                    raise
+                if not _fallback(g, node, where, read):
+                    g.problems.append((f"{type(op).__name__}: {e}", where))
             continue
         if handler is None:
-            g.problems.append((f"op {type(op).__name__}", f"{where} {op}"))
+            if not _fallback(g, node, where, read):
+                g.problems.append((f"op {type(op).__name__}", f"{where} {op}"))
             continue
         try:
-            ename, node_inputs, attrs = handler(g, node)
+            if isinstance(result, _Unsupported):
+                raise result
+            ename, node_inputs, attrs = result
             entry = {"op": ename, "inputs": [g.var(i) for i in node_inputs],
                      "outputs": [g.var(o) for o in node.outputs]}
         except _Unsupported as e:
-            g.problems.append((f"{type(op).__name__}: {e}", where))
+            if not _fallback(g, node, where, read):
+                g.problems.append((f"{type(op).__name__}: {e}", where))
             continue
         if attrs:
             entry["attrs"] = attrs
         g.nodes.append(entry)
+
+
+def _representable(v):
+    try:
+        _var_type(v)
+        return True
+    except _Unsupported:
+        return False
+
+
+def _fallback(g, node, where, read):
+    """Emit node as a PythonCallback (ember/fallback.py) when the graph allows
+    it and its engine-facing variables have types Ember carries: constants
+    are bound in the callback, outputs nothing reads are dropped. False if not."""
+    from pytensor.graph.basic import Constant
+
+    from .fallback import NodeCallback
+
+    if g.callbacks is None:
+        return False
+    fed = [p for p, v in enumerate(node.inputs) if not isinstance(v, Constant)]
+    keep = [p for p, v in enumerate(node.outputs) if v in read or v in g.keep or _representable(v)]
+    if not all(_representable(node.inputs[p]) for p in fed):
+        return False
+    if not all(_representable(node.outputs[p]) for p in keep):
+        return False
+    entry = {"op": "PythonCallback", "inputs": [g.var(node.inputs[p]) for p in fed],
+             "outputs": [g.var(node.outputs[p]) for p in keep],
+             "attrs": {"op": type(node.op).__name__, "callback": len(g.callbacks), "text": str(node.op)}}
+    g.callbacks.append(NodeCallback(node, fed, keep))
+    g.nodes.append(entry)
+    return True
 
 
 def _unpack(obj):
@@ -607,14 +723,19 @@ def _unique_names(names, prefix):
     return out
 
 
-def export_graph(obj, *, name=None, input_names=None, output_names=None, inline_limit=INLINE_LIMIT):
+def export_graph(obj, *, name=None, input_names=None, output_names=None, inline_limit=INLINE_LIMIT,
+                 callbacks=None):
     """Convert a compiled pytensor Function or a (rewritten) FunctionGraph.
 
     Returns (document dict, payload bytes). Raises UnsupportedGraphError listing
-    every op or type that cannot be exported.
+    every op or type that cannot be exported. With `callbacks` (a list), ops
+    without a native kernel become PythonCallback nodes instead and their
+    callables (ember.fallback.NodeCallback) are appended to it, in the
+    numbering the nodes' `callback` attribute uses.
     """
     fg, inputs, outputs, shared, values, problems = _unpack(obj)
-    g = _Graph(inline_limit)
+    g = _Graph(inline_limit, callbacks)
+    g.keep.update(outputs)
     g.problems.extend(problems)
 
     in_names = _unique_names(input_names or [v.name for v in inputs], "input")
@@ -677,8 +798,13 @@ def loads(data):
     return json.loads(data), b""
 
 
-def export(obj, path, *, binary=None, **kwargs):
-    """Write obj (a pytensor Function or FunctionGraph) to path; returns the document."""
+def export(obj, path, *, binary=None, fallback=False, **kwargs):
+    """Write obj (a pytensor Function or FunctionGraph) to path; returns the document.
+
+    fallback=True writes unsupported ops as PythonCallback nodes; such a file
+    loads only where ember's Python package supplies the callbacks."""
+    if fallback:
+        kwargs.setdefault("callbacks", [])
     doc, payload = export_graph(obj, **kwargs)
     with open(path, "wb") as f:
         f.write(dumps(doc, payload, binary))

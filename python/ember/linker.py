@@ -5,11 +5,13 @@ EmberLinker is a JITLinker: the rewritten FunctionGraph is exported
 is compiled; each call passes the input storage (shared variables included,
 as ordinary arguments) to the Program.
 
-Unsupported ops are not run through a Python fallback: compiling fails with
-one ember.UnsupportedGraphError naming every unsupported op and where it
-occurs (see docs/python.md).
+Ops Ember has no kernel for run through their own Python implementation
+(ember/fallback.py) with a FallbackWarning; with fallback=False (or
+EMBER_FALLBACK=0) compiling fails instead with one ember.UnsupportedGraphError
+naming every unsupported op and where it occurs (see docs/python.md).
 """
 
+import warnings
 from copy import copy
 
 import numpy as np
@@ -18,12 +20,15 @@ from pytensor.compile.mode import register_linker, register_mode
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.link.basic import JITLinker
 
-from .export import export_graph
+from .export import UnsupportedGraphError, export_graph
+from .fallback import FallbackWarning, fallback_enabled, warn_fallback
 from .options import resolve_options
 
 # Same exclusions as PyTensor's NUMBA mode, without its numba-only rewrites:
 # C-only ops, BLAS ops (Gemv/Gemm/Ger), CAReduce-with-Composite fusion.
-INCOMPATIBLE_REWRITES = ("cxx_only", "BlasOpt", "local_careduce_fusion", "scan_save_mem_prealloc")
+# local_usmm (sparse BLAS) is C-only too, but PyTensor 2.x does not tag it
+# cxx_only, and its pattern reads config.blas__ldflags, which runs g++.
+INCOMPATIBLE_REWRITES = ("cxx_only", "BlasOpt", "local_careduce_fusion", "scan_save_mem_prealloc", "local_usmm")
 
 
 def _unshare(doc, fgraph):
@@ -85,16 +90,39 @@ def _lift_scalar_graph(fgraph):
     return FunctionGraph(inputs, outputs, clone=False)
 
 
+class _PythonGraph:
+    """A graph Ember cannot hold at all, run by PyTensor's PerformLinker."""
+
+    def __init__(self, fgraph):
+        self.fgraph = fgraph
+
+    def function(self):
+        from pytensor.link.basic import PerformLinker
+
+        thunk, ins, outs = PerformLinker().accept(self.fgraph).make_thunk()
+
+        def run(*inputs):
+            for c, v in zip(ins, inputs):
+                c.storage[0] = v
+            thunk()
+            return [np.array(c.storage[0]) if isinstance(c.storage[0], np.ndarray) else c.storage[0]
+                    for c in outs]
+
+        run.program = None
+        return run
+
+
 class EmberLinker(JITLinker):
     """Runs a whole FunctionGraph as one ember Program."""
 
     required_rewrites = ("minimum_compile",)
     incompatible_rewrites = INCOMPATIBLE_REWRITES
 
-    def __init__(self, options=None, *, load=True, allow_gc=None, schedule=None):
+    def __init__(self, options=None, *, load=True, fallback=None, allow_gc=None, schedule=None):
         super().__init__(allow_gc=allow_gc, schedule=schedule)
         self.options = dict(options or {})
         self.load = load  # False: export only (ember.nutpie loads the graph itself)
+        self.fallback = fallback  # None: EMBER_FALLBACK (default on)
 
     def accept(self, fgraph, no_recycling=None, profile=None):
         if self.fgraph is not None and self.fgraph is not fgraph:
@@ -104,18 +132,32 @@ class EmberLinker(JITLinker):
         return super().accept(fgraph, no_recycling, profile)
 
     def fgraph_convert(self, fgraph, order, input_storage, output_storage, storage_map, **kwargs):
-        doc, payload = export_graph(_lift_scalar_graph(fgraph))
+        callbacks = [] if fallback_enabled(self.fallback) else None
+        try:
+            doc, payload = export_graph(_lift_scalar_graph(fgraph), callbacks=callbacks)
+        except UnsupportedGraphError as e:
+            if callbacks is None:
+                raise
+            # Types no Ember variable can hold (complex, float16, ...) between
+            # nodes: the whole graph runs on PyTensor's Python linker.
+            warnings.warn(f"ember: the whole graph runs on PyTensor's Python linker: {e}", FallbackWarning,
+                          stacklevel=2)
+            return _PythonGraph(fgraph), fgraph
         doc = _unshare(doc, fgraph)
         if not self.load:
             return None, fgraph
         from .native import Program
 
-        return Program.from_document(doc, payload, **self.options), fgraph
+        if callbacks:
+            warn_fallback(callbacks, stacklevel=2)
+        return Program.from_document(doc, payload, callbacks=callbacks or (), **self.options), fgraph
 
     def jit_compile(self, converted):
         from pytensor.scalar.basic import ScalarType
 
         program, fgraph = converted
+        if isinstance(program, _PythonGraph):
+            return program.function()
         if program is None:
             def not_loaded(*inputs):
                 raise RuntimeError("this function was compiled for export only (EmberLinker(load=False))")
@@ -145,15 +187,17 @@ class EmberLinker(JITLinker):
 class Mode(_PtMode):
     """A PyTensor Mode running on Ember with the given engine options
     (unset ones from EMBER_JIT / EMBER_JIT_MEMORY) and PyTensor's fast_run
-    rewrites unless `optimizer` says otherwise."""
+    rewrites unless `optimizer` says otherwise. fallback=False makes ops
+    without a native kernel an error instead of running them in Python
+    (unset: EMBER_FALLBACK, default on)."""
 
     def __init__(self, jit=None, jit_memory=None, parallel_threshold=None, *, optimizer=None,
-                 linker=None, db=None):
+                 linker=None, db=None, fallback=None):
         # PyTensor's clone/including/excluding rebuild a mode as type(self)(linker=..., optimizer=...).
         if linker is None:
             linker = EmberLinker(resolve_options(jit=jit, jit_memory=jit_memory,
-                                                 parallel_threshold=parallel_threshold))
-        elif jit is not None or jit_memory is not None or parallel_threshold is not None:
+                                                 parallel_threshold=parallel_threshold), fallback=fallback)
+        elif jit is not None or jit_memory is not None or parallel_threshold is not None or fallback is not None:
             raise TypeError("ember.Mode: give engine options or a linker, not both")
         if optimizer is None:
             optimizer = RewriteDatabaseQuery(include=["fast_run"])

@@ -7,38 +7,19 @@ development build (`cmake -DEMBER_BUILD_PYTHON=ON`), point EMBER_NATIVE_DIR at
 Engine options: see ember/options.py.
 """
 
-import glob
-import importlib
 import json
 import os
-import sys
 
 import numpy as np
 
+from ._built import import_built
 from .options import parse_memory, resolve_options  # noqa: F401
 
 def _load_core():
-    pkg = sys.modules[__package__]
-    extra = os.environ.get("EMBER_NATIVE_DIR")
-    if extra and extra not in pkg.__path__:
-        pkg.__path__.append(extra)
-    try:
-        return importlib.import_module(f"{__package__}._core")
-    except ImportError:
-        pass
-    # The source tree may shadow an installed copy (tests put python/ first on
-    # sys.path): look for the installed package's _core too.
-    for entry in sys.path:
-        d = os.path.join(entry or ".", __package__)
-        if d not in pkg.__path__ and os.path.isdir(d) and glob.glob(os.path.join(d, "_core*")):
-            pkg.__path__.append(d)
-    try:
-        return importlib.import_module(f"{__package__}._core")
-    except ImportError as e:
-        raise ImportError(
-            "ember's native module is missing: run `pip install .` at the repository root, or set "
-            "EMBER_NATIVE_DIR to <build>/python/ember of a CMake build with -DEMBER_BUILD_PYTHON=ON"
-        ) from e
+    return import_built(
+        "_core",
+        "ember's native module is missing: run `pip install .` at the repository root, or set "
+        "EMBER_NATIVE_DIR to <build>/python/ember of a CMake build with -DEMBER_BUILD_PYTHON=ON")
 
 
 _core = _load_core()
@@ -66,6 +47,11 @@ _ASSERT_OPS = ("(SpecifyShape)", "(CheckAndRaise)", "(Assert)")
 
 
 def translate_call_error(e):
+    from .fallback import take_error
+
+    orig = take_error(e)  # a fallback node's own exception, as PyTensor would raise it
+    if orig is not None:
+        return orig
     msg = str(e)
     if any(op in msg for op in _ASSERT_OPS):
         return CallAssertionError(msg)
@@ -82,18 +68,23 @@ class Program:
     inputs are not copied when they already have that dtype); it returns a
     list of NumPy arrays, 0-d for scalars. Safe to call from many threads."""
 
-    def __init__(self, core_program):
+    def __init__(self, core_program, callbacks=()):
         self._p = core_program
         self._arg_dtypes = [np.dtype(a["dtype"]) for a in core_program.args]
+        self.callbacks = list(callbacks)  # the PythonCallback nodes' callables (ember.fallback)
 
     @classmethod
-    def load(cls, path, **options):
-        return cls(_core.Program.load(os.fspath(path), resolve_options(**options)))
+    def load(cls, path, *, callbacks=(), **options):
+        return cls(_core.Program.load(os.fspath(path), resolve_options(**options), list(callbacks)),
+                   callbacks)
 
     @classmethod
-    def from_document(cls, doc, payload=b"", *, source="<memory>", **options):
+    def from_document(cls, doc, payload=b"", *, source="<memory>", callbacks=(), **options):
+        """callbacks: the callables of the document's PythonCallback nodes, by
+        their `callback` number (export_graph(..., callbacks=list) fills it)."""
         text = doc if isinstance(doc, str) else json.dumps(doc, separators=(",", ":"), allow_nan=False)
-        return cls(_core.Program.from_json(text, bytes(payload), resolve_options(**options), source))
+        return cls(_core.Program.from_json(text, bytes(payload), resolve_options(**options), source,
+                                           list(callbacks)), callbacks)
 
     def __call__(self, *args):
         if len(args) != len(self._arg_dtypes):
@@ -112,7 +103,7 @@ class Program:
 
     def clone(self):
         """A new Program from the same parsed graph (own shared values, no re-export)."""
-        return Program(self._p.clone())
+        return Program(self._p.clone(), self.callbacks)
 
     def nutpie_handle(self):
         """user_data for logp_address / expand_address (valid while self lives)."""
@@ -136,12 +127,17 @@ def load(path, **options):
     return Program.load(path, **options)
 
 
-def compile_function(fn_or_fgraph, **options):
-    """Export a compiled pytensor Function (or FunctionGraph) and load it."""
+def compile_function(fn_or_fgraph, *, fallback=None, **options):
+    """Export a compiled pytensor Function (or FunctionGraph) and load it
+    (fallback: ember.fallback; default EMBER_FALLBACK, on)."""
     from .export import export_graph
+    from .fallback import fallback_enabled, warn_fallback
 
-    doc, payload = export_graph(fn_or_fgraph)
-    return Program.from_document(doc, payload, **options)
+    callbacks = [] if fallback_enabled(fallback) else None
+    doc, payload = export_graph(fn_or_fgraph, callbacks=callbacks)
+    if callbacks:
+        warn_fallback(callbacks)
+    return Program.from_document(doc, payload, callbacks=callbacks or (), **options)
 
 
 def jit_stats():

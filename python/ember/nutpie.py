@@ -1,18 +1,19 @@
 """nutpie backend: sample PyMC models with nutpie, running logp+gradient on Ember.
 
-`compile_pymc_model(model, **kwargs)` prepares the graphs exactly as nutpie's
-numba backend does (nutpie's own private `_make_functions`: canonicalize +
-stabilize, gradient joined into one vector, one flat `_unconstrained_point`
-input) but compiles them in an export-only Ember mode, loads them into ember
-Programs and hands nutpie two C function pointers with its exact signatures
-(ember_logp / ember_expand of include/ember/ember.h; user_data = the ember_program handle).
-nutpie's chains call them from their own threads without the GIL; nothing in
-that path touches Python.
+    compiled = ember.nutpie.compile_pymc_model(model)
+    trace = nutpie.sample(compiled)
+    logp, grad = compiled.logp(x); draw = compiled.expand(x); compiled.timings
 
-The glue uses nutpie's private API (`compile_pymc._make_functions`,
-`_lib.LogpFunc`, `_lib.ExpandFunc`, `_lib.PyMcModel`, `CompiledModel`): the
-tested versions are listed (TESTED_NUTPIE; ember/_nutpie_compat.py bridges
-their differences) and checked by tests/python.
+The graphs come from PyMC's public API (ember/prepare.py: model.logp(),
+value variables and transforms, Deterministics, coords and dims) and the
+initial point from PyMC's initial-point expression evaluated on Ember
+(ember/initial_point.py); nothing compiles C or numba code. The programs,
+layout and initial-point plan are cached across processes
+(ember/program_cache.py): on a hit no logp derivation, rewrite, gradient or
+export runs. nutpie gets two C function pointers with its exact signatures
+(ember_logp / ember_expand of include/ember/ember.h; user_data = the
+ember_program handle), called from its chains' threads without the GIL.
+Only nutpie's compiled classes are used, through ember/nutpie_lib.py.
 """
 
 import dataclasses
@@ -20,31 +21,30 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
-from functools import wraps
 from typing import Any, Callable
 
 import numpy as np
 
-from ._nutpie_compat import TESTED_NUTPIE, compiled_model_kwargs, make_functions, prepare_dims_and_coords
+from . import nutpie_lib
+from .nutpie_lib import TESTED_NUTPIE, CompiledModel  # noqa: F401
 from .options import resolve_options
 
-try:
-    from nutpie.sample import CompiledModel
-except ImportError:  # nutpie missing: the module still imports, compiling fails clearly
-    CompiledModel = object
+# What PyTensor does after canonicalize + stabilize + gradient (ember/prepare.py).
+# fast_run fuses elementwise work into Composites, which Ember's loader does not
+# yet do for vector nodes: measured faster at steady state (docs/python.md).
+DEFAULT_PREPARE = "fast_run"
 
 
 def _check_nutpie():
-    import nutpie
-
-    if nutpie.__version__ not in TESTED_NUTPIE:
-        warnings.warn(f"ember.nutpie is tested with nutpie {', '.join(TESTED_NUTPIE)}, "
-                      f"found {nutpie.__version__} (it uses nutpie's private API)", stacklevel=3)
+    v = nutpie_lib.version()
+    if v not in TESTED_NUTPIE:
+        warnings.warn(f"ember.nutpie is tested with nutpie {', '.join(TESTED_NUTPIE)}, found {v}",
+                      stacklevel=3)
 
 
 @dataclass(frozen=True)
 class EmberCompiledModel(CompiledModel):
-    """What nutpie.sample() accepts; backed by two ember Programs."""
+    """What nutpie.sample() accepts; backed by ember Programs."""
 
     logp_program: Any
     expand_program: Any
@@ -52,15 +52,13 @@ class EmberCompiledModel(CompiledModel):
     shared_data: dict
     n_expanded: int
     shape_info: Any
-    logp_func: Any  # the export-only pytensor Functions (for inspection)
-    expand_func: Any
+    layout: Any  # ember.prepare.Layout
     timings: dict
     _n_dim: int
     _shapes: dict
     _coords: Any
     _transform_adapt_args: dict | None = None
     _progress: Any = None  # (template, callback, rate_ms): see with_progress
-
 
     @property
     def n_dim(self):
@@ -74,10 +72,22 @@ class EmberCompiledModel(CompiledModel):
     def coords(self):
         return self._coords
 
+    def logp(self, x):
+        """(logp, gradient) at the flat point x, on Ember."""
+        logp, grad = self.logp_program(np.asarray(x, dtype="float64"))
+        return float(logp), grad
+
+    def expand(self, x):
+        """The draw at the flat point x: name -> array (values, untransformed
+        variables, Deterministics), on Ember."""
+        (flat,) = self.expand_program(np.asarray(x, dtype="float64"))
+        return {name: flat[a:b].reshape(shape)
+                for name, (a, b), shape in zip(self.layout.names, self.layout.slices, self.layout.shapes)}
+
     def with_data(self, **updates):
-        """A model with new values for shared data (pm.Data): the graphs are
-        not exported or rewritten again; each Program is re-created from its
-        parsed graph and gets the new values (the original model keeps its own)."""
+        """A model with new values for shared data (pm.Data): each Program is
+        re-created from its parsed graph and gets the new values (nothing is
+        exported or rewritten again; the original model keeps its own)."""
         shared_data = dict(self.shared_data)
         for name, new_val in updates.items():
             if name not in shared_data:
@@ -108,114 +118,182 @@ class EmberCompiledModel(CompiledModel):
         terminal; ember's demo uses it for its one-line status."""
         return dataclasses.replace(self, _progress=(template, callback, rate_ms))
 
-    def _make_sampler(self, settings, init_mean, cores, progress_type, *rest):
-        # rest: (store,), or from nutpie 0.16.11 (extra_callback, extra_callback_rate, store)
-        from nutpie import _lib
-
+    def _make_sampler(self, settings, init_mean, cores, progress_type, *extra):
         if self._progress is not None:
             template, callback, rate = self._progress
-            progress_type = _lib.ProgressType.template_callback(rate, template, cores, callback)
-        model = self._make_model(init_mean)
-        return _lib.PySampler.from_pymc(settings, cores, model, progress_type, *rest)
+            progress_type = nutpie_lib.template_progress(rate, template, cores, callback)
+        return nutpie_lib.sampler(settings, cores, self._make_model(init_mean), progress_type, extra)
 
     def _make_model(self, init_mean):
-        from nutpie import _lib
-
         from . import native
 
-        expand_fn = _lib.ExpandFunc(self.n_dim, self.n_expanded, native.expand_address,
-                                    self.expand_program.nutpie_handle(), self)
-        logp_fn = _lib.LogpFunc(native.logp_address, self.logp_program.nutpie_handle(), self)
-        var_names = self.shape_info[0]
+        expand_fn = nutpie_lib.expand_func(self.n_dim, self.n_expanded, native.expand_address,
+                                           self.expand_program.nutpie_handle(), self)
+        logp_fn = nutpie_lib.logp_func(native.logp_address, self.logp_program.nutpie_handle(), self)
         coords = self._coords.copy() if self._coords is not None else {}
-        dim_sizes = {name: len(vals) for name, vals in coords.items()}
         dims = self.dims.copy() if self.dims is not None else {}
-        variables = _lib.PyVariable.new_variables(var_names, ["float64"] * len(var_names),
-                                                  self.shape_info[2], dim_sizes, dims)
-        outer_kwargs = self._transform_adapt_args or {}
-
-        def make_adapter(*args, **kwargs):
-            from nutpie.transform_adapter import make_transform_adapter
-
-            return make_transform_adapter(**outer_kwargs)(*args, **kwargs, logp_fn=None)
-
-        return _lib.PyMcModel(logp_fn, expand_fn, variables, self.n_dim, dim_sizes, coords,
-                              self.initial_point_func, make_adapter)
-
-
-def _wrap_with_lock(func):
-    lock = threading.Lock()
-
-    @wraps(func)
-    def wrapper(*args, **kwargs):
-        with lock:
-            return func(*args, **kwargs)
-
-    return wrapper
+        return nutpie_lib.pymc_model(logp_fn, expand_fn, self.shape_info[0], self.shape_info[2], self.n_dim,
+                                     coords, dims, self.initial_point_func,
+                                     nutpie_lib.transform_adapter(self._transform_adapt_args))
 
 
 def compile_pymc_model(model, *, jit=None, jit_memory=None, parallel_threshold=None,
                        initial_points=None, jitter_rvs=None,
                        default_initialization_strategy="support_point", var_names=None,
-                       freeze_model=False, **kwargs):
+                       freeze_model=False, prepare=None, cache=None, fallback=None, **kwargs):
     """Like nutpie.compile_pymc_model(model, backend="numba"), on Ember.
 
     jit / jit_memory / parallel_threshold are Ember's engine options
-    (ember/options.py). Other keyword arguments are accepted for
+    (ember/options.py); prepare is "stabilize" or "fast_run" (ember/prepare.py,
+    default DEFAULT_PREPARE); cache=False skips the program cache (default:
+    on unless EMBER_PROGRAM_CACHE=0); fallback=False makes ops without a
+    native kernel an error instead of running them in Python (ember/fallback.py;
+    unset: EMBER_FALLBACK, default on). Other keyword arguments are accepted for
     compatibility with nutpie's numba backend (numba.cfunc options) and ignored.
     """
-    from pymc.initial_point import make_initial_point_fn
-    from pymc.model.transform.optimization import freeze_dims_and_data
-    from pytensor.compile.mode import Mode as PtMode
-    from pytensor.graph.rewriting.db import RewriteDatabaseQuery
-
-    from . import native
-    from .export import export_graph
-    from .linker import EmberLinker
+    from . import native, program_cache
+    from .initial_point import InitialPointPlan, flat_point_function
+    from .prepare import Layout
 
     _check_nutpie()
-    t0 = time.perf_counter()
+    t_start = time.perf_counter()
     opts = resolve_options(jit=jit, jit_memory=jit_memory, parallel_threshold=parallel_threshold)
+    prepare = prepare or DEFAULT_PREPARE
     if freeze_model:
+        from pymc.model.transform.optimization import freeze_dims_and_data
+
         model = freeze_dims_and_data(model)
     if default_initialization_strategy == "support_point" and jitter_rvs is None:
         jitter_rvs = set(model.free_RVs)
-    point_fn = make_initial_point_fn(model=model, overrides=initial_points,
-                                     default_strategy=default_initialization_strategy,
-                                     jitter_rvs=jitter_rvs, return_transformed=True)
-    point_fn = _wrap_with_lock(point_fn)
+    jitter_rvs = set(jitter_rvs or ())
+    timings = {"cache_hit": False}
 
-    # Export-only mode: PyTensor rewrites the graph for Ember (no C/numba code
-    # is generated), the Programs are loaded below with shared data marked.
-    mode = PtMode(EmberLinker(opts, load=False), RewriteDatabaseQuery(include=["fast_run"]))
-    (n_dim, n_expanded, logp_fn_pt, expand_fn_pt, initial_point_fn, shape_info,
-     reparameterized_names) = make_functions(
-        model, mode=mode, compute_grad=True, join_expanded=True, pymc_initial_point_fn=point_fn,
-        var_names=var_names)
-    t1 = time.perf_counter()
+    key = entry = None
+    use_cache = program_cache.enabled() if cache is None else bool(cache)
+    if use_cache:
+        t0 = time.perf_counter()
+        options = {"prepare": prepare, "var_names": None if var_names is None else sorted(var_names),
+                   "jitter": sorted(rv.name for rv in jitter_rvs), "strategy": default_initialization_strategy,
+                   "initial_points": _describe_overrides(initial_points),
+                   "reparameterized_dims": nutpie_lib.has_reparameterized_names()}
+        key = program_cache.model_key(model, options)
+        entry = program_cache.load(key) if key is not None else None
+        timings["cache_key"] = time.perf_counter() - t0
 
-    shared_data = {}
-    seen = set()
-    for val in [*logp_fn_pt.get_shared(), *expand_fn_pt.get_shared()]:
-        if val.name in shared_data and val not in seen:
-            raise ValueError(f"Shared variables must have unique names: {val.name}")
-        arr = np.array(val.get_value(), order="C", copy=True)
+    if entry is not None:
+        timings["cache_hit"] = True
+        layout = Layout.from_dict(entry.manifest["layout"])
+        plan = InitialPointPlan.from_dict(entry.manifest["initial_point"], entry.graph, model)
+        graphs = {name: (*entry.graph(name), None) for name in ("logp", "expand")}
+    else:
+        layout, plan, graphs, blobs = _prepare(model, opts, initial_points, jitter_rvs,
+                                               default_initialization_strategy, var_names, prepare, timings,
+                                               fallback)
+        # A graph with fallback nodes holds Python callables: it is not cached.
+        if key is not None and not any(g[2] for g in graphs.values()):
+            t0 = time.perf_counter()
+            manifest = {"layout": layout.to_dict(),
+                        "initial_point": plan.to_dict(lambda name, g: _blob(blobs, name, g))}
+            program_cache.store(key, manifest, blobs)
+            timings["cache_store"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    programs = {name: native.Program.from_document(doc, payload, source=f"<nutpie {name}>",
+                                                   callbacks=callbacks or (), **opts)
+                for name, (doc, payload, callbacks) in graphs.items()}
+    logp_program, expand_program = programs["logp"], programs["expand"]
+    plan.load(**opts)
+    timings["load"] = time.perf_counter() - t0
+
+    k = len(model.free_RVs)
+    initial_point_func = flat_point_function(plan, layout.names[:k], layout.shapes[:k], threading.Lock())
+    shared_data = _shared_data(model, logp_program, expand_program)
+    coords = _coords_as_index(layout.coords)
+    extra = {"reparameterized_names": list(layout.reparameterized_names)} \
+        if nutpie_lib.has_reparameterized_names() else {}
+    compiled = EmberCompiledModel(
+        dims=dict(layout.dims), _coords=coords, _n_dim=layout.n_dim,
+        _shapes={name: tuple(shape) for name, shape in zip(layout.names, layout.shapes)},
+        logp_program=logp_program, expand_program=expand_program, initial_point_func=initial_point_func,
+        shared_data=shared_data, n_expanded=layout.n_expanded, shape_info=layout.shape_info, layout=layout,
+        timings=timings, **extra)
+
+    t0 = time.perf_counter()
+    compiled.logp(initial_point_func(0))
+    timings["first_call"] = time.perf_counter() - t0
+    timings["total"] = time.perf_counter() - t_start
+    return compiled
+
+
+def _prepare(model, opts, initial_points, jitter_rvs, strategy, var_names, prepare, timings, fallback=None):
+    """Layout, initial-point plan, graphs (document, payload, fallback callbacks) and the graph
+    files, from PyMC."""
+    from .export import dumps, export_graph
+    from .fallback import fallback_enabled, warn_fallback
+    from .initial_point import InitialPointPlan
+    from .nutpie_lib import has_reparameterized_names
+    from .prepare import build_layout, expand_graph, logp_graph
+
+    t0 = time.perf_counter()
+    plan = InitialPointPlan.from_model(model, overrides=initial_points, jitter_rvs=jitter_rvs,
+                                       default_strategy=strategy)
+    plan.load(**opts)
+    layout = build_layout(model, plan(0), var_names, dims_for_reparameterized=has_reparameterized_names())
+    timings["initial_point"] = time.perf_counter() - t0
+
+    logp_g, t = logp_graph(model, layout, prepare)
+    timings.update(t)
+    t0 = time.perf_counter()
+    expand_g = expand_graph(model, layout, prepare)
+    timings["rewrites"] += time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    blobs, graphs = {}, {}
+    for name, g, out_names in (("logp", logp_g, ["logp", "grad"]), ("expand", expand_g, None)):
+        callbacks = [] if fallback_enabled(fallback) else None
+        doc, payload = export_graph(g, name=name, output_names=out_names, callbacks=callbacks)
+        if callbacks:
+            warn_fallback(callbacks, graph=f"nutpie {name}", stacklevel=4)
+        blobs[name] = dumps(doc, payload, binary=True)
+        graphs[name] = (doc, payload, callbacks)
+    timings["export"] = time.perf_counter() - t0
+    return layout, plan, graphs, blobs
+
+
+def _blob(blobs, name, graph):
+    from .export import dumps
+
+    doc, payload = graph
+    blobs[name] = dumps(doc, payload, binary=True)
+    return name
+
+
+def _shared_data(model, *programs):
+    """name -> read-only copy of each shared input's value (for with_data)."""
+    out = {}
+    names = {s["name"] for p in programs for s in p.shared}
+    for name in sorted(names):
+        try:
+            var = model[name]
+        except KeyError:
+            continue
+        arr = np.array(var.get_value(), order="C", copy=True)
         arr.flags.writeable = False
-        shared_data[val.name] = arr
-        seen.add(val)
+        out[name] = arr
+    return out
 
-    doc, payload = export_graph(logp_fn_pt, name="logp", output_names=["logp", "grad"])
-    logp_program = native.Program.from_document(doc, payload, source="<nutpie logp>", **opts)
-    doc, payload = export_graph(expand_fn_pt, name="expand")
-    expand_program = native.Program.from_document(doc, payload, source="<nutpie expand>", **opts)
-    t2 = time.perf_counter()
 
-    dims, coords = prepare_dims_and_coords(model, shape_info, reparameterized_names)
-    return EmberCompiledModel(
-        dims=dims, _coords=coords, _n_dim=n_dim,
-        _shapes={name: tuple(shape) for name, _, shape in zip(*shape_info)},
-        logp_program=logp_program, expand_program=expand_program,
-        initial_point_func=initial_point_fn, shared_data=shared_data, n_expanded=n_expanded,
-        shape_info=shape_info, logp_func=logp_fn_pt, expand_func=expand_fn_pt,
-        timings={"pytensor": t1 - t0, "export_and_load": t2 - t1, "total": t2 - t0},
-        **compiled_model_kwargs(reparameterized_names))
+def _coords_as_index(coords):
+    import pandas as pd
+
+    return {name: pd.Index(vals) for name, vals in coords.items()}
+
+
+def _describe_overrides(initial_points):
+    if not initial_points:
+        return None
+    out = {}
+    for k, v in initial_points.items():
+        name = k if isinstance(k, str) else getattr(k, "name", str(k))
+        out[name] = np.asarray(v).tolist() if not isinstance(v, str) else v
+    return out

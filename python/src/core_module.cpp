@@ -11,12 +11,16 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ember/ember.hpp"
+#include "ember/host.hpp"
 #include "engine/graph/graph.hpp"
 #include "engine/c_api.hpp"
+#include "engine/ops/ops_common.hpp"
+#include "interp/option_parse.hpp"
 #include "jit/tier_manager.hpp"
 #include "jit/jit.hpp"
 
@@ -40,39 +44,34 @@ bool jit_built_and_usable() {
 
 struct PyOptions {
   ember::Options engine;
-  std::string jit;         // "" = leave as configured (EMBER_JIT or default auto)
-  int64_t jit_memory = 0;  // bytes; 0 = leave as configured
+  std::optional<ember::JitMode> jit;  // unset: leave as configured (EMBER_JIT or default auto)
+  int64_t jit_memory = 0;             // bytes; 0 = leave as configured
 
   static PyOptions from_dict(const nb::dict& d) {
     PyOptions o;
     for (auto [k, v] : d) {
       const std::string key = nb::cast<std::string>(k);
       if (key == "parallel_threshold") o.engine.parallel_threshold = nb::cast<int64_t>(v);
-      else if (key == "jit") o.jit = nb::cast<std::string>(v);
+      else if (key == "jit") o.jit = ember::parse_jit_mode_or_throw(nb::cast<std::string>(v), "jit");
       else if (key == "jit_memory") o.jit_memory = nb::cast<int64_t>(v);
       else throw nb::value_error(("unknown ember option '" + key + "'").c_str());
     }
-    if (!o.jit.empty() && o.jit != "off" && o.jit != "auto" && o.jit != "eager")
-      throw nb::value_error(("jit must be off, auto or eager, not '" + o.jit + "'").c_str());
     if (o.jit_memory < 0) throw nb::value_error("jit_memory must be >= 0");
     return o;
   }
   void apply_jit() const {
-    if (jit.empty() && jit_memory == 0) return;
+    if (!jit && jit_memory == 0) return;
     auto& tm = ember::TierManager::instance();
     ember::JitConfig c = tm.config();
-    if (jit == "off") c.mode = ember::JitMode::Off;
-    else if (jit == "auto") c.mode = ember::JitMode::Auto;
-    else if (jit == "eager") c.mode = ember::JitMode::Eager;
+    if (jit) c.mode = *jit;
     if (jit_memory > 0) c.memory_budget = static_cast<size_t>(jit_memory);
     tm.configure(c);
   }
   nb::dict to_dict() const {
     const ember::JitConfig c = ember::TierManager::instance().config();
-    const char* mode = c.mode == ember::JitMode::Off ? "off" : c.mode == ember::JitMode::Eager ? "eager" : "auto";
     nb::dict d;
     d["parallel_threshold"] = engine.parallel_threshold;
-    d["jit"] = std::string(mode);
+    d["jit"] = std::string(ember::jit_mode_name(c.mode));
     d["jit_memory"] = static_cast<int64_t>(c.memory_budget);
     d["jit_active"] = jit_built_and_usable() && c.mode != ember::JitMode::Off;
     return d;
@@ -90,6 +89,9 @@ bool dtype_from_dlpack(nb::dlpack::dtype t, ember::DType& out) {
   else if (code == C::Int && t.bits == 16) out = ember::DType::Int16;
   else if (code == C::Int && t.bits == 8) out = ember::DType::Int8;
   else if (code == C::UInt && t.bits == 8) out = ember::DType::UInt8;
+  else if (code == C::UInt && t.bits == 16) out = ember::DType::UInt16;
+  else if (code == C::UInt && t.bits == 32) out = ember::DType::UInt32;
+  else if (code == C::UInt && t.bits == 64) out = ember::DType::UInt64;
   else if (code == C::Bool && t.bits == 8) out = ember::DType::Bool;
   else return false;
   return true;
@@ -105,6 +107,9 @@ nb::dlpack::dtype dlpack_of(ember::DType t) {
     case ember::DType::Int8: return nb::dtype<int8_t>();
     case ember::DType::UInt8: return nb::dtype<uint8_t>();
     case ember::DType::Bool: return nb::dtype<bool>();
+    case ember::DType::UInt16: return nb::dtype<uint16_t>();
+    case ember::DType::UInt32: return nb::dtype<uint32_t>();
+    case ember::DType::UInt64: return nb::dtype<uint64_t>();
   }
   return nb::dtype<double>();
 }
@@ -155,6 +160,91 @@ nb::list io_list(const std::vector<ember::IOInfo>& v) {
   return out;
 }
 
+// A NumPy view of an engine tensor, read-only, valid while the engine
+// keeps the memory (a callback's inputs: until it returns).
+nb::object numpy_view(const ember::Tensor& t) {
+  size_t shape[ember::kMaxRank];
+  int64_t strides[ember::kMaxRank];
+  for (int d = 0; d < t.ndim(); ++d) {
+    shape[d] = static_cast<size_t>(t.dim(d));
+    strides[d] = t.strides[d];
+  }
+  static char dummy;
+  void* data = t.data ? t.data : &dummy;
+  nb::ndarray<nb::numpy, nb::ro> arr(data, static_cast<size_t>(t.ndim()), shape, nb::handle(), strides,
+                                     dlpack_of(t.dtype));
+  return arr.cast(nb::rv_policy::reference);  // a view: no copy, no owner
+}
+
+// A PythonCallback node's host function: a Python callable taking the
+// node's inputs as NumPy views and returning its outputs (ember/fallback.py
+// builds them from PyTensor ops). Engine threads call it without the GIL
+// (the Python call path releases it, nutpie's chains never hold it), so it
+// takes the GIL itself; the callable serialises calls on one op.
+class PyHostCallback final : public ember::HostCallback {
+ public:
+  explicit PyHostCallback(nb::handle fn) : fn_(fn.ptr()) { Py_INCREF(fn_); }
+  ~PyHostCallback() override {
+    if (!Py_IsInitialized()) return;  // interpreter gone: nothing to release
+    PyGILState_STATE st = PyGILState_Ensure();
+    Py_DECREF(fn_);
+    PyGILState_Release(st);
+  }
+
+  void run(ember::HostCall& c) const override {
+    if (!Py_IsInitialized()) c.fail("the Python interpreter is not running");
+    std::string err;
+    {
+      nb::gil_scoped_acquire gil;  // PyGILState_Ensure: works on threads Python never saw
+      try {
+        call(c);
+        return;
+      } catch (nb::python_error& e) {
+        err = nb::cast<std::string>(nb::str(e.value()));
+      }
+    }
+    c.fail(err);
+  }
+
+ private:
+  void call(ember::HostCall& c) const {
+    nb::list args;
+    for (int i = 0; i < c.num_inputs(); ++i) args.append(numpy_view(c.in(i)));
+    nb::object res = nb::handle(fn_)(*args);
+    const size_t n = nb::len(res);
+    if (n != static_cast<size_t>(c.num_outputs()))
+      c.fail("returned " + std::to_string(n) + " outputs, the node has " + std::to_string(c.num_outputs()));
+    for (size_t i = 0; i < n; ++i) {
+      InArray a;
+      if (!nb::try_cast(res[i], a)) c.fail("output " + std::to_string(i) + " is not a NumPy array");
+      ember::Tensor src;
+      if (!dtype_from_dlpack(a.dtype(), src.dtype))
+        c.fail("output " + std::to_string(i) + " has a dtype ember does not carry");
+      if (a.ndim() > static_cast<size_t>(ember::kMaxRank)) c.fail("output " + std::to_string(i) + " has too many dims");
+      src.shape.ndim = static_cast<int>(a.ndim());
+      for (size_t d = 0; d < a.ndim(); ++d) {
+        src.shape.dims[d] = static_cast<int64_t>(a.shape(d));
+        src.strides[d] = a.stride(d);
+      }
+      src.data = const_cast<void*>(a.data());
+      ember::Tensor& dst = c.out(static_cast<int>(i), src.dtype, src.shape);
+      if (dst.size()) ember::copy_convert(dst, src);
+    }
+  }
+
+  PyObject* fn_;
+};
+
+std::shared_ptr<const ember::HostCallbacks> host_table(const nb::list& callbacks) {
+  if (callbacks.size() == 0) return nullptr;
+  auto t = std::make_shared<ember::HostCallbacks>();
+  for (nb::handle fn : callbacks) {
+    if (!PyCallable_Check(fn.ptr())) throw nb::type_error("callbacks: expected callables");
+    t->fns.push_back(std::make_shared<PyHostCallback>(fn));
+  }
+  return t;
+}
+
 struct AlignedDelete {
   void operator()(const uint8_t* p) const { ::operator delete[](const_cast<uint8_t*>(p), std::align_val_t(64)); }
 };
@@ -163,8 +253,9 @@ class PyProgram {
  public:
   PyProgram(std::shared_ptr<const ember::Program> p, PyOptions o) : prog_(std::move(p)), opts_(std::move(o)) {}
 
-  static PyProgram load(const std::string& path, const nb::dict& options) {
+  static PyProgram load(const std::string& path, const nb::dict& options, const nb::list& callbacks) {
     PyOptions o = PyOptions::from_dict(options);
+    o.engine.host = host_table(callbacks);
     o.apply_jit();
     std::shared_ptr<const ember::Program> p;
     {
@@ -175,8 +266,9 @@ class PyProgram {
   }
 
   static PyProgram from_json(const std::string& json, nb::bytes payload, const nb::dict& options,
-                             const std::string& source) {
+                             const std::string& source, const nb::list& callbacks) {
     PyOptions o = PyOptions::from_dict(options);
+    o.engine.host = host_table(callbacks);
     o.apply_jit();
     const size_t n = payload.size();
     std::shared_ptr<const uint8_t[]> buf(new (std::align_val_t(64)) uint8_t[n ? n : 1], AlignedDelete{});
@@ -261,9 +353,9 @@ NB_MODULE(_core, m) {
   nb::exception<ember::LoadError>(m, "LoadError", PyExc_ValueError);
 
   nb::class_<PyProgram>(m, "Program")
-      .def_static("load", &PyProgram::load, "path"_a, "options"_a = nb::dict())
+      .def_static("load", &PyProgram::load, "path"_a, "options"_a = nb::dict(), "callbacks"_a = nb::list())
       .def_static("from_json", &PyProgram::from_json, "json"_a, "payload"_a, "options"_a = nb::dict(),
-                  "source"_a = "<memory>")
+                  "source"_a = "<memory>", "callbacks"_a = nb::list())
       .def("clone", &PyProgram::clone)
       .def("__call__", &PyProgram::call)
       .def("set_shared", &PyProgram::set_shared, "name"_a, "value"_a)
@@ -286,4 +378,13 @@ NB_MODULE(_core, m) {
   // The compile service's counters (JitStats::to_json): budget, peak and
   // resident bytes, and each Composite's tier.
   m.def("jit_stats", [] { return ember::TierManager::instance().stats().to_json(); });
+  // The parsers the CLI and the engine use (interp/option_parse.hpp), for
+  // ember/options.py; a bad value raises ValueError naming `what`.
+  m.def("parse_jit_mode",
+        [](const std::string& s, const std::string& what) {
+          return std::string(ember::jit_mode_name(ember::parse_jit_mode_or_throw(s, what)));
+        },
+        "text"_a, "what"_a = "jit");
+  m.def("parse_size", [](const std::string& s, const std::string& what) { return ember::parse_size_or_throw(s, what); },
+        "text"_a, "what"_a = "jit_memory");
 }

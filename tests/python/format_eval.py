@@ -7,23 +7,14 @@ that the exporter's translation (index lists, Composite numbering, Join axis,
 """
 
 import functools
-import os
-import re
 
 import numpy as np
 import scipy.linalg
 import scipy.special as sp
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from ember.tables import SCALAR_OPS
 
-
-def _kinds():
-    with open(os.path.join(ROOT, "interp", "scalar_ops.def")) as f:
-        return {m.group(1): m.group(2) for m in
-                re.finditer(r'^X\(\w+,\s*"(\w+)",\s*-?\d+,\s*(\w+)\)', f.read(), re.M)}
-
-
-KINDS = _kinds()
+KINDS = {name: kind for name, (_, kind) in SCALAR_OPS.items()}
 
 
 def _softplus(x):

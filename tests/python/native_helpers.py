@@ -2,6 +2,7 @@
 
 import ctypes
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -70,3 +71,12 @@ def assert_close_rel(actual, expected, rtol=1e-10, what=""):
     err = np.abs(actual - expected)
     ok = same_nonfinite | (err <= rtol * np.maximum(np.abs(expected), 1e-3 * scale))
     assert ok.all(), f"{what}: max error {np.max(np.where(ok, 0, err))} at {np.argwhere(~ok)[:5].ravel()}"
+
+
+def run_threads(work, n):
+    """Runs work(0) ... work(n - 1) on n threads at once and waits for all."""
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()

@@ -4,12 +4,11 @@ and the exported model suite against PyTensor's values (1e-10 relative)."""
 import glob
 import json
 import os
-import threading
 
 import numpy as np
 import pytest
 
-from native_helpers import MODELS_DIR, assert_close_rel, call_expand, call_logp, num, require_native
+from native_helpers import MODELS_DIR, assert_close_rel, call_expand, call_logp, num, require_native, run_threads
 
 SUITE = sorted(os.path.basename(p)[: -len(".values.json")]
                for p in glob.glob(os.path.join(MODELS_DIR, "*.values.json")))
@@ -59,11 +58,7 @@ def test_concurrent_logp_calls_from_8_threads_are_bit_identical(native):
             if rc != ref[k][0] or lp != ref[k][1] or not np.array_equal(g, ref[k][2]):
                 bad.append((t, rep, k))
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    run_threads(worker, 8)
     assert not bad
     assert prog.nutpie_calls() == 10 + 8 * 40
 

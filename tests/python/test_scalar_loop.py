@@ -35,6 +35,7 @@ def _compare(inputs, out, args, rtol):
     return f_em
 
 
+@pytest.mark.covers("ScalarLoop", "GammaInc")
 def test_gammainc_grad_wrt_k_matches_pytensor():
     k, x = pt.dvector("k"), pt.dvector("x")
     _compare([k, x], pt.grad(pt.gammainc(k, x).sum(), k), [K, X], rtol=1e-7)
@@ -51,6 +52,7 @@ def test_gammainc_grad_float32_matches_pytensor():
              [K.astype("float32"), X.astype("float32")], rtol=1e-4)
 
 
+@pytest.mark.covers("ScalarLoop", "BetaInc")
 def test_betainc_grad_matches_pytensor():
     a, b, x = pt.dvector("a"), pt.dvector("b"), pt.dvector("x")
     av = np.array([1.0, 2.0, 2.0, 0.5, 10.0, 5.0, 1.5, 30.0])

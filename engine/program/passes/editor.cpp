@@ -232,7 +232,7 @@ bool constant_all(const Editor& e, int v, double x) {
 }
 
 std::string elemwise_scalar_op(const NodeSpec& n) {
-  if (n.op != "Elemwise" || !n.attrs.is_object()) return "";
+  if (!is_op(n, TensorOp::Elemwise) || !n.attrs.is_object()) return "";
   auto it = n.attrs.find("scalar_op");
   if (it == n.attrs.end() || !it->is_object()) return "";
   auto op = it->find("op");

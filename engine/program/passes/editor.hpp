@@ -11,6 +11,7 @@
 
 #include "ember/ember.hpp"
 #include "engine/graph/graph.hpp"
+#include "engine/ops/tensor_op.hpp"
 
 namespace ember::passes {
 
@@ -86,6 +87,9 @@ bool constant_all(const Editor& e, int v, double x);
 // The scalar op name of an Elemwise node ("" for Composites, ScalarLoops
 // and other ops).
 std::string elemwise_scalar_op(const NodeSpec& n);
+
+// Whether the node's op is `op` (a name outside the tensor op table is none).
+inline bool is_op(const NodeSpec& n, TensorOp op) { return find_tensor_op(n.op) == op; }
 // Equal rank, and every dim statically 1 in both or in neither. Under
 // PyTensor's broadcasting rule (only static 1s broadcast) an Elemwise
 // operand with its output's pattern has the output's run-time shape.

@@ -26,7 +26,7 @@ constexpr int64_t kMaxFoldElements = 1 << 14;
 
 // Whether the node reads only the shape of input i.
 bool shape_only(const NodeSpec& n, size_t i) {
-  if (n.op == "Shape" || n.op == "Shape_i") return i == 0;
+  if (is_op(n, TensorOp::Shape) || is_op(n, TensorOp::Shape_i)) return i == 0;
   return i == 0 && n.inputs.size() == 2 && elemwise_scalar_op(n) == "Second";
 }
 
@@ -40,7 +40,7 @@ bool fully_known(const Shape& s) {
 // tier manager (which in eager mode would compile them).
 std::unique_ptr<OpKernel> make_kernel(NodeContext& ctx) {
   const NodeSpec& n = ctx.spec();
-  if (n.op == "Elemwise" && n.attrs.contains("scalar_op") && n.attrs["scalar_op"].is_object() &&
+  if (ctx.op() == TensorOp::Elemwise && n.attrs.contains("scalar_op") && n.attrs["scalar_op"].is_object() &&
       n.attrs["scalar_op"].value("op", nlohmann::json()) != "ScalarLoop") {
     if (ctx.num_outputs() < 1 || ctx.num_inputs() < 1) return nullptr;
     const int nd = ctx.out(0).static_shape.ndim;
@@ -58,8 +58,9 @@ std::unique_ptr<OpKernel> make_kernel(NodeContext& ctx) {
     auto vm = interp::Interpreted::compile(c);
     return std::make_unique<ElemwiseKernel>(std::move(c), std::move(vm), nd, ctx.options().parallel_threshold);
   }
-  const OpFactory f = find_op(n.op);
-  return f ? f(ctx) : nullptr;
+  // A host callback runs at call time only: it may not be registered at load.
+  if (ctx.op() == TensorOp::PythonCallback) return nullptr;
+  return op_factory(ctx.op())(ctx);
 }
 
 bool small_enough(const VarSpec& v) {
@@ -95,7 +96,9 @@ int fold_constants(Editor& e, const Options& o) {
 
     std::vector<Array> values;
     try {
-      NodeContext ctx(g, k, o);
+      const std::optional<TensorOp> op = find_tensor_op(n.op);
+      if (!op) continue;
+      NodeContext ctx(g, k, *op, o);
       std::unique_ptr<OpKernel> kernel = make_kernel(ctx);
       if (!kernel) continue;
       const int nin = static_cast<int>(n.inputs.size()), nout = static_cast<int>(n.outputs.size());
@@ -106,7 +109,8 @@ int fold_constants(Editor& e, const Options& o) {
       Step st;
       st.node = k;
       st.kernel = kernel.get();
-      st.op = n.op;
+      st.op = *op;
+      st.name = n.op;
       std::vector<Array> zeros;
       for (int i = 0; i < nin; ++i) {
         st.in.push_back(i);

@@ -448,7 +448,7 @@ int Fuser::run() {
   for (int k = 0; k < n; ++k) ord[k] = unit_at[k] = k;
   for (int k = 0; k < n; ++k) {
     const NodeSpec& nd = g.nodes[k];
-    if (e.removed(k) || nd.op != "Elemwise" || nd.outputs.empty() || nd.inputs.empty()) continue;
+    if (e.removed(k) || !is_op(nd, TensorOp::Elemwise) || nd.outputs.empty() || nd.inputs.empty()) continue;
     auto so = nd.attrs.find("scalar_op");
     if (so == nd.attrs.end() || !so->is_object() || so->value("op", json()) == "ScalarLoop") continue;
     const int nd0 = g.vars[nd.outputs[0]].static_shape.ndim;
@@ -464,7 +464,7 @@ int Fuser::run() {
     }
     if (!ok) continue;
     try {
-      NodeContext ctx(g, k);
+      NodeContext ctx(g, k, TensorOp::Elemwise);
       comp[k] = read_composite(ctx, *so, ins, outs);
     } catch (const std::exception&) {
       continue;  // the loader reports it

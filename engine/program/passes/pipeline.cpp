@@ -1,12 +1,11 @@
 // The order the load-time passes run in (passes.hpp) and their switches.
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <ctime>
 
 #include "engine/program/passes/editor.hpp"
 #include "engine/program/passes/passes.hpp"
+#include "interp/config.hpp"
 
 namespace ember::passes {
 
@@ -19,21 +18,19 @@ double cpu_ms() {
   return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
-bool env_off(const char* name) {
-  const char* e = std::getenv(name);
-  return e && std::strcmp(e, "0") == 0;
-}
+bool off(const std::optional<std::string>& v) { return v && *v == "0"; }
 
 }  // namespace
 
 Options::Passes enabled_passes(const Options& o) {
   Options::Passes p = o.passes;
-  if (env_off("EMBER_PASSES")) return Options::Passes{false, false, false, false, false};
-  p.dce = p.dce && !env_off("EMBER_PASS_DCE");
-  p.fold = p.fold && !env_off("EMBER_PASS_FOLD");
-  p.cse = p.cse && !env_off("EMBER_PASS_CSE");
-  p.simplify = p.simplify && !env_off("EMBER_PASS_SIMPLIFY");
-  p.fuse = p.fuse && !env_off("EMBER_PASS_FUSE");
+  const Config& c = config();
+  if (off(c.passes)) return Options::Passes{false, false, false, false, false};
+  p.dce = p.dce && !off(c.pass_dce);
+  p.fold = p.fold && !off(c.pass_fold);
+  p.cse = p.cse && !off(c.pass_cse);
+  p.simplify = p.simplify && !off(c.pass_simplify);
+  p.fuse = p.fuse && !off(c.pass_fuse);
   return p;
 }
 

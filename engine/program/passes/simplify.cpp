@@ -167,7 +167,7 @@ bool Simplifier::specify_shape_is_static(const NodeSpec& n, const Shape& xs, con
 // AdvancedSubtensor1 / AdvancedIncSubtensor1: the same gather, and the same
 // sequential updates, through their one-axis kernels.
 void Simplifier::advanced_to_axis0(NodeSpec& n) {
-  const bool inc = n.op == "AdvancedIncSubtensor";
+  const bool inc = is_op(n, TensorOp::AdvancedIncSubtensor);
   const size_t idx_input = inc ? 2 : 1;
   if (n.inputs.size() != idx_input + 1 || var(n.inputs[0]).static_shape.ndim < 1) return;
   auto it = n.attrs.find("idx_list");
@@ -196,7 +196,7 @@ void Simplifier::dimshuffle(int k, NodeSpec& n) {
   if (!order) return;
   if (is_identity_order(*order, var(x).static_shape.ndim) && var(x).dtype == var(o).dtype) return to(k, o, x);
   const int p = e.producer(x);
-  if (p < 0 || g.nodes[p].op != "DimShuffle" || g.nodes[p].inputs.size() != 1) return;
+  if (p < 0 || !is_op(g.nodes[p], TensorOp::DimShuffle) || g.nodes[p].inputs.size() != 1) return;
   auto inner = read_order(g.nodes[p]);
   if (!inner) return;
   std::vector<int> composed;
@@ -280,36 +280,39 @@ int Simplifier::run() {
     NodeSpec& n = e.node(k);
     if (n.outputs.size() != 1 || n.inputs.empty()) continue;
     const int x = n.inputs[0], o = n.outputs[0];
-    const std::string& op = n.op;
-    if (op == "Elemwise") {
+    const std::optional<TensorOp> kind = find_tensor_op(n.op);
+    if (!kind) continue;
+    const TensorOp op = *kind;
+    if (op == TensorOp::Elemwise) {
       const std::string s = elemwise_scalar_op(n);
       if (!s.empty()) elemwise(k, n, s);
-    } else if (op == "DimShuffle") {
+    } else if (op == TensorOp::DimShuffle) {
       if (n.inputs.size() == 1) dimshuffle(k, n);
-    } else if (op == "DeepCopyOp" || op == "ViewOp" || op == "OutputGuard" || op == "TensorFromScalar" ||
-               op == "ScalarFromTensor") {
+    } else if (op == TensorOp::DeepCopyOp || op == TensorOp::ViewOp || op == TensorOp::OutputGuard ||
+               op == TensorOp::TensorFromScalar || op == TensorOp::ScalarFromTensor) {
       if (n.inputs.size() != 1 || var(x).dtype != var(o).dtype || var(x).static_shape.ndim != var(o).static_shape.ndim)
         continue;
       // A graph output copied from an input, a constant or another output keeps its copy.
       if (e.is_graph_output(o) && (e.producer(x) < 0 || e.is_graph_output(x))) continue;
       to(k, o, x);
-    } else if (op == "AdvancedSubtensor" || op == "AdvancedIncSubtensor") {
+    } else if (op == TensorOp::AdvancedSubtensor || op == TensorOp::AdvancedIncSubtensor) {
       advanced_to_axis0(n);
-    } else if (op == "CheckAndRaise" || op == "Assert") {
+    } else if (op == TensorOp::CheckAndRaise || op == TensorOp::Assert) {
       bool all_true = true;
       for (size_t i = 1; i < n.inputs.size(); ++i) all_true = all_true && constant_bool(e, n.inputs[i], true);
       if (all_true && var(x).dtype == var(o).dtype) to(k, o, x);
-    } else if (op == "SpecifyShape" || op == "Alloc" || op == "Reshape" || op == "Subtensor") {
+    } else if (op == TensorOp::SpecifyShape || op == TensorOp::Alloc || op == TensorOp::Reshape ||
+               op == TensorOp::Subtensor) {
       const Shape &xs = var(x).static_shape, &os = var(o).static_shape;
       if (var(x).dtype != var(o).dtype) continue;
-      if (op == "SpecifyShape") {
+      if (op == TensorOp::SpecifyShape) {
         if (specify_shape_is_static(n, xs, os)) to(k, o, x);
-      } else if (op == "Subtensor") {
+      } else if (op == TensorOp::Subtensor) {
         if (xs.ndim == os.ndim && full_subtensor(n, var(x))) to(k, o, x);
       } else if (same_static_shape(xs, os)) {
         to(k, o, x);  // Alloc or Reshape to the shape x already has
-      } else if (op == "Reshape" && one_element(var(x)) && one_element(var(o))) {
-        n.op = "DimShuffle";
+      } else if (op == TensorOp::Reshape && one_element(var(x)) && one_element(var(o))) {
+        n.op = tensor_op_name(TensorOp::DimShuffle);
         n.inputs = {x};
         n.attrs = json{{"new_order", order_json(std::vector<int>(os.ndim, -1))}};
         ++rewrites;

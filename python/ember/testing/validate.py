@@ -6,9 +6,10 @@ from importlib.resources import files
 
 import numpy as np
 
+from ..tables import ITEMSIZE as _ITEMSIZE
+
 # Shipped with the package (the format's only copy; docs/graph-format.md describes it).
 _SCHEMA_PATH = files("ember").joinpath("graph-format.schema.json")
-_ITEMSIZE = {"float64": 8, "float32": 4, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
 
 
 class GraphError(ValueError):

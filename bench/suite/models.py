@@ -1,0 +1,292 @@
+"""The suite's PyMC model families: name -> builder(seed) returning a pm.Model.
+
+Sizes are small to medium, as users sample them; data are simulated from each
+model's own structure with a fixed seed, so every run builds the same graph.
+Families already in ember.testing.models are reused at suite sizes.
+"""
+
+import os
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import pymc as pm  # noqa: E402
+import pytensor.tensor as pt  # noqa: E402
+from ember.testing import models as tm  # noqa: E402
+
+
+def radon(rng):
+    return tm.radon(counties=85, n=900)
+
+
+def eight_schools(rng):
+    return tm.eight_schools_noncentered()
+
+
+def seed_gamma(rng):
+    return tm.seed_gamma(groups=12, shared=16)
+
+
+def seed_lognormal(rng):
+    return tm.seed_lognormal(groups=18, shared=24)
+
+
+def logistic_glm(rng):
+    return tm.logistic_glm(groups=20, n=2000, k=3)
+
+
+def poisson_glm(rng):
+    return tm.poisson_glm(n=1000, k=2)
+
+
+def mvnormal_lkj(rng):
+    return tm.mvnormal_lkj(n=200, d=3)
+
+
+def negative_binomial(rng, n=800, k=4):
+    X = rng.normal(size=(n, k))
+    mu = np.exp(1.0 + X @ rng.normal(0, 0.4, size=k))
+    y = rng.negative_binomial(5.0, 5.0 / (5.0 + mu))
+    with pm.Model() as model:
+        a = pm.Normal("a", 0.0, 2.0)
+        b = pm.Normal("b", 0.0, 1.0, shape=k)
+        alpha = pm.Exponential("alpha", 0.2)
+        pm.NegativeBinomial("y", mu=pt.exp(a + pt.dot(X, b)), alpha=alpha, observed=y)
+    return model
+
+
+def ordinal_regression(rng, n=600, k=3, levels=5):
+    X = rng.normal(size=(n, k))
+    eta = X @ np.array([1.0, -0.5, 0.3])[:k]
+    cuts_true = np.linspace(-2, 2, levels - 1)
+    y = np.sum(eta[:, None] + rng.logistic(size=(n, 1)) > cuts_true, axis=1)
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0.0, 1.0, shape=k)
+        cuts = pm.Normal("cuts", 0.0, 3.0, shape=levels - 1, transform=pm.distributions.transforms.ordered,
+                         initval=np.linspace(-1, 1, levels - 1))
+        pm.OrderedLogistic("y", eta=pt.dot(X, beta), cutpoints=cuts, observed=y)
+    return model
+
+
+def dirichlet_multinomial(rng, n=200, k=6, total=30):
+    p = rng.dirichlet(np.full(k, 2.0), size=n)
+    y = np.array([rng.multinomial(total, pi) for pi in p])
+    with pm.Model() as model:
+        frac = pm.Dirichlet("frac", a=np.ones(k))
+        conc = pm.Lognormal("conc", 1.0, 1.0)
+        pm.DirichletMultinomial("y", n=total, a=frac * conc * k, observed=y)
+    return model
+
+
+def hierarchical_large(rng, n=20000, groups=800):
+    g = rng.integers(0, groups, size=n)
+    x = rng.normal(size=n)
+    a_true, b_true = rng.normal(1.0, 0.5, size=groups), rng.normal(0.5, 0.2, size=groups)
+    y = a_true[g] + b_true[g] * x + rng.normal(0, 0.8, size=n)
+    with pm.Model() as model:
+        mu_a, mu_b = pm.Normal("mu_a", 0, 5), pm.Normal("mu_b", 0, 5)
+        s_a, s_b = pm.HalfNormal("s_a", 1), pm.HalfNormal("s_b", 1)
+        za = pm.Normal("za", 0, 1, shape=groups)
+        zb = pm.Normal("zb", 0, 1, shape=groups)
+        a, b = mu_a + s_a * za, mu_b + s_b * zb
+        sigma = pm.HalfNormal("sigma", 2)
+        pm.Normal("y", a[g] + b[g] * x, sigma, observed=y)
+    return model
+
+
+def censored_normal(rng, n=500, lower=-1.0, upper=2.5):
+    y = np.clip(rng.normal(0.5, 1.5, size=n), lower, upper)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 5)
+        sigma = pm.HalfNormal("sigma", 3)
+        pm.Censored("y", pm.Normal.dist(mu, sigma), lower=lower, upper=upper, observed=y)
+    return model
+
+
+def gp_marginal(rng, n=60):
+    x = np.sort(rng.uniform(0, 10, size=n))[:, None]
+    y = np.sin(x[:, 0]) + rng.normal(0, 0.3, size=n)
+    with pm.Model() as model:
+        ls = pm.Gamma("ls", 2, 1)
+        eta = pm.HalfNormal("eta", 2)
+        gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(1, ls))
+        gp.marginal_likelihood("y", X=x, y=y, sigma=pm.HalfNormal("sigma", 1))
+    return model
+
+
+def gp_latent(rng, n=40):
+    x = np.sort(rng.uniform(0, 10, size=n))[:, None]
+    y = rng.poisson(np.exp(np.sin(x[:, 0])))
+    with pm.Model() as model:
+        ls = pm.Gamma("ls", 2, 1)
+        eta = pm.HalfNormal("eta", 1)
+        gp = pm.gp.Latent(cov_func=eta**2 * pm.gp.cov.Matern52(1, ls))
+        f = gp.prior("f", X=x)
+        pm.Poisson("y", mu=pt.exp(f), observed=y)
+    return model
+
+
+def ar2(rng, t=300):
+    y = np.zeros(t)
+    for i in range(2, t):
+        y[i] = 0.6 * y[i - 1] - 0.2 * y[i - 2] + rng.normal(0, 0.5)
+    with pm.Model() as model:
+        rho = pm.Normal("rho", 0, 0.5, shape=2)
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.AR("y", rho=rho, sigma=sigma, init_dist=pm.Normal.dist(0, 1), steps=t - 2, observed=y)
+    return model
+
+
+def random_walk(rng, t=400):
+    latent = np.cumsum(rng.normal(0, 0.2, size=t))
+    y = latent + rng.normal(0, 0.5, size=t)
+    with pm.Model() as model:
+        s = pm.HalfNormal("s", 0.5)
+        walk = pm.GaussianRandomWalk("walk", sigma=s, init_dist=pm.Normal.dist(0, 1), steps=t - 1)
+        pm.Normal("y", walk, pm.HalfNormal("sigma", 1), observed=y)
+    return model
+
+
+def stochastic_volatility(rng, t=400):
+    vol = np.cumsum(rng.normal(0, 0.1, size=t)) - 2
+    r = rng.standard_t(6, size=t) * np.exp(vol)
+    with pm.Model() as model:
+        step = pm.Exponential("step", 10)
+        h = pm.GaussianRandomWalk("h", sigma=step, init_dist=pm.Normal.dist(-2, 1), shape=t)
+        nu = pm.Exponential("nu", 0.1)
+        pm.StudentT("r", nu=nu, lam=pt.exp(-2 * h), observed=r)
+    return model
+
+
+def zero_sum_hierarchy(rng, n=2000, a=30, b=12):
+    ia, ib = rng.integers(0, a, size=n), rng.integers(0, b, size=n)
+    y = rng.normal(0, 0.5, size=a)[ia] + rng.normal(0, 0.3, size=b)[ib] + rng.normal(0, 1, size=n)
+    with pm.Model(coords={"a": range(a), "b": range(b)}) as model:
+        mu = pm.Normal("mu", 0, 3)
+        ea = pm.ZeroSumNormal("ea", sigma=pm.HalfNormal("sa", 1), dims="a")
+        eb = pm.ZeroSumNormal("eb", sigma=pm.HalfNormal("sb", 1), dims="b")
+        pm.Normal("y", mu + ea[ia] + eb[ib], pm.HalfNormal("sigma", 2), observed=y)
+    return model
+
+
+def beta_regression(rng, n=500, k=3):
+    X = rng.normal(size=(n, k))
+    m = 1 / (1 + np.exp(-(X @ rng.normal(0, 0.5, size=k))))
+    y = np.clip(rng.beta(m * 20, (1 - m) * 20), 1e-6, 1 - 1e-6)
+    with pm.Model() as model:
+        b = pm.Normal("b", 0, 1, shape=k)
+        a = pm.Normal("a", 0, 1)
+        phi = pm.Gamma("phi", 2, 0.1)
+        mu = pm.math.invlogit(a + pt.dot(X, b))
+        pm.Beta("y", alpha=mu * phi, beta=(1 - mu) * phi, observed=y)
+    return model
+
+
+def horseshoe(rng, n=200, k=50):
+    X = rng.normal(size=(n, k))
+    w = np.zeros(k)
+    w[:5] = rng.normal(0, 2, size=5)
+    y = X @ w + rng.normal(0, 1, size=n)
+    with pm.Model() as model:
+        tau = pm.HalfCauchy("tau", 0.1)
+        lam = pm.HalfCauchy("lam", 1, shape=k)
+        z = pm.Normal("z", 0, 1, shape=k)
+        pm.Normal("y", pt.dot(X, z * tau * lam), pm.HalfNormal("sigma", 2), observed=y)
+    return model
+
+
+def normal_mixture(rng, n=600, k=3):
+    comp = rng.integers(0, k, size=n)
+    y = np.array([-3.0, 0.0, 4.0])[comp] + rng.normal(0, 1, size=n)
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(k))
+        mu = pm.Normal("mu", 0, 5, shape=k, transform=pm.distributions.transforms.ordered,
+                       initval=np.linspace(-2, 2, k))
+        sigma = pm.HalfNormal("sigma", 2, shape=k)
+        pm.NormalMixture("y", w=w, mu=mu, sigma=sigma, observed=y)
+    return model
+
+
+def weibull_survival(rng, n=400, k=2):
+    X = rng.normal(size=(n, k))
+    scale = np.exp(2.0 + X @ np.array([0.5, -0.3])[:k])
+    t = scale * rng.weibull(1.5, size=n)
+    cens = rng.uniform(0, 15, size=n)
+    obs = np.minimum(t, cens)
+    with pm.Model() as model:
+        b = pm.Normal("b", 0, 1, shape=k)
+        a = pm.Normal("a", 0, 3)
+        alpha = pm.Gamma("alpha", 2, 1)
+        lam = pt.exp(a + pt.dot(X, b))
+        pm.Censored("t", pm.Weibull.dist(alpha=alpha, beta=lam), lower=None, upper=cens, observed=obs)
+    return model
+
+
+def simplex_categorical(rng, n=1000, k=8, groups=10):
+    g = rng.integers(0, groups, size=n)
+    p = rng.dirichlet(np.full(k, 3.0), size=groups)
+    y = np.array([rng.choice(k, p=p[i]) for i in g])
+    with pm.Model() as model:
+        base = pm.Dirichlet("base", np.ones(k))
+        conc = pm.Gamma("conc", 2, 0.2)
+        theta = pm.Dirichlet("theta", base * conc * k, shape=(groups, k))
+        pm.Categorical("y", p=theta[g], observed=y)
+    return model
+
+
+def studentt_robust(rng, n=500, k=4):
+    X = rng.normal(size=(n, k))
+    y = X @ rng.normal(size=k) + rng.standard_t(3, size=n)
+    with pm.Model() as model:
+        b = pm.Normal("b", 0, 2, shape=k)
+        a = pm.Normal("a", 0, 2)
+        pm.StudentT("y", nu=pm.Gamma("nu", 2, 0.1), mu=a + pt.dot(X, b), sigma=pm.HalfNormal("sigma", 2),
+                    observed=y)
+    return model
+
+
+def zero_inflated_poisson(rng, n=800, k=2):
+    X = rng.normal(size=(n, k))
+    lam = np.exp(1.0 + X @ np.array([0.4, -0.2])[:k])
+    y = np.where(rng.uniform(size=n) < 0.3, 0, rng.poisson(lam))
+    with pm.Model() as model:
+        psi = pm.Beta("psi", 2, 2)
+        b = pm.Normal("b", 0, 1, shape=k)
+        a = pm.Normal("a", 0, 2)
+        pm.ZeroInflatedPoisson("y", psi=psi, mu=pt.exp(a + pt.dot(X, b)), observed=y)
+    return model
+
+
+def garch11_scan(rng, t=300):
+    """A GARCH(1,1) whose variance recursion is a pytensor Scan."""
+    import pytensor
+
+    r = rng.standard_t(8, size=t) * 0.1
+    with pm.Model() as model:
+        omega = pm.HalfNormal("omega", 0.1)
+        alpha = pm.Beta("alpha", 2, 8)
+        beta = pm.Beta("beta", 8, 2)
+        r_data = pt.as_tensor_variable(r)
+
+        def step(r_prev, var_prev, w, a, b):
+            return w + a * r_prev**2 + b * var_prev
+
+        var, _ = pytensor.scan(step, sequences=[r_data[:-1]], outputs_info=[pt.as_tensor_variable(np.var(r))],
+                               non_sequences=[omega, alpha, beta])
+        pm.Normal("r", 0.0, pt.sqrt(pt.concatenate([[np.var(r)], var])), observed=r)
+    return model
+
+
+MODELS = {f.__name__: f for f in [
+    radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
+    ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
+    gp_latent, ar2, random_walk, stochastic_volatility, zero_sum_hierarchy, beta_regression, horseshoe,
+    normal_mixture, weibull_survival, simplex_categorical, studentt_robust, zero_inflated_poisson, garch11_scan,
+]}
+
+
+def build(name, seed=0):
+    return MODELS[name](np.random.default_rng(seed))
