@@ -28,6 +28,7 @@ using reduce::kLeaf;
 using reduce::kLanes;
 
 constexpr int64_t kTile = 256;  // outputs per column-mode tile (2 KB rows of float64)
+constexpr int64_t kMinColumns = 8;  // fewer outputs: rows mode
 
 struct Axes {
   int nd = 0;
@@ -400,7 +401,9 @@ class ReduceKernel final : public OpKernel {
     if (p.kept.nd > 0 && p.red.nd > 0) {
       const int64_t sk = std::llabs(p.kept.strides[p.kept.nd - 1]);
       const int64_t sr = std::llabs(p.red.strides[p.red.nd - 1]);
-      p.column = sk < sr;
+      // A tile of a few columns costs more per element than gathering each
+      // column's run (a mixture's (600, 3) summed over axis 0).
+      p.column = sk < sr && (p.O >= kMinColumns || p.R > kChunk);
     }
     p.short_rows = !p.column && p.red.nd == 1 && p.R <= kLeaf && p.O * p.R < p.threshold;
     if (p.column) {
