@@ -151,6 +151,9 @@ void ElemwiseKernel::attach_tier() { tier_ = TierManager::instance().attach(*thi
 
 namespace {
 
+// Inner runs shorter than this are swapped with a longer dim (run_nest).
+constexpr int64_t kShortRun = 16;
+
 // A broadcast loop nest after merging: `m` dims, operand strides in elements.
 struct LoopNest {
   int nin = 0, nops = 0, m = 0;
@@ -302,6 +305,18 @@ namespace {
   if (L.m == 0) {  // 0-d, or every dim has size 1
     k->run(1, base, base + nin);
     return total;
+  }
+  // A short inner run (a (600, 3) broadcast) costs one kernel call per row:
+  // move the longest dim inside instead. Elements are independent, so the
+  // order they are computed in changes no bit.
+  if (L.m >= 2 && L.dims[L.m - 1] < kShortRun) {
+    int j = 0;
+    for (int d = 1; d < L.m - 1; ++d)
+      if (L.dims[d] > L.dims[j]) j = d;
+    if (L.dims[j] > L.dims[L.m - 1]) {
+      std::swap(L.dims[j], L.dims[L.m - 1]);
+      for (int i = 0; i < nops; ++i) std::swap(st[i * kMaxRank + j], st[i * kMaxRank + L.m - 1]);
+    }
   }
   L.st = st;
   L.base = base;

@@ -11,6 +11,7 @@ EMBER_FALLBACK=0) compiling fails instead with one ember.UnsupportedGraphError
 naming every unsupported op and where it occurs (see docs/python.md).
 """
 
+import sys
 import warnings
 from copy import copy
 
@@ -27,8 +28,12 @@ from .options import resolve_options
 # Same exclusions as PyTensor's NUMBA mode, without its numba-only rewrites:
 # C-only ops, BLAS ops (Gemv/Gemm/Ger), CAReduce-with-Composite fusion.
 # local_usmm (sparse BLAS) is C-only too, but PyTensor 2.x does not tag it
-# cxx_only, and its pattern reads config.blas__ldflags, which runs g++.
-INCOMPATIBLE_REWRITES = ("cxx_only", "BlasOpt", "local_careduce_fusion", "scan_save_mem_prealloc", "local_usmm")
+# cxx_only, and its pattern reads config.blas__ldflags, which runs g++. It is
+# named only once registered (PyTensor 2.x imports pytensor.sparse with
+# pytensor): excluding an unknown name leaves an empty tag in PyTensor's
+# rewrite database, and pytensor.sparse's later import then fails.
+INCOMPATIBLE_REWRITES = ("cxx_only", "BlasOpt", "local_careduce_fusion", "scan_save_mem_prealloc") + \
+    (("local_usmm",) if "pytensor.sparse" in sys.modules else ())
 
 
 def _unshare(doc, fgraph):

@@ -1,9 +1,13 @@
 """pytensor.function(..., mode="EMBER") against PyTensor's Python implementations."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
-from native_helpers import reference_mode, require_native
+from native_helpers import ROOT, reference_mode, require_native
 
 pytensor = pytest.importorskip("pytensor")
 import pytensor.tensor as pt  # noqa: E402
@@ -39,6 +43,27 @@ def test_mode_is_registered_by_import():
     assert get_mode("EMBER") is ember.EMBER
     assert get_mode("ember") is ember.EMBER
     assert isinstance(ember.EMBER.linker, ember.EmberLinker)
+
+
+def test_ember_rewrites_leave_pytensor_sparse_importable():
+    # A fresh process: whether pytensor.sparse is imported yet is what matters.
+    code = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np, pytensor, pytensor.tensor as pt
+import ember
+x = pt.dvector("x")
+f = pytensor.function([x], pt.sum(x ** 2) + pt.sum(pt.exp(x)), mode=ember.Mode())
+assert np.isclose(f(np.zeros(3)), 3.0)
+import pytensor.sparse
+from pytensor.compile.mode import optdb
+print(optdb.query("+specialize") is not None)
+"""
+    env = dict(os.environ)
+    out = subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, "python")], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().endswith("True")
 
 
 @pytest.mark.covers("Elemwise", "Composite", "Add", "Mul", "Sub", "Exp", "Log1p", "Switch", "Sigmoid", "Sqr", "GT", "Neg")

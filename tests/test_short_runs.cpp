@@ -1,0 +1,196 @@
+// Fast paths for short inner axes: an Elemwise whose innermost dim is short
+// runs with a longer dim inside (engine/ops/ops_elemwise.cpp), and a reduction
+// of many outputs over a few inner elements each skips the row tasks
+// (engine/ops/ops_reduce.cpp). Both against the general path, bit for bit.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "ember/ember.hpp"
+#include "reduce_fixture.hpp"
+
+using namespace ember;
+using ember::test::rfx::reduce_graph;
+
+namespace {
+
+uint64_t bits(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, 8);
+  return b;
+}
+
+// y = log1p(exp(a - b) / (b * b + 0.5)) + a * b over broadcast a, b (rank 2 or 3).
+std::string elemwise_graph(int nd) {
+  const std::string s = nd == 2 ? "[null, null]" : "[null, null, null]";
+  return R"({"format": "ember-graph", "version": 1,
+    "variables": [{"name": "a", "dtype": "float64", "shape": )" + s + R"(},
+                  {"name": "b", "dtype": "float64", "shape": )" + s + R"(},
+                  {"name": "y", "dtype": "float64", "shape": )" + s + R"(}],
+    "inputs": [0, 1], "outputs": [2],
+    "nodes": [{"op": "Elemwise", "inputs": [0, 1], "outputs": [2], "attrs": {"scalar_op": {"op": "Composite",
+      "inputs": ["float64", "float64"], "constants": [{"dtype": "float64", "value": 0.5}],
+      "nodes": [{"op": "Sub", "dtype": "float64", "inputs": [0, 1]},
+                {"op": "Exp", "dtype": "float64", "inputs": [3]},
+                {"op": "Mul", "dtype": "float64", "inputs": [1, 1]},
+                {"op": "Add", "dtype": "float64", "inputs": [5, 2]},
+                {"op": "TrueDiv", "dtype": "float64", "inputs": [4, 6]},
+                {"op": "Log1p", "dtype": "float64", "inputs": [7]},
+                {"op": "Mul", "dtype": "float64", "inputs": [0, 1]},
+                {"op": "Add", "dtype": "float64", "inputs": [8, 9]}],
+      "outputs": [10]}}}]})";
+}
+
+Array random_array(std::mt19937_64& g, Shape s) {
+  std::normal_distribution<double> nd(0.0, 2.0);
+  Array a = Array::empty(DType::Float64, s);
+  for (int64_t i = 0; i < a.size(); ++i) a.data<double>()[i] = nd(g);
+  return a;
+}
+
+// The (r, c) transpose view of a 2-d array.
+Tensor transposed(const Array& a) {
+  Tensor t = a.t;
+  std::swap(t.shape.dims[0], t.shape.dims[1]);
+  std::swap(t.strides[0], t.strides[1]);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("elemwise_short_inner_dim_matches_the_transposed_layout") {
+  // y(a, b)[i, j] against y(a^T, b^T)[j, i], whose inner dim is long: the
+  // same elements through the unswapped loop.
+  auto p = Program::from_json(elemwise_graph(2));
+  std::mt19937_64 g(5);
+  struct Case {
+    Shape a, b;
+  };
+  const std::vector<Case> cases = {
+      {{2, {600, 1}}, {2, {1, 3}}},   {{2, {600, 3}}, {2, {1, 3}}},  {{2, {600, 3}}, {2, {600, 3}}},
+      {{2, {1, 2}}, {2, {40, 1}}},    {{2, {17, 15}}, {2, {17, 15}}}, {{2, {1, 1}}, {2, {300, 2}}},
+      {{2, {5, 1}}, {2, {1, 1}}},     {{2, {1, 4}}, {2, {3, 1}}},    {{2, {0, 3}}, {2, {1, 3}}},
+      {{2, {100000, 1}}, {2, {1, 2}}}};
+  for (const Case& c : cases) {
+    Array a = random_array(g, c.a), b = random_array(g, c.b);
+    auto y = p->call({a.t, b.t});
+    auto yt = p->call({transposed(a), transposed(b)});
+    const int64_t r = y[0].t.shape.dims[0], k = y[0].t.shape.dims[1];
+    INFO("a " << c.a.str() << ", b " << c.b.str());
+    REQUIRE(yt[0].t.shape == Shape{2, {k, r}});
+    int64_t bad = 0;
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < k; ++j)
+        bad += bits(y[0].data<double>()[i * k + j]) != bits(yt[0].data<double>()[j * r + i]);
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("elemwise_short_inner_dim_of_strided_and_rank_3_inputs") {
+  // Strided views and rank 3: every element against its own one-element call.
+  auto p2 = Program::from_json(elemwise_graph(2));
+  auto p3 = Program::from_json(elemwise_graph(3));
+  std::mt19937_64 g(6);
+  Array base = random_array(g, Shape{2, {200, 6}});
+  Tensor v = base.t;  // (200, 3): every other column
+  v.shape = Shape{2, {200, 3}};
+  v.strides[1] = 2;
+  Array b = random_array(g, Shape{2, {1, 3}});
+  auto y = p2->call({v, b.t});
+  int64_t bad = 0;
+  for (int64_t i = 0; i < 200; ++i)
+    for (int64_t j = 0; j < 3; ++j) {
+      Array ai = Array::of<double>({2, {1, 1}}, {base.data<double>()[i * 6 + 2 * j]});
+      Array bj = Array::of<double>({2, {1, 1}}, {b.data<double>()[j]});
+      bad += bits(p2->call({ai.t, bj.t})[0].data<double>()[0]) != bits(y[0].data<double>()[i * 3 + j]);
+    }
+  CHECK(bad == 0);
+  Array a3 = random_array(g, Shape{3, {2, 50, 1}}), b3 = random_array(g, Shape{3, {1, 1, 3}});
+  auto y3 = p3->call({a3.t, b3.t});
+  REQUIRE(y3[0].t.shape == Shape{3, {2, 50, 3}});
+  bad = 0;
+  for (int64_t i = 0; i < 100; ++i)
+    for (int64_t j = 0; j < 3; ++j) {
+      Array ai = Array::of<double>({3, {1, 1, 1}}, {a3.data<double>()[i]});
+      Array bj = Array::of<double>({3, {1, 1, 1}}, {b3.data<double>()[j]});
+      bad += bits(p3->call({ai.t, bj.t})[0].data<double>()[0]) != bits(y3[0].data<double>()[i * 3 + j]);
+    }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("short_row_reductions_match_the_general_row_path") {
+  // parallel_threshold 1 keeps every reduction on the general row tasks.
+  Options general;
+  general.parallel_threshold = 1;
+  std::mt19937_64 g(7);
+  for (const char* op : {"Sum", "Max", "Min", "Prod"}) {
+    const std::string gr = reduce_graph(op, "float64", "[null, null]", "float64", "[null]", R"({"axis": [1]})");
+    auto fast = Program::from_json(gr);
+    auto slow = Program::from_json(gr, general);
+    for (int64_t o : {1, 2, 600}) {
+      for (int64_t r : {0, 1, 2, 3, 7, 8, 9, 16, 127, 128, 129}) {
+        if (r == 0 && (std::string(op) == "Max" || std::string(op) == "Min")) continue;
+        for (int64_t st : {1, 2}) {  // st 2: every other column of a wider array
+          Array base = random_array(g, Shape{2, {o, r * st}});
+          Tensor x = base.t;
+          x.shape.dims[1] = r;
+          x.strides[1] = st;
+          auto a = fast->call({x});
+          auto b = slow->call({x});
+          INFO(op << " (" << o << ", " << r << ") stride " << st);
+          REQUIRE(a[0].t.shape == Shape{1, {o}});
+          int64_t bad = 0;
+          for (int64_t i = 0; i < o; ++i) bad += bits(a[0].data<double>()[i]) != bits(b[0].data<double>()[i]);
+          CHECK(bad == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("short_row_reductions_of_ints_bools_and_rank_3") {
+  Options general;
+  general.parallel_threshold = 1;
+  const std::string gi = reduce_graph("Sum", "int32", "[null, null, null]", "int64", "[null, null]",
+                                      R"({"axis": [2], "acc_dtype": "int64"})");
+  const std::string gb = reduce_graph("Any", "bool", "[null, null]", "bool", "[null]", R"({"axis": [1]})");
+  std::mt19937_64 g(8);
+  Array xi = Array::empty(DType::Int32, Shape{3, {4, 50, 3}});
+  for (int64_t i = 0; i < xi.size(); ++i) xi.data<int32_t>()[i] = static_cast<int32_t>(g() % 2000000000) - 1000000000;
+  auto a = Program::from_json(gi)->call({xi.t});
+  auto b = Program::from_json(gi, general)->call({xi.t});
+  REQUIRE(a[0].t.shape == Shape{2, {4, 50}});
+  CHECK(std::memcmp(a[0].data<int64_t>(), b[0].data<int64_t>(), 200 * 8) == 0);
+  Array xb = Array::empty(DType::Bool, Shape{2, {300, 3}});
+  for (int64_t i = 0; i < xb.size(); ++i) xb.data<bool>()[i] = g() % 5 == 0;
+  auto c = Program::from_json(gb)->call({xb.t});
+  auto d = Program::from_json(gb, general)->call({xb.t});
+  CHECK(std::memcmp(c[0].data<bool>(), d[0].data<bool>(), 300) == 0);
+}
+
+TEST_CASE("few_column_reductions_over_axis_0_match_the_column_tiles") {
+  // (r, 3) over axis 0 takes the rows mode; the same columns inside a
+  // (r, 9) input take the column tiles. Same tree, same bits.
+  std::mt19937_64 g(9);
+  for (const char* op : {"Sum", "Max", "Prod"}) {
+    auto p = Program::from_json(reduce_graph(op, "float64", "[null, null]", "float64", "[null]", R"({"axis": [0]})"));
+    for (int64_t r : {1, 2, 7, 8, 9, 128, 129, 600, 70000}) {
+      for (int64_t k : {1, 2, 3, 7}) {
+        Array wide = random_array(g, Shape{2, {r, 9}});
+        Array narrow = Array::empty(DType::Float64, Shape{2, {r, k}});
+        for (int64_t i = 0; i < r; ++i)
+          for (int64_t j = 0; j < k; ++j) narrow.data<double>()[i * k + j] = wide.data<double>()[i * 9 + j];
+        auto a = p->call({narrow.t});
+        auto b = p->call({wide.t});
+        INFO(op << " (" << r << ", " << k << ")");
+        int64_t bad = 0;
+        for (int64_t j = 0; j < k; ++j) bad += bits(a[0].data<double>()[j]) != bits(b[0].data<double>()[j]);
+        CHECK(bad == 0);
+      }
+    }
+  }
+}
