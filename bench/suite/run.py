@@ -1,5 +1,5 @@
 """Run the model suite against nutpie's numba backend:
-python bench/suite/run.py [--only a,b] [--repeats N] [--cap SECONDS] [--out FILE]
+python bench/suite/run.py [--only a,b] [--repeats N] [--cap SECONDS] [--out FILE] [--append | --replace]
 
 Every (model, repeat) runs in its own subprocess (child.py) under a wall cap, so
 one hang loses one run; the results file is rewritten after every run. Repeats
@@ -67,6 +67,8 @@ def main():
     ap.add_argument("--budget-min", type=float, default=55, help="no run starts after this many minutes")
     ap.add_argument("--blas-threads", type=int, help="BLAS/OpenMP threads of every run (default: the libraries')")
     ap.add_argument("--append", action="store_true", help="add the runs to those already in --out")
+    ap.add_argument("--replace", action="store_true",
+                    help="as --append, but the runs of the models run now replace their earlier ones")
     ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
     a = ap.parse_args()
     names = [n for n in a.only.split(",") if n] or list(models.MODELS)
@@ -77,10 +79,10 @@ def main():
     doc = {"started": datetime.datetime.now().isoformat(timespec="seconds"), "machine": {
         "cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
         "versions": versions()}, "load_start": os.getloadavg(), "blas_threads": a.blas_threads, "runs": []}
-    if a.append and os.path.exists(a.out):
+    if (a.append or a.replace) and os.path.exists(a.out):
         with open(a.out) as f:
             old = json.load(f)
-        doc["runs"] = old["runs"]
+        doc["runs"] = [r for r in old["runs"] if not (a.replace and r.get("model") in names)]
         doc.update({k: old[k] for k in ("started", "load_start", "skipped") if k in old})
     timer_so = ctimer.build(tempfile.mkdtemp(prefix="suite-timer-"))
     skipped = doc.setdefault("skipped", [])
