@@ -1,6 +1,7 @@
 // Kernels swapped under calling threads (the protocol of engine/ops/elemwise.hpp
 // and jit/tier_manager.cpp). Built into ember_tests and, under
 // ThreadSanitizer, into ember_thread_tests (tests/fuzz/CMakeLists.txt).
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -153,8 +154,19 @@ TEST_CASE("jit_eight_threads_see_identical_bits_while_kernels_swap_on_eviction",
   CHECK(same_bits(a->call({in.x.t, in.y.t})[0], ref));
   Callers callers(*a, in, ref);
   while (callers.calls.load() < 200) std::this_thread::yield();
-  // Room for a's code and nothing more: b's compile must evict a's kernels.
-  c.memory_budget = s1.resident_code_bytes + 1;
+  // Room for b's predicted compile with 1/16 to spare (the admission
+  // margin) and not for a's code beside it: b's compile must evict a's kernels.
+  size_t need = 0;
+  {
+    JitConfig off;
+    off.mode = JitMode::Off;
+    ScopedConfig so(off);
+    auto b_off = Program::from_json(two_node_graph(2));
+    for (const auto& k : b_off->impl().kernels)
+      if (auto* e = dynamic_cast<const ElemwiseKernel*>(k.get()))
+        need = std::max(need, TierManager::instance().predicted_peak(e->interpreter().bytecode(), c.max_tier));
+  }
+  c.memory_budget = need * 16 / 15 + 16;
   TierManager::instance().configure(c);
   auto b = Program::from_json(two_node_graph(2));
   const JitStats s2 = TierManager::instance().stats();

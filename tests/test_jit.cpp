@@ -460,7 +460,10 @@ TEST_CASE("jit_forced_failures_and_zero_budget_leave_composites_interpreted", "[
     const JitStats before = TierManager::instance().stats();
     auto p = Program::from_json(g);
     const JitStats after = TierManager::instance().stats();
-    CHECK(after.failures - before.failures == 3);
+    // A budget no compile fits skips the tiers: not a failure.
+    if (mode == 2) CHECK(after.failures == before.failures);
+    if (mode == 2) CHECK(after.skipped_budget > before.skipped_budget);
+    if (mode != 2) CHECK(after.failures - before.failures == 3);
     CHECK(after.compiles == before.compiles);
     for (const auto& cs : after.composites) CHECK(cs.tier == 0);
     CHECK(same_bits(p->call({in.x.t, in.y.t}), ref) == "");
