@@ -154,8 +154,9 @@ TEST_CASE("jit_eight_threads_see_identical_bits_while_kernels_swap_on_eviction",
   CHECK(same_bits(a->call({in.x.t, in.y.t})[0], ref));
   Callers callers(*a, in, ref);
   while (callers.calls.load() < 200) std::this_thread::yield();
-  // Room for b's predicted compile with 1/16 to spare (the admission
-  // margin) and not for a's code beside it: b's compile must evict a's kernels.
+  // Room for b's compile in one-instruction chunks (the smallest split),
+  // with 1/16 to spare (the admission margin), and not for a's code beside
+  // it: b's compile must evict a's kernels.
   size_t need = 0;
   {
     JitConfig off;
@@ -163,10 +164,15 @@ TEST_CASE("jit_eight_threads_see_identical_bits_while_kernels_swap_on_eviction",
     ScopedConfig so(off);
     auto b_off = Program::from_json(two_node_graph(2));
     for (const auto& k : b_off->impl().kernels)
-      if (auto* e = dynamic_cast<const ElemwiseKernel*>(k.get()))
-        need = std::max(need, TierManager::instance().predicted_peak(e->interpreter().bytecode(), c.max_tier));
+      if (auto* e = dynamic_cast<const ElemwiseKernel*>(k.get())) {
+        // The whole compile's prediction less all but one instruction's transient.
+        const auto& bc = e->interpreter().bytecode();
+        const double per = TierManager::instance().stats().backends[c.max_tier].bytes_per_instruction;
+        const double whole = double(TierManager::instance().predicted_peak(bc, c.max_tier));
+        need = std::max(need, static_cast<size_t>(whole - 1.25 * per * double(bc.code.size() - 1)));
+      }
   }
-  c.memory_budget = need * 16 / 15 + 16;
+  c.memory_budget = (need + 8) * 16 / 15 + 1;
   TierManager::instance().configure(c);
   auto b = Program::from_json(two_node_graph(2));
   const JitStats s2 = TierManager::instance().stats();
