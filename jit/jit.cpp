@@ -5,6 +5,7 @@
 #include <malloc.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -316,12 +317,18 @@ Piece load_object(const std::string& object, CompileStats* st) {
   std::lock_guard<std::mutex> g(mu());
   OrcJit* j = orc_locked();
   if (!j) throw std::runtime_error("JIT unavailable on this machine");
+  // Measured as a compile is: linking touches pages of its own.
+  const size_t h0 = heap_in_use();
+  reset_hwm();
+  const size_t rss0 = rss_kb("VmRSS:");
   auto buf = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), obj_size), name);
   size_t bytes = 0;
   Piece p = link(*j, std::move(buf), name, &bytes);
   if (st) {
+    const size_t h = heap_in_use(), hwm = rss_kb("VmHWM:");
     st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     st->code_bytes = bytes;
+    st->peak_bytes = std::max({bytes, h > h0 ? h - h0 : size_t(0), hwm > rss0 ? (hwm - rss0) * 1024 : size_t(0)});
   }
   return p;
 }

@@ -13,7 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "interp/bytecode.hpp"
 #include "interp/config.hpp"
+#include "jit/peak_model.hpp"
 
 #ifdef EMBER_WITH_JIT
 #include "jit/disk_cache.hpp"
@@ -58,8 +60,30 @@ std::string JitStats::to_json() const {
   j["failures"] = failures;
   j["evictions"] = evictions;
   j["rejected_slower"] = rejected_slower;
+  j["skipped_budget"] = skipped_budget;
+  j["over_budget"] = over_budget;
   j["splits"] = splits;
   j["cache"] = {{"hits", cache_hits}, {"misses", cache_misses}, {"write_failures", cache_write_failures}};
+  nlohmann::json ts = nlohmann::json::array();
+  for (int t = 1; t < 3; ++t) {
+    const TierStats& x = tiers[t];
+    ts.push_back({{"tier", t},
+                  {"attempted", x.attempted},
+                  {"compiled", x.compiled},
+                  {"skipped_budget", x.skipped_budget},
+                  {"rejected_slower", x.rejected_slower},
+                  {"evicted", x.evicted},
+                  {"failed", x.failed}});
+  }
+  j["tiers"] = ts;
+  nlohmann::json bs = nlohmann::json::array();
+  for (const BackendStats& b : backends)
+    bs.push_back({{"backend", b.name},
+                  {"fixed_bytes", b.fixed_bytes},
+                  {"fixed_measured", b.fixed_measured},
+                  {"bytes_per_instruction", b.bytes_per_instruction}});
+  j["backends"] = bs;
+  j["notes"] = notes;
   nlohmann::json cs = nlohmann::json::array();
   for (const CompositeStats& c : composites) {
     cs.push_back({{"name", c.name},
@@ -75,6 +99,9 @@ std::string JitStats::to_json() const {
                   {"compile_peak_bytes", c.compile_peak_bytes},
                   {"code_bytes", c.code_bytes},
                   {"cache_hit", c.cache_hit},
+                  {"compiles", c.compiles},
+                  {"evictions", c.evictions},
+                  {"skipped", c.skipped},
                   {"failures", c.failures},
                   {"last_error", c.last_error}});
   }
@@ -119,9 +146,17 @@ struct TierEntry {
     nwin = std::min(nwin + 1, kWindows);
   }
   bool no_retry[3] = {};
-  int failures = 0;
+  bool skipped[3] = {};    // the tier cannot fit the budget (until configure)
+  bool direct_ok = false;  // tier 1's direct emitter takes the whole bytecode
+  int failures = 0, compiles = 0, evictions = 0;
+  int best_tier = 0;       // the highest tier that won its A/B measurement
+  double penalty = 1;      // raises the hotness bar after an eviction
   Clock::time_point backoff_until{};
   CompositeStats st;
+
+  double ns_per_element(int t) const {
+    return tier_elements[t] ? double(tier_ns[t]) / double(tier_elements[t]) : 0;
+  }
 };
 
 struct TierManager::Impl {
@@ -133,15 +168,17 @@ struct TierManager::Impl {
   bool stop = false, compiling = false;
   size_t queued = 0;
   JitStats totals;
+  PeakModel model;
+  bool noted[3] = {};  // a "tier skipped" note was written for this budget
   // Per-tier compile model (CPU µs = chunks x base + per instruction x n),
   // recalibrated from measurements. The fixed part dominates the small
   // Composites of real models (tier 1: ~2.4 ms whatever the size,
   // docs/jit.md); without it, per-instruction figures learnt from them
   // over-predict large Composites many times over.
   // Tier 1's direct emitter (jit/emit_x86.hpp) costs ~3 us per chunk +
-  // 0.15 us per instruction, ~0.1 MB at most (bench/jit_bench), so it has
-  // its own starting points, floors and fixed peak; a chunk it declines goes
-  // to LLVM, and the recalibration follows whichever ran.
+  // 0.15 us per instruction (bench/jit_bench), so it has its own starting
+  // points and floors; a chunk it declines goes to LLVM, and the
+  // recalibration follows whichever ran.
   static bool t1_direct() {
 #ifdef EMBER_WITH_JIT
     return jit::direct_tier1();
@@ -151,19 +188,22 @@ struct TierManager::Impl {
   }
   double base_us[3] = {0, t1_direct() ? 20.0 : 2400.0, 6000};
   double us_per_instr[3] = {0, t1_direct() ? 0.2 : 17.0, 45};
-  double peak_per_instr[3] = {0, t1_direct() ? 500.0 : 6000.0, 12000};
-  double code_per_instr[3] = {0, t1_direct() ? 24.0 : 120.0, 120};
   const double min_base_us[3] = {0, t1_direct() ? 5.0 : 300.0, 300.0};
   const double min_us_per_instr[3] = {0, t1_direct() ? 0.05 : 1.0, 1.0};
-  // Fixed peak of one compile: LLVM's ~2 MB, the direct emitter's buffers.
-  const double peak_base[3] = {0, t1_direct() ? double(256 << 10) : double(2 << 20), double(2 << 20)};
   // Instructions per compiled chunk at most, per tier, so compile time and
   // peak memory stay linear in the Composite's size (bench/jit_bench: tier
   // 2 costs more per instruction in larger functions, tier 1 does not).
   // Tier 2 at 512: 24-27 us/op against 31.5 at 256, peak 0.46 MB (docs/jit.md).
   static constexpr int kMaxChunk[3] = {0, 2048, 512};
+  static constexpr int kMaxChunks = 64;
   // Intervals the current kernel must have been measured over before it is replaced.
   static constexpr int kBaseWindows = 3;
+  // Compiles per Composite at most (tier 1, tier 2, one return after an
+  // eviction), so the service settles.
+  static constexpr int kMaxCompiles = 3;
+  // Code is evicted only for a compile expected to save this many times
+  // the interpreter time the evicted code saves.
+  static constexpr double kEvictMargin = 2;
   Clock::time_point last_scan = Clock::now();
   struct Cand {
     TierEntry* e;
@@ -172,6 +212,12 @@ struct TierManager::Impl {
   };
   std::vector<Cand> cands;
   std::mt19937 rng{12345};
+
+  // Admission works below the budget by 1/16: the measurement is
+  // process-wide, so another thread's page faults land in it too.
+  double cap() const { return double(cfg.memory_budget) * 15 / 16; }
+  static int backend(const TierEntry& e, int tier) { return tier == 1 && e.direct_ok ? kDirect : tier; }
+  static int tier_of(int b) { return b == kLlvm2 ? 2 : 1; }
 
   size_t resident_locked() const {
     size_t n = 0;
@@ -183,6 +229,48 @@ struct TierManager::Impl {
     }
 #endif
     return n;
+  }
+
+  // Resident code that waiting frees: retired kernels, and the replaced
+  // kernel of an A/B measurement.
+  size_t pending_locked() const {
+    size_t n = 0;
+#ifdef EMBER_WITH_JIT
+    for (const auto& e : entries) {
+      if (e->previous) n += e->previous->code_bytes();
+      for (const auto& r : e->retired) n += r->code_bytes();
+    }
+#endif
+    return n;
+  }
+
+  // Chunks that compile n instructions on backend b beside `resident`
+  // bytes, every chunk's predicted peak (the earlier chunks' code included)
+  // within the cap; 0 if none do.
+  int chunks_for(int b, int n, double resident) const {
+    const double room = cap() - resident - model.code(b, n) - model.fixed[b];
+    const double m = room / (PeakModel::kMargin * model.per_instr[b]);
+    const double most = std::min<double>({double(n), m, double(kMaxChunk[tier_of(b)])});
+    if (most < 1) return 0;
+    const int c = static_cast<int>((n + int(most) - 1) / int(most));
+    return c <= kMaxChunks ? c : 0;
+  }
+
+  void note_skip_locked(TierEntry& e, int tier) {
+    e.skipped[tier] = true;
+    e.st.skipped = e.st.skipped.empty() ? "" : e.st.skipped + ", ";
+    e.st.skipped += "tier " + std::to_string(tier) + ": budget";
+    ++totals.tiers[tier].skipped_budget;
+    ++totals.skipped_budget;
+    const int b = backend(e, tier);
+    if (!noted[tier] && model.fixed[b] >= cap()) {
+      noted[tier] = true;
+      char line[200];
+      std::snprintf(line, sizeof line, "tier %d skipped: budget (%.2f MiB) below its fixed cost (%.2f MiB, %s)",
+                    tier, double(cfg.memory_budget) / (1 << 20), model.fixed[b] / (1 << 20),
+                    model.measured[b] ? "measured" : "not yet measured");
+      totals.notes.push_back(line);
+    }
   }
 
 #ifdef EMBER_WITH_JIT
@@ -217,8 +305,15 @@ struct TierManager::Impl {
     return v[n / 2];
   }
 
-  // Back to the interpreter (eviction): the code is freed once no call is inside it.
-  void demote_locked(TierEntry& e) {
+  // Back to the interpreter (eviction): the code is freed once no call is
+  // inside it. The kernel backs off, and its bar to return rises, so an
+  // evicted kernel does not come straight back (HotSpot's and LuaJIT's
+  // penalties for code that did not stick).
+  void evict_locked(TierEntry& e) {
+    ++totals.tiers[e.tier].evicted;
+    ++totals.evictions;
+    ++e.evictions;
+    e.st.evictions = e.evictions;
     e.owner->set_active(e.vm.get());
     if (e.current) e.retired.push_back(std::move(e.current));
     if (e.previous) e.retired.push_back(std::move(e.previous));
@@ -226,15 +321,62 @@ struct TierManager::Impl {
     e.tier = 0;
     e.measuring = false;
     e.nwin = e.wpos = 0;
+    e.penalty *= 4;
+    const double ms = 500 * (1 + std::uniform_real_distribution<>(0, 1)(rng));
+    e.backoff_until = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
+    free_retired_locked(e);
   }
 
   void free_retired_locked(TierEntry& e) {
     if (!e.retired.empty() && e.inflight.load(std::memory_order_seq_cst) == 0) e.retired.clear();
   }
 
-  // Compiles (or loads from the disk cache) the plan's pieces. No lock held.
+  // Interpreter ns per second that a resident kernel saves, and that a
+  // compile of `self` to `tier` is expected to save (2x over the VM, 1.25x
+  // over tier 1, until measured).
+  static double saving(const TierEntry& e) {
+    const double vm = e.ns_per_element(0), now = e.ns_per_element(e.tier);
+    const double speedup = vm > 0 && now > 0 ? vm / now : 2;
+    return e.recent_rate * std::max(0.0, speedup - 1);
+  }
+  static double expected_saving(const TierEntry& e, int tier) {
+    return e.recent_rate * (e.tier == 0 ? (tier == 1 ? 0.5 : 0.6) : 0.2);
+  }
+
+  // The chunk count for compiling `self` at `tier` now; 0: wait (retired
+  // code is still being freed); -1: it cannot fit (the tier is skipped for
+  // this Composite). Evicts only if the compile's expected saving beats the
+  // evicted code's by kEvictMargin (eager mode, with nothing measured:
+  // coldest first), and only kernels never evicted before.
+  int plan_chunks_locked(TierEntry& self, int tier, bool auto_mode) {
+    const int b = backend(self, tier);
+    const int n = static_cast<int>(self.vm->bytecode().code.size());
+    if (chunks_for(b, n, 0) == 0) return -1;
+    const double r = static_cast<double>(resident_locked());
+    if (int c = chunks_for(b, n, r)) return c;
+    const double pending = static_cast<double>(pending_locked());
+    if (chunks_for(b, n, r - pending) > 0) return 0;
+    std::vector<TierEntry*> ev;
+    for (const auto& e : entries)
+      if (e.get() != &self && !e->busy && !e->measuring && e->current && e->evictions == 0) ev.push_back(e.get());
+    std::sort(ev.begin(), ev.end(), [](const TierEntry* x, const TierEntry* y) { return saving(*x) < saving(*y); });
+    double freed = 0, lost = 0;
+    size_t k = 0;
+    for (; k < ev.size() && chunks_for(b, n, r - pending - freed) == 0; ++k) {
+      freed += static_cast<double>(ev[k]->current->code_bytes());
+      lost += saving(*ev[k]);
+    }
+    if (chunks_for(b, n, r - pending - freed) == 0) return -1;
+    if (auto_mode && expected_saving(self, tier) <= kEvictMargin * lost) return -1;
+    for (size_t i = 0; i < k; ++i) evict_locked(*ev[i]);
+    return chunks_for(b, n, static_cast<double>(resident_locked()));
+  }
+
+  // Compiles (or loads from the disk cache) the plan's pieces. No lock
+  // held. `total`: the largest resident + earlier pieces' code + measured
+  // peak of a piece.
   std::shared_ptr<jit::JitKernel> build(const Plan& p, const JitConfig& cfg, CompositeStats& st, size_t& peak,
-                                        bool& hit) {
+                                        bool& hit, size_t resident, size_t& total) {
     const interp::Bytecode& bc = p.vm->bytecode();
     const int n = static_cast<int>(bc.code.size());
     std::vector<jit::Piece> pieces;
@@ -245,12 +387,15 @@ struct TierManager::Impl {
     const std::string cpu = cache ? jit::cpu_id() : "";
     hit = true;
     double secs = 0;
+    size_t code_so_far = 0;
     for (int k = 0; k < p.chunks; ++k) {
       const int lo = static_cast<int>(int64_t(n) * k / p.chunks), hi = static_cast<int>(int64_t(n) * (k + 1) / p.chunks);
       // Tier 1's direct code is not cached: emitting it costs less than
       // looking a file up (docs/jit.md). Chunks it declines go to LLVM and
       // its cache as before.
       const bool direct = p.tier == 1 && jit::direct_chunk(bc, lo, hi);
+      const int b = direct ? kDirect : p.tier;
+      const double ni = std::max(1, hi - lo);
       jit::CompileStats cs;
       std::string key;
       bool loaded = false;
@@ -262,6 +407,7 @@ struct TierManager::Impl {
             loaded = true;
             std::lock_guard<std::mutex> g(mu);
             ++totals.cache_hits;
+            model.raise(b, ni, double(cs.peak_bytes));
           } catch (const std::exception&) {
             // unusable entry: compile and overwrite it
           }
@@ -278,54 +424,24 @@ struct TierManager::Impl {
           std::lock_guard<std::mutex> g(mu);
           ++totals.cache_write_failures;
         }
-        // Recalibrate the per-tier model (smoothed, within bounds): small
+        // Recalibrate the per-tier time model (smoothed, within bounds): small
         // compiles correct the fixed part, large ones the per-instruction part.
         std::lock_guard<std::mutex> g(mu);
-        const double ni = std::max(1, hi - lo);
         const double t_us = (cs.cpu_seconds > 0 ? cs.cpu_seconds : cs.seconds) * 1e6;
         const double resid = t_us - (base_us[p.tier] + us_per_instr[p.tier] * ni);
         if (ni < 128)
           base_us[p.tier] = std::clamp(base_us[p.tier] + 0.3 * resid, min_base_us[p.tier], 50000.0);
         else
           us_per_instr[p.tier] = std::clamp(us_per_instr[p.tier] + 0.3 * resid / ni, min_us_per_instr[p.tier], 2000.0);
-        peak_per_instr[p.tier] =
-            std::max(500.0, 0.7 * peak_per_instr[p.tier] + 0.3 * (double(cs.peak_bytes) / ni));
-        code_per_instr[p.tier] = std::max(16.0, 0.7 * code_per_instr[p.tier] + 0.3 * (double(cs.code_bytes) / ni));
+        model.observe(b, ni, double(cs.peak_bytes), double(cs.code_bytes));
       }
       secs += cs.seconds;
       peak = std::max(peak, cs.peak_bytes);
+      total = std::max(total, resident + code_so_far + cs.peak_bytes);
+      code_so_far += cs.code_bytes;
     }
     st.compile_seconds = secs;
     return std::make_shared<jit::JitKernel>(bc, std::move(pieces), p.tier);
-  }
-
-  // Chooses the chunk count so each chunk's predicted peak fits the budget,
-  // evicting cold kernels first. 0: cannot fit.
-  int plan_chunks_locked(const TierEntry& self, int tier, int n) {
-    auto predicted = [&](int instr) {
-      return peak_base[tier] + (peak_per_instr[tier] + code_per_instr[tier]) * instr;
-    };
-    auto avail = [&] {
-      const double r = static_cast<double>(resident_locked());
-      return static_cast<double>(cfg.memory_budget) - r;
-    };
-    // Evict the coldest compiled kernels while the whole compile would not fit.
-    while (predicted(n) > avail()) {
-      TierEntry* cold = nullptr;
-      for (const auto& e : entries)
-        if (e.get() != &self && !e->busy && e->current && (!cold || e->recent_rate < cold->recent_rate))
-          cold = e.get();
-      if (!cold) break;
-      demote_locked(*cold);
-      free_retired_locked(*cold);
-      ++totals.evictions;
-    }
-    const double a = avail() - code_per_instr[tier] * n;  // the code stays resident
-    if (a <= peak_base[tier]) return 0;
-    const double per = peak_per_instr[tier];
-    const int max_instr = static_cast<int>(std::min<double>({double(n), (a - peak_base[tier]) / per, double(kMaxChunk[tier])}));
-    if (max_instr < 1) return 0;
-    return (n + max_instr - 1) / max_instr;
   }
 
   // Updates counters, ends measurements, frees retired code; returns the
@@ -368,6 +484,7 @@ struct TierManager::Impl {
         if (new_rate >= old_rate) {
           e.no_retry[e.tier] = true;
           ++totals.rejected_slower;
+          ++totals.tiers[e.tier].rejected_slower;
           e.owner->set_active(replaced(e));
           e.retired.push_back(std::move(e.current));
           e.current = std::move(e.previous);
@@ -376,6 +493,7 @@ struct TierManager::Impl {
           e.skip = 1;
         } else {
           e.owner->set_active(e.current.get());
+          e.best_tier = std::max(e.best_tier, e.tier);
           e.nwin = e.wpos = 0;
           if (e.previous) e.retired.push_back(std::move(e.previous));
         }
@@ -386,15 +504,16 @@ struct TierManager::Impl {
       // (a lifetime average is skewed by the first, cold calls: on 1e5-element
       // calls it kept a tier-1 kernel 3x slower than the VM).
       if (e.nwin < kBaseWindows) continue;
-      if (now < e.backoff_until || e.failures >= 4) continue;
-      int next = e.tier + 1;
-      while (next <= cfg.max_tier && e.no_retry[next]) ++next;
+      if (now < e.backoff_until || e.failures >= 4 || e.compiles >= kMaxCompiles) continue;
+      // An evicted kernel returns straight to the best tier it had won.
+      int next = e.tier == 0 && e.best_tier > 0 ? e.best_tier : e.tier + 1;
+      while (next <= cfg.max_tier && (e.no_retry[next] || e.skipped[next])) ++next;
       if (next > cfg.max_tier) continue;
       const double n = static_cast<double>(e.vm->bytecode().code.size());
       const double chunks = std::ceil(n / kMaxChunk[next]);
       const double predicted_s = (base_us[next] * chunks + us_per_instr[next] * n) * 1e-6;
       const double spent_s = e.tier_ns[e.tier] * 1e-9;
-      const double factor = cfg.hot_factor * (next == 2 ? 4 : 1);
+      const double factor = cfg.hot_factor * (next == 2 ? 4 : 1) * e.penalty;
       cands.push_back({&e, next, spent_s / (factor * predicted_s)});
     }
     // Thresholds rise with the backlog: a candidate must clear 1 + backlog/4.
@@ -412,12 +531,27 @@ struct TierManager::Impl {
   }
 
   // Runs one plan: budget, compile, install. Called with `lk` held; unlocks
-  // around the compile.
-  void run_plan(std::unique_lock<std::mutex>& lk, Plan p, bool measure) {
+  // around the compile. False if the plan was skipped for the budget.
+  bool run_plan(std::unique_lock<std::mutex>& lk, Plan p, bool measure) {
+    // One compile at a time (eager attaches may come from several
+    // threads), so its transient is the only one beside resident code.
+    idle_cv.wait(lk, [&] { return !compiling; });
     TierEntry& e = *p.e;
-    const int n = static_cast<int>(p.vm->bytecode().code.size());
-    p.chunks = plan_chunks_locked(e, p.tier, n);
+    if (e.detached) return true;
+    p.chunks = plan_chunks_locked(e, p.tier, measure);
+    if (p.chunks < 0) {
+      note_skip_locked(e, p.tier);
+      queued = 0;  // rescanned next interval
+      idle_cv.notify_all();
+      return false;
+    }
+    if (p.chunks == 0) {
+      // Waiting for retired code to be freed: try again in a while.
+      e.backoff_until = Clock::now() + std::chrono::milliseconds(10);
+      return true;
+    }
     if (p.chunks > 1) ++totals.splits;
+    ++totals.tiers[p.tier].attempted;
     e.busy = true;
     compiling = true;
     const JitConfig cfg_copy = cfg;
@@ -425,27 +559,25 @@ struct TierManager::Impl {
     lk.unlock();
     std::shared_ptr<jit::JitKernel> k;
     std::string err;
-    size_t peak = 0;
+    size_t peak = 0, total = resident;
     bool hit = false;
     CompositeStats cs;
-    if (p.chunks == 0) {
-      err = "compile does not fit the JIT memory budget";
-    } else {
-      try {
-        k = build(p, cfg_copy, cs, peak, hit);
-      } catch (const std::bad_alloc&) {
-        err = "out of memory while compiling";
-      } catch (const std::exception& ex) {
-        err = ex.what();
-      }
+    try {
+      k = build(p, cfg_copy, cs, peak, hit, resident, total);
+    } catch (const std::bad_alloc&) {
+      err = "out of memory while compiling";
+    } catch (const std::exception& ex) {
+      err = ex.what();
     }
     lk.lock();
     e.busy = false;
     compiling = false;
-    totals.peak_bytes = std::max(totals.peak_bytes, resident + peak);
+    totals.peak_bytes = std::max(totals.peak_bytes, total);
+    if (total > cfg.memory_budget) ++totals.over_budget;
     if (!k) {
       ++e.failures;
       ++totals.failures;
+      ++totals.tiers[p.tier].failed;
       e.st.failures = e.failures;
       e.st.last_error = err;
       // Randomized exponential backoff; after 4 failures stop trying.
@@ -453,13 +585,18 @@ struct TierManager::Impl {
       e.backoff_until = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
     } else if (!e.detached) {
       ++totals.compiles;
+      ++totals.tiers[p.tier].compiled;
+      ++e.compiles;
+      e.st.compiles = e.compiles;
       e.st.compile_seconds += cs.compile_seconds;
       e.st.compile_peak_bytes = std::max(e.st.compile_peak_bytes, peak);
       e.st.chunks = p.chunks;
       e.st.cache_hit = hit;
       install_locked(e, std::move(k), measure);
+      if (!measure) e.best_tier = e.tier;
     }
     idle_cv.notify_all();
+    return true;
   }
 
   void loop() {
@@ -498,7 +635,12 @@ void TierManager::configure(const JitConfig& c) {
   for (auto& e : impl_->entries) {
     e->failures = 0;
     e->backoff_until = {};
+    std::fill(std::begin(e->skipped), std::end(e->skipped), false);
+    e->st.skipped.clear();
   }
+  // Skips and notes describe the old budget; measured fixed costs stay.
+  std::fill(std::begin(impl_->noted), std::end(impl_->noted), false);
+  impl_->totals.notes.clear();
   // The peak is reported against the budget: a new budget starts it anew.
   impl_->totals.peak_bytes = impl_->resident_locked();
 }
@@ -542,11 +684,15 @@ std::shared_ptr<TierEntry> TierManager::attach(const SwapTarget& k, std::shared_
   e->st.ops = static_cast<int>(k.composite().nodes.size());
   e->st.instructions = static_cast<int>(e->vm->bytecode().code.size());
   e->st.name = "composite" + std::to_string(impl_->entries.size());
+  const auto& bc = e->vm->bytecode();
+  e->direct_ok = !bc.code.empty() && jit::direct_chunk(bc, 0, static_cast<int>(bc.code.size()));
   impl_->entries.push_back(e);
   if (impl_->cfg.mode == JitMode::Eager) {
-    if (jit::available() && !e->vm->bytecode().code.empty()) {
-      // Before the first call: straight to the top tier, no measurement.
-      impl_->run_plan(lk, Impl::Plan{e, e->vm, impl_->cfg.max_tier, 1}, false);
+    if (jit::available() && !bc.code.empty()) {
+      // Before the first call: straight to the top tier, no measurement; a
+      // lower one if the budget cannot hold it.
+      for (int t = impl_->cfg.max_tier; t >= 1; --t)
+        if (impl_->run_plan(lk, Impl::Plan{e, e->vm, t, 1}, false)) break;
     }
   } else if (!impl_->worker.joinable()) {
     impl_->worker = std::thread([this] { impl_->loop(); });
@@ -577,9 +723,27 @@ void TierManager::quiesce() {
   impl_->idle_cv.wait_for(lk, std::chrono::seconds(60), [&] { return !impl_->compiling && impl_->queued == 0; });
 }
 
+size_t TierManager::predicted_peak(const interp::Bytecode& bc, int tier) const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  const int n = static_cast<int>(bc.code.size());
+#ifdef EMBER_WITH_JIT
+  const bool direct = tier == 1 && n > 0 && jit::direct_chunk(bc, 0, n);
+#else
+  const bool direct = false;
+#endif
+  return static_cast<size_t>(impl_->model.chunk_peak(direct ? kDirect : tier, n));
+}
+
 JitStats TierManager::stats() const {
   std::lock_guard<std::mutex> g(impl_->mu);
   JitStats s = impl_->totals;
+  const char* names[3] = {"direct", "llvm-tier1", "llvm-tier2"};
+  for (int b = 0; b < 3; ++b) {
+    s.backends[b].name = names[b];
+    s.backends[b].fixed_bytes = static_cast<size_t>(impl_->model.fixed[b]);
+    s.backends[b].fixed_measured = impl_->model.measured[b];
+    s.backends[b].bytes_per_instruction = impl_->model.per_instr[b];
+  }
   s.budget = impl_->cfg.memory_budget;
   s.resident_code_bytes = impl_->resident_locked();
   s.peak_bytes = std::max(s.peak_bytes, s.resident_code_bytes);

@@ -51,6 +51,8 @@ struct TierEntry;
 struct CompositeStats {
   std::string name;
   int ops = 0, instructions = 0, tier = 0, chunks = 0, failures = 0;
+  int compiles = 0, evictions = 0;
+  std::string skipped;  // e.g. "tier 2: budget": a tier not tried because it cannot fit
   uint64_t calls = 0, elements = 0;
   double seconds[3] = {0, 0, 0};     // time spent per tier
   double ns_per_element[3] = {0, 0, 0};
@@ -60,10 +62,30 @@ struct CompositeStats {
   std::string last_error;
 };
 
+// Per-tier counters. `failed` counts real errors only; a compile the budget
+// cannot hold is `skipped_budget`, never attempted.
+struct TierStats {
+  uint64_t attempted = 0, compiled = 0, skipped_budget = 0, rejected_slower = 0, evicted = 0, failed = 0;
+};
+
+// The budget model of one backend (direct, LLVM tier 1, LLVM tier 2).
+struct BackendStats {
+  const char* name = "";
+  size_t fixed_bytes = 0;        // the predicted fixed cost of one compile
+  bool fixed_measured = false;   // measured by this process's first compile, else the prior
+  double bytes_per_instruction = 0;
+};
+
 struct JitStats {
   size_t budget = 0, peak_bytes = 0, resident_code_bytes = 0;
   uint64_t compiles = 0, failures = 0, evictions = 0, rejected_slower = 0, splits = 0;
+  uint64_t skipped_budget = 0, over_budget = 0;  // over_budget: compiles whose measured peak passed the budget
   uint64_t cache_hits = 0, cache_misses = 0, cache_write_failures = 0;
+  TierStats tiers[3];
+  BackendStats backends[3];
+  // One line per tier the budget cannot hold for any Composite ("tier 2
+  // skipped: budget ..."), for the CLI and Python to show once.
+  std::vector<std::string> notes;
   std::vector<CompositeStats> composites;
   std::string to_json() const;
 };
@@ -82,6 +104,8 @@ class TierManager {
   void configure(const JitConfig& c);
   JitConfig config() const;
   JitStats stats() const;
+  // The predicted peak bytes of compiling `bc` whole at `tier` (tests).
+  size_t predicted_peak(const interp::Bytecode& bc, int tier) const;
   // Blocks until no compile is queued or running (tests, benchmarks).
   void quiesce();
 

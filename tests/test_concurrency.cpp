@@ -1,6 +1,7 @@
 // Kernels swapped under calling threads (the protocol of engine/ops/elemwise.hpp
 // and jit/tier_manager.cpp). Built into ember_tests and, under
 // ThreadSanitizer, into ember_thread_tests (tests/fuzz/CMakeLists.txt).
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -154,8 +155,25 @@ TEST_CASE("jit_eight_threads_see_identical_bits_while_kernels_swap_on_eviction",
   CHECK(same_bits(a->call({in.x.t, in.y.t})[0], ref));
   Callers callers(*a, in, ref);
   while (callers.calls.load() < 200) std::this_thread::yield();
-  // Room for a's code and nothing more: b's compile must evict a's kernels.
-  c.memory_budget = s1.resident_code_bytes + 1;
+  // Room for b's compile in one-instruction chunks (the smallest split),
+  // with 1/16 to spare (the admission margin), and not for a's code beside
+  // it: b's compile must evict a's kernels.
+  size_t need = 0;
+  {
+    JitConfig off;
+    off.mode = JitMode::Off;
+    ScopedConfig so(off);
+    auto b_off = Program::from_json(two_node_graph(2));
+    for (const auto& k : b_off->impl().kernels)
+      if (auto* e = dynamic_cast<const ElemwiseKernel*>(k.get())) {
+        // The whole compile's prediction less all but one instruction's transient.
+        const auto& bc = e->interpreter().bytecode();
+        const double per = TierManager::instance().stats().backends[c.max_tier].bytes_per_instruction;
+        const double whole = double(TierManager::instance().predicted_peak(bc, c.max_tier));
+        need = std::max(need, static_cast<size_t>(whole - 1.25 * per * double(bc.code.size() - 1)));
+      }
+  }
+  c.memory_budget = (need + 8) * 16 / 15 + 1;
   TierManager::instance().configure(c);
   auto b = Program::from_json(two_node_graph(2), test::unpassed());
   const JitStats s2 = TierManager::instance().stats();

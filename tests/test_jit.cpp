@@ -236,6 +236,8 @@ TEST_CASE("jit_injected_failures_throw_without_leaking_state", "[jit]") {
 #include <nlohmann/json.hpp>
 
 #include "ember/ember.hpp"
+#include "engine/ops/elemwise.hpp"
+#include "engine/program/program_impl.hpp"
 #include "jit/tier_manager.hpp"
 #include "test_util.hpp"
 
@@ -461,7 +463,10 @@ TEST_CASE("jit_forced_failures_and_zero_budget_leave_composites_interpreted", "[
     const JitStats before = TierManager::instance().stats();
     auto p = Program::from_json(g, test::unpassed());
     const JitStats after = TierManager::instance().stats();
-    CHECK(after.failures - before.failures == 3);
+    // A budget no compile fits skips the tiers: not a failure.
+    if (mode == 2) CHECK(after.failures == before.failures);
+    if (mode == 2) CHECK(after.skipped_budget > before.skipped_budget);
+    if (mode != 2) CHECK(after.failures - before.failures == 3);
     CHECK(after.compiles == before.compiles);
     for (const auto& cs : after.composites) CHECK(cs.tier == 0);
     CHECK(same_bits(p->call({in.x.t, in.y.t}), ref) == "");
@@ -477,21 +482,40 @@ TEST_CASE("jit_small_budget_splits_large_composites_and_stays_correct", "[jit]")
   c.mode = JitMode::Eager;
   c.cache = false;
   c.max_tier = 1;
-  // Below the model's prediction for the whole Composite (a fixed part +
-  // >= 516 B per instruction) but above its fixed part: must split. The
-  // fixed part is the tier manager's: 256 KiB for tier 1's direct emitter,
-  // 2 MiB for LLVM.
-  const size_t fixed = jit::direct_tier1() ? (256 << 10) : (2 << 20);
-  c.memory_budget = fixed + (400 << 10);
+  // A first load measures the fixed costs of the backends this graph uses.
+  JitConfig big = c;
+  big.memory_budget = size_t(256) << 20;
+  ScopedJit warm(big);
+  Program::from_json(g);
+  // Then a budget below the model's prediction for the largest Composite
+  // whole, above its fixed part plus 60 % of the rest: it must split.
+  size_t budget = 0;
+  {
+    JitConfig off = c;
+    off.mode = JitMode::Off;
+    ScopedJit so(off);
+    auto q = Program::from_json(g);
+    const interp::Bytecode* largest = nullptr;
+    for (const auto& k : q->impl().kernels)
+      if (auto* e = dynamic_cast<const ElemwiseKernel*>(k.get()))
+        if (!largest || e->interpreter().bytecode().code.size() > largest->code.size())
+          largest = &e->interpreter().bytecode();
+    REQUIRE(largest);
+    const int n = static_cast<int>(largest->code.size());
+    const JitStats st = TierManager::instance().stats();
+    const double fixed = double(st.backends[jit::direct_chunk(*largest, 0, n) ? 0 : 1].fixed_bytes);
+    const double whole = double(TierManager::instance().predicted_peak(*largest, 1));
+    budget = static_cast<size_t>((fixed + 0.6 * (whole - fixed)) * 16 / 15);
+  }
+  c.memory_budget = budget;
   ScopedJit s(c);
   const JitStats before = TierManager::instance().stats();
   auto p = Program::from_json(g, test::unpassed());
   const JitStats after = TierManager::instance().stats();
-  WARN("budget " << after.budget << " B, measured JIT peak " << after.peak_bytes << " B, splits "
+  INFO("budget " << after.budget << " B, measured JIT peak " << after.peak_bytes << " B, splits "
                  << after.splits - before.splits << ", compiles " << after.compiles - before.compiles);
   CHECK(after.splits > before.splits);
-  // The measured peak (RSS high-water + malloc samples, process-wide) is
-  // reported, not asserted: LLVM's fixed cost alone is several MiB here.
+  CHECK(after.peak_bytes <= after.budget);
   CHECK(same_bits(p->call({in.x.t, in.y.t}), ref) == "");
 }
 

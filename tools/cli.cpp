@@ -136,16 +136,23 @@ void configure_jit(const JitFlags& j) {
   tm.configure(c);
 }
 
-// Prints each Composite whose tier changed since the last look at `s`.
-void print_tier_changes(const JitStats& s, std::vector<int>& last, double t_ms) {
-  last.resize(s.composites.size(), 0);
+// Prints each Composite whose tier changed since the last look at `s`
+// (`last`: tier and evictions per Composite), and each budget note once.
+void print_tier_changes(const JitStats& s, std::vector<std::pair<int, int>>& last, size_t& notes, double t_ms) {
+  last.resize(s.composites.size(), {0, 0});
   for (size_t k = 0; k < s.composites.size(); ++k) {
     const CompositeStats& c = s.composites[k];
-    if (c.tier == last[k]) continue;
-    std::printf("[%9.1f ms] %s (%d ops): tier %d -> %d, compile %.1f ms%s\n", t_ms, c.name.c_str(), c.ops, last[k],
-                c.tier, c.compile_seconds * 1e3, c.cache_hit ? " (disk cache)" : "");
-    last[k] = c.tier;
+    if (c.tier == last[k].first && c.evictions == last[k].second) continue;
+    if (c.evictions > last[k].second)
+      std::printf("[%9.1f ms] %s (%d ops): tier %d -> 0, compile 0.0 ms, evicted for the budget\n", t_ms, c.name.c_str(), c.ops,
+                  last[k].first);
+    if (c.tier != 0 || c.evictions == last[k].second)
+      std::printf("[%9.1f ms] %s (%d ops): tier %d -> %d, compile %.1f ms%s\n", t_ms, c.name.c_str(), c.ops,
+                  c.evictions > last[k].second ? 0 : last[k].first, c.tier, c.compile_seconds * 1e3,
+                  c.cache_hit ? " (disk cache)" : "");
+    last[k] = {c.tier, c.evictions};
   }
+  for (; notes < s.notes.size(); ++notes) std::printf("[%9.1f ms] %s\n", t_ms, s.notes[notes].c_str());
 }
 
 int cmd_run(const std::string& path, const std::vector<std::string>& input_specs, std::optional<uint64_t> seed,
@@ -183,9 +190,13 @@ int cmd_run(const std::string& path, const std::vector<std::string>& input_specs
   std::vector<Tensor> views;
   for (const Array& a : args) views.push_back(a.t);
   auto ws = prog->make_workspace();
+  // Reserved up front: growing it during the calls would land in the JIT's
+  // process-wide measurement of a compile's peak.
   std::vector<double> times;
+  times.reserve(static_cast<size_t>(std::max(repeat, 1)));
   const std::vector<Tensor>* out = nullptr;
-  std::vector<int> tiers;
+  std::vector<std::pair<int, int>> tiers;
+  size_t notes = 0;
   auto last_look = clock::now();
   for (int r = 0; r < std::max(repeat, 1); ++r) {
     const auto c0 = clock::now();
@@ -193,7 +204,7 @@ int cmd_run(const std::string& path, const std::vector<std::string>& input_specs
     times.push_back(std::chrono::duration<double, std::micro>(clock::now() - c0).count());
     if (jit.timeline && clock::now() - last_look > std::chrono::milliseconds(20)) {
       last_look = clock::now();
-      print_tier_changes(TierManager::instance().stats(), tiers,
+      print_tier_changes(TierManager::instance().stats(), tiers, notes,
                          std::chrono::duration<double, std::milli>(last_look - t0).count());
     }
   }
@@ -201,7 +212,7 @@ int cmd_run(const std::string& path, const std::vector<std::string>& input_specs
   // when a swap lands meanwhile.
   const JitStats final_stats = TierManager::instance().stats();
   if (jit.timeline)
-    print_tier_changes(final_stats, tiers, std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+    print_tier_changes(final_stats, tiers, notes, std::chrono::duration<double, std::milli>(clock::now() - t0).count());
   for (size_t k = 0; k < out->size(); ++k) {
     const Tensor& t = (*out)[k];
     Array c = Array::copy_of(t);
@@ -219,6 +230,9 @@ int cmd_run(const std::string& path, const std::vector<std::string>& input_specs
   std::printf("load %.3f ms, first call %.1f us", load_ms, times[0]);
   if (!rest.empty()) std::printf(", median of %zu more calls %.2f us", rest.size(), rest[rest.size() / 2]);
   std::printf("\n");
+  // Tiers the budget cannot hold, once each, where --stats users look.
+  if (!jit.stats_path.empty() && !jit.timeline)
+    for (const std::string& n : final_stats.notes) std::fprintf(stderr, "ember: jit: %s\n", n.c_str());
   if (!jit.stats_path.empty()) {
     std::FILE* f = std::fopen(jit.stats_path.c_str(), "w");
     if (!f) throw CallError("--stats: cannot write " + jit.stats_path);

@@ -142,7 +142,8 @@ def compile_function(fn_or_fgraph, *, fallback=None, **options):
 
 def jit_stats():
     """The compile service's counters: budget_bytes, peak_bytes,
-    resident_code_bytes, compiles, ... and per-Composite "tier" (0 = interpreter)."""
+    resident_code_bytes, compiles, ..., per tier "skipped_budget", "notes"
+    (a tier the budget cannot hold) and per-Composite "tier" (0 = interpreter)."""
     return json.loads(_core.jit_stats())
 
 
