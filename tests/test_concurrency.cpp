@@ -163,7 +163,7 @@ TEST_CASE("jit_eight_threads_see_identical_bits_while_kernels_swap_on_eviction",
     JitConfig off;
     off.mode = JitMode::Off;
     ScopedConfig so(off);
-    auto b_off = Program::from_json(two_node_graph(2));
+    auto b_off = Program::from_json(two_node_graph(2), test::unpassed());
     for (const auto& k : b_off->impl().kernels)
       if (auto* e = dynamic_cast<const ElemwiseKernel*>(k.get())) {
         // The whole compile's prediction less all but one instruction's transient.

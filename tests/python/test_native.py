@@ -153,3 +153,42 @@ def test_options_are_validated_and_read_from_environment(native, monkeypatch):
     assert prog.options["jit_active"] is bool(native.jit_available)
     stats = native.jit_stats()
     assert stats["budget_bytes"] >= 0 and isinstance(stats["composites"], list)
+
+
+def test_jit_stats_report_tiers_skipped_for_a_budget_too_small(native):
+    # A fresh process: the compile service and its counters are per process.
+    vals, path = _suite("seed_lognormal")
+    code = """
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from ember import native
+x = np.asarray(json.loads(sys.argv[3]), dtype="float64")
+small = native.load(sys.argv[2], jit="eager", jit_memory="4K")
+got = small(x)
+stats = native.jit_stats()
+off = native.load(sys.argv[2], jit="off")(x)
+print(json.dumps({"stats": stats, "jit": bool(native.jit_available),
+                  "same": all(np.array_equal(a, b, equal_nan=True) for a, b in zip(got, off))}))
+"""
+    import subprocess
+    import sys
+
+    from native_helpers import ROOT
+
+    out = subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, "python"), path, json.dumps(vals["points"][0])],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    stats = res["stats"]
+    assert res["same"]
+    assert [t["tier"] for t in stats["tiers"]] == [1, 2]
+    for t in stats["tiers"]:
+        assert set(t) >= {"attempted", "compiled", "skipped_budget", "rejected_slower", "evicted", "failed"}
+    assert stats["failures"] == 0 and stats["over_budget"] == 0
+    assert stats["peak_bytes"] <= stats["budget_bytes"]
+    if res["jit"]:
+        assert stats["skipped_budget"] > 0 and sum(t["skipped_budget"] for t in stats["tiers"]) > 0
+        assert stats["notes"], stats
+    else:
+        assert stats["compiles"] == 0
