@@ -1,7 +1,7 @@
-// Fast paths for short inner axes: an Elemwise whose innermost dim is short
-// runs with a longer dim inside (engine/ops/ops_elemwise.cpp), and a reduction
-// of many outputs over a few inner elements each skips the row tasks
-// (engine/ops/ops_reduce.cpp). Both against the general path, bit for bit.
+// Short inner axes: an Elemwise whose innermost dim is short runs with a
+// longer dim inside (engine/ops/ops_elemwise.cpp), checked against the
+// general path; reductions over a few inner elements give the same bits
+// whichever mode runs them (serial, row tasks, column tiles).
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -173,8 +173,8 @@ TEST_CASE("short_row_reductions_of_ints_bools_and_rank_3") {
 }
 
 TEST_CASE("few_column_reductions_over_axis_0_match_the_column_tiles") {
-  // (r, 3) over axis 0 takes the rows mode; the same columns inside a
-  // (r, 9) input take the column tiles. Same tree, same bits.
+  // (r, k) over axis 0 and the same columns inside an (r, 9) input: the
+  // same tree, whichever mode each shape takes.
   std::mt19937_64 g(9);
   for (const char* op : {"Sum", "Max", "Prod"}) {
     auto p = Program::from_json(reduce_graph(op, "float64", "[null, null]", "float64", "[null]", R"({"axis": [0]})"));

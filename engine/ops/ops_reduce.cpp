@@ -28,7 +28,6 @@ using reduce::kLeaf;
 using reduce::kLanes;
 
 constexpr int64_t kTile = 256;  // outputs per column-mode tile (2 KB rows of float64)
-constexpr int64_t kMinColumns = 8;  // fewer outputs: rows mode
 
 struct Axes {
   int nd = 0;
@@ -61,7 +60,6 @@ struct Plan {
   bool column = false;
   int64_t jdim = 1, sk = 0;
   int64_t threshold = reduce::kParallelMin;  // serial below this many elements
-  bool short_rows = false;  // reduce_short_rows applies
 };
 
 template <Rop op, class In, class A>
@@ -216,46 +214,8 @@ void finish(const Plan& p, const A* partials, Out* y) {
   }
 }
 
-// Many outputs of at most one leaf each along the inner axis (logsumexp's
-// Max and Sum over a mixture's components): RowTask's single leaf and
-// finish's conversion per output, without a walker per output or scratch.
-template <Rop op, class In, class A>
-void reduce_short_rows(const Plan& p, const Tensor& x, Tensor& y) {
-  const In* xp = x.ptr<In>();
-  const int64_t R = p.R, sr = p.red.strides[0];
-  Walker kw = p.kept.walker();
-  const bool flat = p.kept.nd == 1;  // rows at i * ks: no walker
-  const int64_t ks = p.kept.strides[0];
-  dtype_dispatch(y.dtype, [&](auto o) {
-    using Out = decltype(o);
-    Out* yp = y.ptr<Out>();
-    auto row_at = [&](int64_t i) {
-      if (flat) return xp + i * ks;
-      const In* r = xp + kw.off;
-      kw.next();
-      return r;
-    };
-    if (R < reduce::kLanes) {  // leaf's fold from the first element, read in place
-      for (int64_t i = 0; i < p.O; ++i) {
-        const In* row = row_at(i);
-        A v = reduce::convert<A>(row[0]);
-        for (int64_t k = 1; k < R; ++k) v = reduce::combine<op>(v, reduce::convert<A>(row[k * sr]));
-        yp[i] = reduce::convert<Out>(v);
-      }
-      return;
-    }
-    A buf[kLeaf];
-    for (int64_t i = 0; i < p.O; ++i) {
-      const In* row = row_at(i);
-      for (int64_t k = 0; k < R; ++k) buf[k] = reduce::convert<A>(row[k * sr]);
-      yp[i] = reduce::convert<Out>(reduce::leaf<op, A>(buf, R));
-    }
-  });
-}
-
 template <Rop op, class In, class A>
 void reduce_all(Frame& f, const Plan& p, const Tensor& x, Tensor& y) {
-  if (p.short_rows) return reduce_short_rows<op, In, A>(p, x, y);
   A* partials = static_cast<A*>(f.scratch(sizeof(A) * static_cast<size_t>(p.O * p.nc)));
   reduce_typed<op, In, A>(p, x, partials);
   dtype_dispatch(y.dtype, [&](auto o) {
@@ -401,11 +361,8 @@ class ReduceKernel final : public OpKernel {
     if (p.kept.nd > 0 && p.red.nd > 0) {
       const int64_t sk = std::llabs(p.kept.strides[p.kept.nd - 1]);
       const int64_t sr = std::llabs(p.red.strides[p.red.nd - 1]);
-      // A tile of a few columns costs more per element than gathering each
-      // column's run (a mixture's (600, 3) summed over axis 0).
-      p.column = sk < sr && (p.O >= kMinColumns || p.R > kChunk);
+      p.column = sk < sr;
     }
-    p.short_rows = !p.column && p.red.nd == 1 && p.R <= kLeaf && p.O * p.R < p.threshold;
     if (p.column) {
       p.jdim = p.kept.dims[p.kept.nd - 1];
       p.sk = p.kept.strides[p.kept.nd - 1];
