@@ -1,6 +1,7 @@
 #include "interp/config.hpp"
 
 #include <atomic>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,7 +56,14 @@ std::optional<std::string> config_now(std::optional<std::string> Config::*field)
   return std::nullopt;
 }
 
-void config_reload_for_tests() { current().store(read_environment(), std::memory_order_release); }
+void config_reload_for_tests() {
+  // Retired readings stay reachable (not leaks): a thread may still read one.
+  static std::mutex m;
+  static auto* retired = new std::vector<const Config*>;  // never destroyed: reachable at exit
+  const Config* old = current().exchange(read_environment(), std::memory_order_acq_rel);
+  std::lock_guard<std::mutex> lock(m);
+  retired->push_back(old);
+}
 
 std::vector<std::string> unknown_ember_variables() {
   std::vector<std::string> out;
