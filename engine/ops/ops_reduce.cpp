@@ -3,7 +3,8 @@
 // tree: "rows" (one output at a time, reduced elements gathered in blocks)
 // and "columns" (a tile of outputs along the innermost kept axis at once,
 // for reductions over outer axes); the faster one for the input's strides
-// is picked per call. Both give the same bits.
+// is picked per call, and many outputs of a few elements each skip the row
+// tasks ("short rows"). All give the same bits.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -28,6 +29,7 @@ using reduce::kLeaf;
 using reduce::kLanes;
 
 constexpr int64_t kTile = 256;  // outputs per column-mode tile (2 KB rows of float64)
+constexpr int64_t kMinColumns = 8;  // fewer outputs: rows mode
 
 struct Axes {
   int nd = 0;
@@ -214,6 +216,44 @@ void finish(const Plan& p, const A* partials, Out* y) {
   }
 }
 
+// Many outputs of at most one leaf each along the inner axis (logsumexp's
+// Max and Sum over a mixture's components): RowTask's single leaf and
+// finish's conversion per output, without a walker per output or scratch.
+// Only for input, accumulator and output of one dtype (A): one instance per
+// op and dtype, not per dtype triple.
+template <Rop op, class A>
+void reduce_short_rows(const Plan& p, const Tensor& x, Tensor& y) {
+  const A* xp = x.ptr<A>();
+  A* yp = y.ptr<A>();
+  const int64_t R = p.R, sr = p.red.strides[0];
+  Walker kw = p.kept.walker();
+  const bool flat = p.kept.nd == 1;  // rows at i * ks: no walker
+  const int64_t ks = p.kept.strides[0];
+  auto row_at = [&](int64_t i) {
+    if (flat) return xp + i * ks;
+    const A* r = xp + kw.off;
+    kw.next();
+    return r;
+  };
+  if (R < reduce::kLanes) {  // leaf's fold from the first element, read in place
+    for (int64_t i = 0; i < p.O; ++i) {
+      const A* row = row_at(i);
+      A v = row[0];
+      for (int64_t k = 1; k < R; ++k) v = reduce::combine<op>(v, row[k * sr]);
+      yp[i] = v;
+    }
+    return;
+  }
+  A buf[kLeaf];
+  for (int64_t i = 0; i < p.O; ++i) {
+    const A* row = row_at(i);
+    for (int64_t k = 0; k < R; ++k) buf[k] = row[k * sr];
+    yp[i] = reduce::leaf<op, A>(buf, R);
+  }
+}
+
+using ShortRowsFn = void (*)(const Plan&, const Tensor&, Tensor&);
+
 template <Rop op, class In, class A>
 void reduce_all(Frame& f, const Plan& p, const Tensor& x, Tensor& y) {
   A* partials = static_cast<A*>(f.scratch(sizeof(A) * static_cast<size_t>(p.O * p.nc)));
@@ -315,11 +355,35 @@ SmallFn pick_small(Rop rop, DType in_dt, DType acc, bool& direct) {
   return fn;
 }
 
+// reduce_short_rows for (op, input dtype), or nullptr when the accumulator
+// is not the input's dtype (those take the row tasks).
+ShortRowsFn pick_short_rows(Rop rop, DType in_dt, DType acc) {
+  ShortRowsFn fn = nullptr;
+  with_op(rop, [&](auto opc) {
+    constexpr Rop op = decltype(opc)::value;
+    dtype_dispatch(in_dt, [&](auto in) {
+      using In = decltype(in);
+      if constexpr (op == Rop::And || op == Rop::Or) {
+        if constexpr (std::is_same_v<In, bool>) fn = &reduce_short_rows<op, bool>;
+      } else if constexpr (op == Rop::Max || op == Rop::Min) {
+        fn = &reduce_short_rows<op, In>;
+      } else if constexpr (std::is_same_v<In, double>) {
+        if (acc == DType::Float64) fn = &reduce_short_rows<op, In>;
+      } else if constexpr (std::is_same_v<In, float>) {
+        if (acc == DType::Float32) fn = &reduce_short_rows<op, In>;
+      } else if constexpr (std::is_same_v<In, int64_t>) {
+        if (acc == DType::Int64) fn = &reduce_short_rows<op, In>;
+      }
+    });
+  });
+  return fn;
+}
+
 class ReduceKernel final : public OpKernel {
  public:
   ReduceKernel(Rop op, uint32_t axis_mask, DType in, DType acc, int64_t threshold)
       : op_(op), mask_(axis_mask), in_(in), acc_(acc), threshold_(threshold),
-        small_(pick_small(op, in, acc, direct_)) {}
+        small_(pick_small(op, in, acc, direct_)), short_rows_(pick_short_rows(op, in, acc)) {}
 
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
@@ -361,8 +425,13 @@ class ReduceKernel final : public OpKernel {
     if (p.kept.nd > 0 && p.red.nd > 0) {
       const int64_t sk = std::llabs(p.kept.strides[p.kept.nd - 1]);
       const int64_t sr = std::llabs(p.red.strides[p.red.nd - 1]);
-      p.column = sk < sr;
+      // A tile of a few columns costs more per element than gathering each
+      // column's run (a mixture's (600, 3) summed over axis 0).
+      p.column = sk < sr && (p.O >= kMinColumns || p.R > kChunk);
     }
+    if (short_rows_ && !p.column && p.red.nd == 1 && p.R <= kLeaf && p.O * p.R < p.threshold &&
+        x.dtype == in_ && y.dtype == in_)
+      return short_rows_(p, x, y);
     if (p.column) {
       p.jdim = p.kept.dims[p.kept.nd - 1];
       p.sk = p.kept.strides[p.kept.nd - 1];
@@ -406,6 +475,7 @@ class ReduceKernel final : public OpKernel {
   int64_t threshold_;
   bool direct_ = false;
   SmallFn small_;
+  ShortRowsFn short_rows_;
 };
 
 Rop parse_rop(NodeContext& ctx) {
