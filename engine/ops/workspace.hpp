@@ -27,6 +27,7 @@ struct Step {
   TensorOp op = TensorOp::Elemwise;
   std::string name;              // the op's name, for messages
   std::vector<DType> out_dtype;  // per output (filled by Program's constructor)
+  int guard = -1;  // runs only while ProgramImpl::guards[guard] is open (engine/program/lazy_branches.hpp)
   // A node fused at load (engine/program/fuse_elemwise.cpp), laid out by Program's
   // constructor: its outputs live at fixed places in Workspace::arena (set
   // up once per workspace, never reused by other steps), and its operand

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/ops/elemwise.hpp"
+#include "engine/program/lazy_branches.hpp"
 #include "engine/program/program_impl.hpp"
 #include "interp/config.hpp"
 
@@ -175,6 +176,13 @@ int fuse_elemwise(ProgramImpl& p) {
   std::vector<std::unique_ptr<OpKernel>> fused_kernels;
   std::vector<char> drop(nsteps, 0);
 
+  // Steps of different lazy IfElse contexts stay apart (lazy_branches.hpp).
+  std::vector<BranchNode> bn(nsteps);
+  for (int s = 0; s < nsteps; ++s) bn[s] = {&p.steps[s].in, &p.steps[s].out, p.steps[s].op == TensorOp::IfElse};
+  const std::vector<int> bctx = branch_contexts(bn, g.vars.size(), g.outputs).ctx;  // empty: no IfElse
+  auto ctx_of = [&](int s) { return bctx.empty() ? -1 : bctx[s]; };
+  int gctx = -1;
+
   Group G;
   int gi = -1, hi = nsteps;
   auto in_group = [&](int s) { return s >= 0 && group_of[s] == gi; };
@@ -336,10 +344,11 @@ int fuse_elemwise(ProgramImpl& p) {
       return lo;
     };
     int lo = lo_of();
-    if (gi < 0 || std::max(lo, G.pos) > hi) {
+    if (gi < 0 || std::max(lo, G.pos) > hi || ctx_of(s) != gctx) {
       close();  // may move the closed group's outputs to its position
       G = Group{0, {}, 0};
       gi = s;
+      gctx = ctx_of(s);
       hi = nsteps;
       lo = lo_of();
     }

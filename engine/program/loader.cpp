@@ -158,6 +158,7 @@ std::unique_ptr<ProgramImpl> ProgramImpl::build(Graph g, const Options& o) {
     p->kernels.push_back(std::move(kernel));
   }
   if (fusion_enabled()) fuse_elemwise(*p);
+  plan_lazy_branches(*p);
   p->num_slots = plan_buffers(*p);
 
   for (size_t k = 0; k < gr.inputs.size(); ++k) {

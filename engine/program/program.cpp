@@ -142,6 +142,7 @@ const std::vector<Tensor>& Program::run(Workspace& ws, std::span<const Tensor> a
   }
   try {
     for (const Step& st : p.steps) {
+      if (st.guard >= 0 && !guard_open(p, ws, st.guard)) continue;
       Frame f(ws, st);
       if (st.fused)
         st.fused->run_planned(f, ws.fused_ops.data() + st.ops_at, st.live_in.data(),

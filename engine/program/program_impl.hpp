@@ -14,6 +14,7 @@
 #include "engine/graph/graph.hpp"
 #include "engine/ops/op.hpp"
 #include "engine/ops/workspace.hpp"
+#include "engine/program/lazy_branches.hpp"
 #include "engine/program/passes/passes.hpp"
 #include "interp/kernel.hpp"
 
@@ -30,6 +31,7 @@ struct ProgramImpl {
   int num_slots = 0;
   size_t arena_bytes = 0, fused_ops_size = 0;  // Workspace::arena / fused_ops sizes
   passes::PassReport pass_report;  // what the load-time graph passes did
+  std::vector<Guard> guards;  // lazy IfElse branches (Step::guard)
 
   mutable std::mutex shared_mu;  // guards shared_values
   mutable std::vector<std::shared_ptr<const Array>> shared_values;

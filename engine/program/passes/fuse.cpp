@@ -23,6 +23,7 @@
 
 #include "engine/ops/elemwise.hpp"
 #include "engine/ops/op.hpp"
+#include "engine/program/lazy_branches.hpp"
 #include "engine/program/passes/editor.hpp"
 #include "engine/program/passes/passes.hpp"
 
@@ -67,6 +68,7 @@ class Fuser {
   const int n;
   Users users;
   std::vector<char> cand;                 // per node: a fusable Elemwise
+  std::vector<int> branch;                // per node: lazy IfElse context (empty: no IfElse)
   std::vector<interp::Composite> comp;    // per candidate node
   std::vector<int> group;                 // per node: formed group id, -1
   std::vector<std::vector<int>> members;  // per formed group
@@ -118,6 +120,7 @@ class Fuser {
 };
 
 bool Fuser::compatible(int a, int b) const {
+  if (!branch.empty() && branch[a] != branch[b]) return false;  // a fused node would need both branches
   const Shape &x = pattern(a), &y = pattern(b);
   if (!same_broadcast_pattern(x, y)) return false;
   for (int d = 0; d < x.ndim; ++d)
@@ -433,6 +436,10 @@ bool Fuser::build(int gid) {
 
 int Fuser::run() {
   users = e.users();
+  std::vector<BranchNode> bn(n);
+  for (int k = 0; k < n; ++k)
+    if (!e.removed(k)) bn[k] = {&g.nodes[k].inputs, &g.nodes[k].outputs, is_op(g.nodes[k], TensorOp::IfElse)};
+  branch = branch_contexts(bn, g.vars.size(), g.outputs).ctx;
   cand.assign(n, 0);
   comp.resize(n);
   group.assign(n, -1);
