@@ -568,6 +568,7 @@ HANDLERS = {
     "BlockDiagonal": _simple("BlockDiagonal"),
     "KroneckerProduct": _simple("KroneckerProduct"),
     "PosDefMatrix": _simple("MatrixIsPositiveDefinite"),  # PyMC's op (LKJCorr)
+    "IfElse": _simple("IfElse", lambda op: {"n_outs": int(op.n_outs)}),
 }
 
 
@@ -591,8 +592,8 @@ def _is_op_from_graph(op):
     return any(c.__name__ == "OpFromGraph" for c in type(op).__mro__)
 
 
-def _inline_op_from_graph(g, node, where):
-    """Emit an OpFromGraph's inner graph (e.g. AllocDiag) in place of the node."""
+def _emit_inner(g, op, outer_inputs, where):
+    """Emit the inner graph of op (an OpFromGraph) on outer_inputs; its inner outputs."""
     from pytensor.graph.basic import clone
 
     try:
@@ -600,7 +601,6 @@ def _inline_op_from_graph(g, node, where):
     except ImportError:  # older PyTensor
         from pytensor.graph.basic import io_toposort
 
-    op = node.op
     # A private copy per application: one op instance (and inner graph) may be applied twice.
     inner = getattr(op, "fgraph", None)
     if hasattr(inner, "unfreeze"):  # PyTensor 3.x: frozen nodes cannot be cloned, only rebuilt
@@ -608,11 +608,27 @@ def _inline_op_from_graph(g, node, where):
         ins, outs = list(inner.inputs), list(inner.outputs)
     else:
         ins, outs = clone(list(op.inner_inputs), list(op.inner_outputs))
-    for inner, outer in zip(ins, node.inputs):
+    for inner, outer in zip(ins, outer_inputs, strict=True):
         g.ids[inner] = g.var(outer)
-    _emit_nodes(g, io_toposort(ins, outs), f"{where} ({type(op).__name__}) inner node ")
-    for out, inner in zip(node.outputs, outs):
+    _emit_nodes(g, io_toposort(ins, outs), f"{where} inner node ")
+    return outs
+
+
+def _inline_op_from_graph(g, node, where):
+    """Emit an OpFromGraph's inner graph (e.g. AllocDiag) in place of the node."""
+    outs = _emit_inner(g, node.op, node.inputs, f"{where} ({type(node.op).__name__})")
+    for out, inner in zip(node.outputs, outs, strict=True):
         g.ids[out] = g.var(inner)
+
+
+def _lazy_ifelse(g, node, where):
+    """PyTensor 3's LazyIfElse (branches as OpFromGraphs): both inner graphs, then an IfElse,
+    which Ember runs lazily."""
+    cond, *xs = node.inputs
+    then = _emit_inner(g, node.op.true_branch, xs, f"{where} (LazyIfElse then)")
+    other = _emit_inner(g, node.op.false_branch, xs, f"{where} (LazyIfElse else)")
+    g.nodes.append({"op": "IfElse", "inputs": [g.var(v) for v in (cond, *then, *other)],
+                    "outputs": [g.var(o) for o in node.outputs], "attrs": {"n_outs": len(node.outputs)}})
 
 
 def _emit_nodes(g, nodes, where_prefix):
@@ -631,6 +647,9 @@ def _emit_nodes(g, nodes, where_prefix):
                 handler = None
             except _Unsupported as e:
                 result = e
+        if handler is None and type(op).__name__ == "LazyIfElse":
+            _lazy_ifelse(g, node, where)
+            continue
         if handler is None and _is_op_from_graph(op):
             try:
                 _inline_op_from_graph(g, node, where)

@@ -217,6 +217,9 @@ def tensor_apply(n, ins, out_dtypes):
         return [np.linalg.det(x)]
     if op == "SLogDet":
         return list(np.linalg.slogdet(x))
+    if op == "IfElse":
+        n = len(out_dtypes)
+        return [np.array(v, copy=True) for v in (ins[1:1 + n] if x else ins[1 + n:])]
     raise NotImplementedError(op)
 
 

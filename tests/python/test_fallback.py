@@ -111,17 +111,6 @@ def test_scan_matches_py_linker_with_gradient():
         np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
-@pytest.mark.covers("IfElse")
-def test_ifelse_runs_through_fallback():
-    from pytensor.ifelse import ifelse
-
-    x = pt.dvector("x")
-    out = ifelse(pt.sum(x) > 0, pt.exp(x), -x) * 3
-    f, ref, _ = compile_both([x], out)
-    for v in (np.ones(3), -np.ones(3)):
-        np.testing.assert_allclose(f(v), ref(v), rtol=1e-14)
-
-
 def test_strict_mode_and_env_give_one_error_listing_every_op(monkeypatch):
     x = pt.dvector("x")
     out = [CumSumTwice()(x), pt.argmax(CumSumTwice()(x) * 2)]
