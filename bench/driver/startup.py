@@ -283,9 +283,9 @@ def report(args):
           "**own** = ember's own share of the cold first draw, goal ≤ 10 %; **warm** = ember warm first draw / "
           "nutpie-numba warm first draw, goal ≤ 0.01 (and against numba cold); **RSS** = ember cold RSS growth / "
           "nutpie-numba cold RSS growth, goal ≤ 0.2. Also the cold first draw against nutpie-numba and nutpie-JAX "
-          "(< 1: ember faster).", "",
-          "| workload | backend | cold | own | warm / numba warm | warm / numba cold | RSS | cold / numba cold | "
-          "cold / JAX cold | warm / JAX warm |", "|---|---|---|---|---|---|---|---|---|---|"]
+          "(< 1: ember faster). **warm ttfg** compares the times to first gradient, without nutpie's sampler.", "",
+          "| workload | backend | cold | own | warm / numba warm | warm / numba cold | warm ttfg / numba warm ttfg | "
+          "RSS | cold / numba cold | cold / JAX cold | warm / JAX warm |", "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def ratio(a, b, fmt="{:.2f}"):
         return "–" if a is None or b is None else fmt.format(a / b)
@@ -301,6 +301,7 @@ def report(args):
             L.append(f"| {w} | {b} | {_f(c['cold_ratio'])} | {_f(100 * c['own_share'], '{:.1f} %')} | "
                      f"{ratio(wm.get('first_draw_s'), nw.get('first_draw_s'), '{:.3f}')} | "
                      f"{ratio(wm.get('first_draw_s'), nc.get('first_draw_s'), '{:.3f}')} | "
+                     f"{ratio(wm.get('ttfg_s'), nw.get('ttfg_s'), '{:.3f}')} | "
                      f"{ratio(c['rss_growth_mb'], nc.get('rss_growth_mb'))} | "
                      f"{ratio(c['first_draw_s'], nc.get('first_draw_s'))} | "
                      f"{ratio(c['first_draw_s'], jc.get('first_draw_s'))} | "
