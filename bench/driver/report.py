@@ -626,12 +626,15 @@ def main():  # noqa: C901
 
 
 def kept_suite_section(md):
-    """The model-suite block (bench/suite/report.py writes it) of the file being replaced."""
-    begin, end = "<!-- model-suite:begin -->", "<!-- model-suite:end -->"
+    """The blocks other scripts write (bench/suite/report.py: model-suite; bench/driver/startup.py report:
+    startup) of the file being replaced."""
     text = open(md).read() if os.path.exists(md) else ""
-    if begin not in text or end not in text:
-        return ""
-    return begin + text.split(begin, 1)[1].split(end, 1)[0] + end + "\n"
+    kept = []
+    for name in ("model-suite", "startup"):
+        begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+        if begin in text and end in text:
+            kept.append(begin + text.split(begin, 1)[1].split(end, 1)[0] + end + "\n")
+    return "\n".join(kept)
 
 
 def phase_table(doc):
