@@ -132,10 +132,7 @@ TEST_CASE("eight_threads_calling_while_elemwise_kernels_swap_get_identical_bits"
 // demotes the first program's compiled kernels to the interpreter while 8
 // threads are inside it; its code is freed only once no call is.
 TEST_CASE("jit_eight_threads_see_identical_bits_while_kernels_swap_on_eviction", "[jit]") {
-  if (!jit::available()) {
-    SUCCEED("JIT unavailable");
-    return;
-  }
+  REQUIRE_JIT();
   const Args in(3000);
   Array ref;
   {

@@ -22,6 +22,7 @@
 #include "interp/dtype.hpp"
 #include "jit/jit.hpp"
 #include "jit/tier_manager.hpp"
+#include "tests/test_util.hpp"
 
 using namespace ember;
 
@@ -85,30 +86,30 @@ uint64_t tier_count(const nlohmann::json& s, int tier, const char* what) {
 // 256 KiB holds the direct emitter's small chunks at most; LLVM's fixed cost
 // (several MiB) never fits, so LLVM tiers are skipped, not failed.
 TEST_CASE("jit_budget_256k_keeps_the_measured_peak_and_skips_llvm", "[jit][budget]") {
-  if (!jit::available()) SUCCEED("JIT unavailable");
+  REQUIRE_JIT();
   const auto s = check_budget("256K", 100000);
   CHECK(tier_count(s, 2, "attempted") == 0);
 }
 
 TEST_CASE("jit_budget_1m_keeps_the_measured_peak_and_skips_tier_2", "[jit][budget]") {
-  if (!jit::available()) SUCCEED("JIT unavailable");
+  REQUIRE_JIT();
   const auto s = check_budget("1M", 100000);
   CHECK(tier_count(s, 2, "attempted") == 0);
   if (tier_count(s, 2, "skipped_budget") > 0) CHECK(!s["notes"].empty());
 }
 
 TEST_CASE("jit_budget_4m_keeps_the_measured_peak_without_churn", "[jit][budget]") {
-  if (!jit::available()) SUCCEED("JIT unavailable");
+  REQUIRE_JIT();
   check_budget("4M", 150000);
 }
 
 TEST_CASE("jit_budget_16m_keeps_the_measured_peak_without_churn", "[jit][budget]") {
-  if (!jit::available()) SUCCEED("JIT unavailable");
+  REQUIRE_JIT();
   check_budget("16M", 150000);
 }
 
 TEST_CASE("jit_budget_64m_keeps_the_measured_peak_without_churn", "[jit][budget]") {
-  if (!jit::available()) SUCCEED("JIT unavailable");
+  REQUIRE_JIT();
   const auto s = check_budget("64M", 150000);
   CHECK(s["evictions"].get<int>() == 0);
 }
@@ -147,7 +148,7 @@ bool same_bits(const std::vector<Tensor>& a, const std::vector<Array>& b) {
 // Allocation failures inside compiles: the failed compiles back off, the
 // budget and the bounds on compiles and evictions hold, and no result is lost.
 TEST_CASE("jit_budget_holds_under_allocation_failures_in_the_compile_path", "[jit][budget]") {
-  if (!jit::available()) SUCCEED("JIT unavailable");
+  REQUIRE_JIT();
   TierManager& tm = TierManager::instance();
   const JitConfig saved = tm.config();
   JitConfig off = saved;
@@ -191,7 +192,7 @@ TEST_CASE("jit_budget_holds_under_allocation_failures_in_the_compile_path", "[ji
 // A budget no compile fits: every tier is skipped for the budget, which is
 // not a failure, and a note says so once per tier.
 TEST_CASE("jit_budget_that_fits_no_compile_reports_skipped_not_failed", "[jit][budget]") {
-  if (!jit::available()) SUCCEED("JIT unavailable");
+  REQUIRE_JIT();
   TierManager& tm = TierManager::instance();
   const JitConfig saved = tm.config();
   JitConfig c = saved;

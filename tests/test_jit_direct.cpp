@@ -19,6 +19,7 @@
 #include "jit/emit_x86.hpp"
 #include "jit/jit.hpp"
 #include "tests/jit_util.hpp"
+#include "tests/test_util.hpp"
 
 using namespace ember;
 using namespace ember::interp;
@@ -45,8 +46,6 @@ struct T1Mode {
     config_reload_for_tests();
   }
 };
-
-bool direct_possible() { return jit::available() && jit::direct_host_ok(); }
 
 // Runs c on the interpreter and on `jk` over several sizes (partial groups,
 // several blocks) and layouts; "" or the first mismatch.
@@ -154,7 +153,8 @@ Composite random_composite(std::mt19937_64& rng, int max_nodes, bool f32) {
 }  // namespace
 
 TEST_CASE("direct_tier1_emits_every_float64_and_int64_opcode_bit_identical_to_interpreter", "[jit][direct]") {
-  if (!direct_possible()) return;
+  REQUIRE_JIT();
+  if (!jit::direct_host_ok()) SKIP("the direct emitter needs an x86-64 host with AVX2");
   std::mt19937_64 rng(11);
   int covered = 0, direct = 0, f32_direct = 0;
   for (const ScalarOpInfo& info : kScalarOps) {
@@ -202,10 +202,14 @@ TEST_CASE("direct_tier1_emits_every_float64_and_int64_opcode_bit_identical_to_in
   CHECK(f32_direct > 100);
 }
 
-TEST_CASE("direct_tier1_gives_numpy_results_on_special_values", "[jit][direct]") {
-  if (!direct_possible()) return;
-  // Expected values written out from NumPy's definitions (independent of
-  // both the interpreter and the emitter).
+TEST_CASE("direct_tier1_gives_the_documented_results_on_special_values", "[jit][direct]") {
+  REQUIRE_JIT();
+  if (!jit::direct_host_ok()) SKIP("the direct emitter needs an x86-64 host with AVX2");
+  // Expected values written out by hand (independent of both the
+  // interpreter and the emitter) from the definitions interp/scalar_impl.hpp
+  // follows: NumPy's (Sign(-0.0) is +0.0, IntDiv and Mod floor), except
+  // PyTensor's Minimum, a <= b ? a : b, so Minimum(-0.0, 0.0) is -0.0
+  // where NumPy gives +0.0.
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
   struct Case {
     ScalarOp op;
@@ -240,7 +244,7 @@ TEST_CASE("direct_tier1_gives_numpy_results_on_special_values", "[jit][direct]")
 }
 
 TEST_CASE("direct_tier1_random_composites_with_special_values_match_interpreter_in_both_modes", "[jit][direct]") {
-  if (!jit::available()) return;
+  REQUIRE_JIT();
   std::mt19937_64 rng(5);
   for (int t = 0; t < 160; ++t) {
     Composite c = random_composite(rng, t % 4 == 0 ? 120 : 30, t % 5 == 0);
@@ -255,7 +259,7 @@ TEST_CASE("direct_tier1_random_composites_with_special_values_match_interpreter_
 }
 
 TEST_CASE("direct_tier1_passes_the_differential_fuzzer_cases", "[jit][direct]") {
-  if (!jit::available()) return;
+  REQUIRE_JIT();
   T1Mode m("direct");
   fuzz::Rng rng(77);
   fuzz::DiffOptions o;
@@ -270,7 +274,8 @@ TEST_CASE("direct_tier1_passes_the_differential_fuzzer_cases", "[jit][direct]") 
 }
 
 TEST_CASE("direct_tier1_declines_float32_floor_division_and_llvm_compiles_it_correctly", "[jit][direct]") {
-  if (!direct_possible()) return;
+  REQUIRE_JIT();
+  if (!jit::direct_host_ok()) SKIP("the direct emitter needs an x86-64 host with AVX2");
   std::mt19937_64 rng(8);
   Composite c = one_node(ScalarOp::IntDiv, {DType::Float32, DType::Float32}, DType::Float32);
   auto vm = Interpreted::compile(c);
@@ -289,7 +294,8 @@ TEST_CASE("direct_tier1_declines_float32_floor_division_and_llvm_compiles_it_cor
 }
 
 TEST_CASE("direct_tier1_code_has_no_object_and_reports_its_bytes", "[jit][direct]") {
-  if (!direct_possible()) return;
+  REQUIRE_JIT();
+  if (!jit::direct_host_ok()) SKIP("the direct emitter needs an x86-64 host with AVX2");
   T1Mode m("direct");
   Composite c = one_node(ScalarOp::Exp, {DType::Float64}, DType::Float64);
   auto vm = Interpreted::compile(c);
@@ -298,12 +304,11 @@ TEST_CASE("direct_tier1_code_has_no_object_and_reports_its_bytes", "[jit][direct
   CHECK(st.object.empty());
   CHECK(st.code_bytes > 0);
   CHECK(p.code->bytes == st.code_bytes);
-  CHECK(st.cpu_seconds > 0);
-  CHECK(st.cpu_seconds < 0.05);
+  CHECK(st.cpu_seconds > 0);  // its cost: bench/jit_compile_bench
 }
 
 TEST_CASE("direct_tier1_injected_failures_throw_without_leaking_state", "[jit][direct]") {
-  if (!jit::available()) return;
+  REQUIRE_JIT();
   T1Mode m("direct");
   std::mt19937_64 rng(3);
   Composite c = one_node(ScalarOp::Add, {DType::Float64, DType::Float64}, DType::Float64);

@@ -15,6 +15,7 @@
 #include "interp/vm.hpp"
 #include "jit/jit.hpp"
 #include "tests/jit_util.hpp"
+#include "tests/test_util.hpp"
 
 using namespace ember;
 using namespace ember::interp;
@@ -58,23 +59,23 @@ Composite arith(DType a, DType b) {
 }  // namespace
 
 TEST_CASE("jit_contiguous_float64_inputs_read_in_place_match_interpreter", "[jit]") {
-  if (!jit::available()) SUCCEED("JIT unavailable");
+  REQUIRE_JIT();
   CHECK(check(arith(DType::Float64, DType::Float64), {1, 1}, 1) == "");
 }
 
 TEST_CASE("jit_strided_inputs_are_gathered_and_match_interpreter", "[jit]") {
-  if (!jit::available()) SUCCEED("JIT unavailable");
+  REQUIRE_JIT();
   CHECK(check(arith(DType::Float64, DType::Float64), {2, 3}, 2) == "");
 }
 
 TEST_CASE("jit_broadcast_input_beside_an_in_place_one_matches_interpreter", "[jit]") {
-  if (!jit::available()) SUCCEED("JIT unavailable");
+  REQUIRE_JIT();
   CHECK(check(arith(DType::Float64, DType::Float64), {1, 0}, 3) == "");
   CHECK(check(arith(DType::Float64, DType::Float64), {0, 1}, 4) == "");
 }
 
 TEST_CASE("jit_mixed_in_place_strided_broadcast_and_narrow_inputs_match_interpreter", "[jit]") {
-  if (!jit::available()) SUCCEED("JIT unavailable");
+  REQUIRE_JIT();
   // int64 in place, int32 widened, float64 strided, float64 broadcast, and
   // an int64 input that is also an output.
   Composite c;
@@ -89,7 +90,7 @@ TEST_CASE("jit_mixed_in_place_strided_broadcast_and_narrow_inputs_match_interpre
 }
 
 TEST_CASE("jit_float32_inputs_match_interpreter", "[jit]") {
-  if (!jit::available()) SUCCEED("JIT unavailable");
+  REQUIRE_JIT();
   Composite c;
   c.inputs = {DType::Float32, DType::Float64};
   c.constants.push_back({DType::Float32, 0.25f, 0});
@@ -102,7 +103,7 @@ TEST_CASE("jit_float32_inputs_match_interpreter", "[jit]") {
 }
 
 TEST_CASE("jit_inputs_are_not_read_past_the_end_of_the_callers_array", "[jit]") {
-  if (!jit::available()) SUCCEED("JIT unavailable");
+  REQUIRE_JIT();
   // Each input ends right before a page that cannot be read: padding lanes
   // of the last group would fault if they read caller memory.
   const long page = sysconf(_SC_PAGESIZE);
@@ -139,7 +140,7 @@ TEST_CASE("jit_inputs_are_not_read_past_the_end_of_the_callers_array", "[jit]") 
 }
 
 TEST_CASE("jit_unaligned_float64_input_matches_interpreter", "[jit]") {
-  if (!jit::available()) SUCCEED("JIT unavailable");
+  REQUIRE_JIT();
   Composite c = arith(DType::Float64, DType::Float64);
   auto vm = Interpreted::compile(c);
   const Bytecode& bc = vm->bytecode();
@@ -164,7 +165,7 @@ TEST_CASE("jit_unaligned_float64_input_matches_interpreter", "[jit]") {
 }
 
 TEST_CASE("jit_output_aliasing_an_in_place_input_matches_interpreter", "[jit]") {
-  if (!jit::available()) SUCCEED("JIT unavailable");
+  REQUIRE_JIT();
   // Output 0 is written over input 0 (a PyTensor in-place op), and output 1
   // is input 1 itself, over its own buffer.
   Composite c = arith(DType::Float64, DType::Float64);

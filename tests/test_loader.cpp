@@ -1,10 +1,11 @@
 // The loader validates a whole graph before anything runs, and every error
 // names where the fault is.
 #include <array>
-#include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <catch2/catch.hpp>
 
@@ -170,24 +171,29 @@ TEST_CASE("loader_rejects_constant_outside_payload") {
 
 TEST_CASE("container_round_trips_constants_bit_exactly") {
   Graph g = Graph::parse(R"({"format": "ember-graph", "version": 1,
-    "variables": [{"name": "c", "dtype": "float64", "shape": [3]}, {"name": "k", "dtype": "int8", "shape": [2]}],
+    "variables": [{"name": "c", "dtype": "float64", "shape": [6]}, {"name": "k", "dtype": "int8", "shape": [3]}],
     "inputs": [], "outputs": [0, 1],
-    "constants": [{"var": 0, "data": [1.5, "-inf", "nan"]}, {"var": 1, "data": [-3, 7]}], "nodes": []})",
+    "constants": [{"var": 0, "data": [1.5, "-inf", "inf", "nan", -0.0, 5e-324]}, {"var": 1, "data": [-3, 7, -128]}],
+    "nodes": []})",
                          nullptr, 0, "t");
   const std::string path = temp_file("roundtrip.embg");
   g.write_file(path);
   auto p = Program::load(path);
   auto out = p->call(std::initializer_list<Tensor>{});
   REQUIRE(out.size() == 2);
-  CHECK(out[0].data<double>()[0] == 1.5);
-  CHECK(std::isinf(out[0].data<double>()[1]));
-  CHECK(std::isnan(out[0].data<double>()[2]));
-  CHECK(out[1].data<int8_t>()[0] == -3);
-  CHECK(out[1].data<int8_t>()[1] == 7);
+  // Bytes, not values: a sign lost on -inf or -0 must fail.
+  const double inf = std::numeric_limits<double>::infinity();
+  const double want_c[6] = {1.5, -inf, inf, std::numeric_limits<double>::quiet_NaN(), -0.0, 5e-324};
+  const int8_t want_k[3] = {-3, 7, -128};
+  REQUIRE(out[0].size() == 6);
+  REQUIRE(out[1].size() == 3);
+  CHECK(std::memcmp(out[0].data<double>(), want_c, sizeof want_c) == 0);
+  CHECK(std::memcmp(out[1].data<int8_t>(), want_k, sizeof want_k) == 0);
   std::remove(path.c_str());
 }
 
-TEST_CASE("graph_with_million_element_constants_loads_in_under_100ms") {
+// Its load time is measured by bench/executor_bench, not asserted here.
+TEST_CASE("graph_with_million_element_constants_loads_them_from_the_payload") {
   const int64_t n = 1'000'000;
   Graph g = Graph::parse(R"({"format": "ember-graph", "version": 1,
     "variables": [{"name": "x", "dtype": "float64", "shape": [1000000]},
@@ -196,18 +202,23 @@ TEST_CASE("graph_with_million_element_constants_loads_in_under_100ms") {
     "inputs": [0], "outputs": [2],
     "constants": [{"var": 1, "offset": 0, "nbytes": 8000000}],
     "nodes": [{"op": "Elemwise", "inputs": [0, 1], "outputs": [2], "attrs": {"scalar_op": {"op": "Add"}}}]})",
-                         std::shared_ptr<const uint8_t[]>(new uint8_t[8'000'000]()), 8'000'000, "t");
+                         std::shared_ptr<const uint8_t[]>([] {
+                           auto* c = new double[1'000'000];
+                           for (int64_t i = 0; i < 1'000'000; ++i) c[i] = double(i) - 0.25;
+                           return reinterpret_cast<const uint8_t*>(c);
+                         }(), [](const uint8_t* q) { delete[] reinterpret_cast<const double*>(q); }),
+                         8'000'000, "t");
   const std::string path = temp_file("big.embg");
   g.write_file(path);
-  double best_ms = 1e9;
-  for (int r = 0; r < 3; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto p = Program::load(path);
-    best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    REQUIRE(p->args()[0].static_shape.dims[0] == n);
-  }
-  WARN("load of 10^6-element constant graph: " << best_ms << " ms");
-  CHECK(best_ms < 100.0);
+  auto p = Program::load(path);
+  REQUIRE(p->args()[0].static_shape.dims[0] == n);
+  Array x = Array::empty(DType::Float64, Shape{1, {n}});
+  for (int64_t i = 0; i < n; ++i) x.data<double>()[i] = 0.25;
+  auto out = p->call({x.t});
+  REQUIRE(out[0].size() == n);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) wrong += out[0].data<double>()[i] != double(i);
+  CHECK(wrong == 0);
   std::remove(path.c_str());
 }
 

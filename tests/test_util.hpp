@@ -4,9 +4,32 @@
 #include <sstream>
 #include <string>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "ember/ember.hpp"
+#include "jit/jit.hpp"
+
+// An explicit, counted skip. Catch2 2 has no SKIP (Catch2 3 does, and then
+// its own is used): this one prints "EMBER_SKIPPED: <reason>" and leaves the
+// test case, and CTest counts the test as skipped, not passed
+// (SKIP_REGULAR_EXPRESSION in tests/CMakeLists.txt). Only for what a machine
+// or configuration lacks on purpose; never for what the build promises.
+#ifndef SKIP
+#define SKIP(...)                          \
+  do {                                     \
+    WARN("EMBER_SKIPPED: " << __VA_ARGS__); \
+    return;                                \
+  } while (0)
+#endif
+
+// A JIT build promises the JIT: LLVM unable to target the machine fails
+// the test instead of letting it pass unchecked.
+#define REQUIRE_JIT()                                                                    \
+  do {                                                                                   \
+    INFO("built with the JIT, but jit::available() is false (LLVM cannot target this machine)"); \
+    REQUIRE(::ember::jit::available());                                                  \
+  } while (0)
 
 namespace ember::test {
 

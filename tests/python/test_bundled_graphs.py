@@ -42,6 +42,11 @@ def test_graphs_are_bundled():
     assert any(p.suffix == ".embg" for p in paths)
 
 
+def test_there_are_bundled_graphs():
+    # The parametrized tests below would pass on an empty directory.
+    assert len(list(bundled_graphs())) >= 70
+
+
 @pytest.mark.parametrize("path", list(bundled_graphs()), ids=lambda p: str(p.relative_to(DATA)))
 def test_bundled_graph_matches_schema(path):
     doc, payload = read_graph(path)

@@ -10,7 +10,7 @@ import pytest
 
 from native_helpers import require_native
 
-pytensor = pytest.importorskip("pytensor")
+import pytensor
 import pytensor.tensor as pt  # noqa: E402
 
 import ember  # noqa: E402
@@ -25,7 +25,7 @@ def check(inputs, outputs, args, mode=STRICT):
     f = pytensor.function(inputs, outputs, mode=mode)
     ref = pytensor.function(inputs, outputs, mode=PY)
     got, want = f(*args), ref(*args)
-    for g, w in zip(got if isinstance(got, list) else [got], want if isinstance(want, list) else [want]):
+    for g, w in zip(got if isinstance(got, list) else [got], want if isinstance(want, list) else [want], strict=True):
         g, w = np.asarray(g), np.asarray(w)
         assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype)
         np.testing.assert_array_equal(g, w)
@@ -45,7 +45,7 @@ def test_elementwise_arithmetic_wraps_like_numpy(dt):
     check([a, b], outs, [va, vb])
     # ...and wrapping where NumPy's arrays wrap.
     f = pytensor.function([a, b], [a + b, a * b, b - a], mode=STRICT)
-    for got, want in zip(f(va, vb), [va + vb, va * vb, vb - va]):
+    for got, want in zip(f(va, vb), [va + vb, va * vb, vb - va], strict=True):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
 

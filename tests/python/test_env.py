@@ -1,12 +1,21 @@
-"""The pinned environment works: nutpie's numba backend samples a tiny model."""
+"""The pinned environment works: every component the suite needs imports
+(a missing one fails here, not as skipped tests), and nutpie's numba
+backend samples a tiny model."""
 
 import numpy as np
-import pytest
+import pymc as pm
+import nutpie
+
+
+def test_every_required_component_imports():
+    import distributed  # noqa: F401
+    import mpmath  # noqa: F401
+    import pytensor  # noqa: F401
+    import scipy  # noqa: F401
+    assert pm.__version__ and nutpie.__version__ and pytensor.__version__
 
 
 def test_nutpie_numba_backend_samples_tiny_model():
-    pm = pytest.importorskip("pymc")
-    nutpie = pytest.importorskip("nutpie")
     y = np.array([0.1, -0.3, 0.5, 1.2, 0.4])
     with pm.Model() as model:
         mu = pm.Normal("mu", 0.0, 10.0)

@@ -19,7 +19,7 @@ import importlib
 ex = importlib.import_module("ember.export")
 from ember.testing.validate import check, check_structure, load_schema
 
-pytensor = pytest.importorskip("pytensor")
+import pytensor
 import pytensor.scalar as ps  # noqa: E402
 import pytensor.tensor as pt  # noqa: E402
 from pytensor.graph.fg import FunctionGraph  # noqa: E402
@@ -466,6 +466,11 @@ def test_structure_check_catches_bad_order():
 MODEL_FILES = sorted(glob.glob(os.path.join(MODELS_DIR, "*.embg")))
 
 
+def test_the_model_graphs_are_all_there():
+    # The parametrized tests below would pass on an empty glob.
+    assert len(MODEL_FILES) == 12, MODEL_FILES
+
+
 @pytest.mark.parametrize("path", MODEL_FILES, ids=[os.path.basename(p) for p in MODEL_FILES])
 def test_model_graph_is_valid_and_matches_values(path):
     with open(path, "rb") as f:
@@ -481,7 +486,7 @@ def test_model_graph_is_valid_and_matches_values(path):
     assert var["name"] == values["input"] and var["shape"] == [values["n_dim"]]
     assert len(values["points"]) == len(values["logp"]) == len(values["grad"]) == 10
     assert all(len(p) == values["n_dim"] and len(g) == values["n_dim"]
-               for p, g in zip(values["points"], values["grad"]))
+               for p, g in zip(values["points"], values["grad"], strict=True))
     logp_var, grad_var = (doc["variables"][o] for o in doc["outputs"])
     assert logp_var["shape"] == [] and grad_var["shape"] == [values["n_dim"]]
 
@@ -546,7 +551,7 @@ def test_model_graph_evaluates_to_pytensor_values(path):
     with open(path[:-len(".embg")] + ".values.json") as f:
         values = json.load(f)
     num = lambda v: format_eval._number(v)  # noqa: E731
-    for x, logp, grad in zip(values["points"], values["logp"], values["grad"]):
+    for x, logp, grad in zip(values["points"], values["logp"], values["grad"], strict=True):
         got_logp, got_grad = format_eval.evaluate(doc, payload, {values["input"]: np.array(x)})
         np.testing.assert_allclose(got_logp, num(logp), rtol=1e-10)
         np.testing.assert_allclose(got_grad, [num(g) for g in grad], rtol=1e-10, atol=1e-12)
@@ -575,7 +580,7 @@ def test_hand_built_graphs_evaluate_like_pytensor():
     expected = pytensor.function([x, idx, i, v], outs, mode="FAST_COMPILE")(*args.values())
     got = format_eval.evaluate(doc, payload, args)
     assert len(got) == len(expected)
-    for k, (g, e) in enumerate(zip(got, expected)):
+    for k, (g, e) in enumerate(zip(got, expected, strict=True)):
         np.testing.assert_allclose(g, e, rtol=1e-14, err_msg=f"output {k}")
 
 
@@ -628,5 +633,5 @@ def test_hand_built_shape_join_linalg_graphs_evaluate_like_pytensor():
     expected = pytensor.function([A, v, idx, ax, n], outs, mode="FAST_COMPILE",
                                  on_unused_input="ignore")(*args.values())
     got = format_eval.evaluate(doc, payload, args)
-    for k, (g, e) in enumerate(zip(got, expected)):
+    for k, (g, e) in enumerate(zip(got, expected, strict=True)):
         np.testing.assert_allclose(g, e, rtol=1e-12, err_msg=f"output {k}")

@@ -9,7 +9,7 @@ import pytest
 
 from native_helpers import ROOT, reference_mode, require_native
 
-pytensor = pytest.importorskip("pytensor")
+import pytensor
 import pytensor.tensor as pt  # noqa: E402
 
 import ember  # noqa: E402  (registers the mode)
@@ -30,7 +30,7 @@ def check(inputs, outputs, args, rtol=1e-13, **kw):
     got, want, f = both(inputs, outputs, args, **kw)
     if not isinstance(got, list):
         got, want = [got], [want]
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         assert type(g) is type(w), (type(g), type(w))
         assert np.asarray(g).dtype == np.asarray(w).dtype and np.shape(g) == np.shape(w)
         np.testing.assert_allclose(g, w, rtol=rtol, atol=0)

@@ -8,7 +8,7 @@ import pytest
 
 from native_helpers import require_native
 
-pytensor = pytest.importorskip("pytensor")
+import pytensor
 import pytensor.tensor as pt  # noqa: E402
 
 import ember  # noqa: E402
@@ -26,7 +26,7 @@ def check(inputs, outputs, args, rtol=1e-13, atol=0.0):
     got, want = f(*args), ref(*args)
     if not isinstance(got, list):
         got, want = [got], [want]
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         g, w = np.asarray(g), np.asarray(w)
         assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
         np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
@@ -126,7 +126,7 @@ def test_block_diagonal_and_kron():
 
 @pytest.mark.covers("PosDefMatrix")
 def test_matrix_is_positive_definite():
-    pm = pytest.importorskip("pymc")
+    import pymc as pm
     try:
         from pymc.distributions.multivariate import matrix_pos_def
     except ImportError:

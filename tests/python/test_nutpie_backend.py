@@ -6,8 +6,8 @@ import pytest
 
 from native_helpers import assert_close_rel, call_logp, reference_mode, require_native
 
-pm = pytest.importorskip("pymc")
-nutpie = pytest.importorskip("nutpie")
+import pymc as pm
+import nutpie
 
 native = require_native()
 import ember.nutpie as enutpie  # noqa: E402

@@ -10,8 +10,8 @@ import pytest
 
 from native_helpers import call_logp, require_native
 
-pm = pytest.importorskip("pymc")
-nutpie = pytest.importorskip("nutpie")
+import pymc as pm
+import nutpie
 import pytensor  # noqa: E402
 
 import ember  # noqa: E402

@@ -15,8 +15,8 @@ import pytest
 
 from native_helpers import ROOT, assert_close_rel, require_native
 
-pm = pytest.importorskip("pymc")
-nutpie = pytest.importorskip("nutpie")
+import pymc as pm
+import nutpie
 native = require_native()
 
 import ember.nutpie as enutpie  # noqa: E402

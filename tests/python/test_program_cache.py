@@ -12,8 +12,8 @@ import pytest
 
 from native_helpers import ROOT, require_native
 
-pm = pytest.importorskip("pymc")
-pytest.importorskip("nutpie")
+import pymc as pm
+import nutpie  # noqa: F401
 native = require_native()
 
 import ember.nutpie as enutpie  # noqa: E402
@@ -154,7 +154,7 @@ def test_concurrent_processes_share_one_entry(cache):
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(3)]
     outs = [p.communicate(timeout=1200) for p in procs]
-    for p, (o, e) in zip(procs, outs):
+    for p, (o, e) in zip(procs, outs, strict=True):
         assert p.returncode == 0, e[-3000:]
     logps = {next(ln for ln in o.splitlines() if ln.startswith("LOGP")).split()[1] for o, _ in outs}
     assert len(logps) == 1
