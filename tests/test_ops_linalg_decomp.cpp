@@ -200,3 +200,18 @@ TEST_CASE("decompositions_reject_non_square_input_at_call") {
   CHECK_THROWS_WITH(p->call({Array::of<double>({2, {2, 3}}, {1, 2, 3, 4, 5, 6}).t}),
                     Contains("node 0 (Eigvalsh)") && Contains("square"));
 }
+
+TEST_CASE("blockwise_row_gather_permutes_each_batch_and_checks_bounds") {
+  auto p = Program::from_json(graph("Blockwise",
+                                    R"([{"dtype": "float64", "shape": [2, 3, 2]}, {"dtype": "int64", "shape": [2, 3]},
+                                        {"dtype": "float64", "shape": [2, 3, 2]}])",
+                                    "[0, 1]", "[2]",
+                                    R"J({"core_op": {"op": "AdvancedSubtensor1", "attrs": {}},
+                                         "signature": "(i00,i01),(i10)->(o00,o01)"})J"));
+  auto out = p->call({Array::of<double>({3, {2, 3, 2}}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}).t,
+                      Array::of<int64_t>({2, {2, 3}}, {2, 0, 1, -1, 1, 1}).t});
+  check_values(out[0], {4, 5, 0, 1, 2, 3, 10, 11, 8, 9, 8, 9}, 0);
+  CHECK_THROWS_WITH(p->call({Array::of<double>({3, {2, 3, 2}}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}).t,
+                             Array::of<int64_t>({2, {2, 3}}, {0, 3, 1, 0, 0, 0}).t}),
+                    Contains("node 0 (Blockwise)") && Contains("out of bounds"));
+}

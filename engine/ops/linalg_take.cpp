@@ -6,11 +6,11 @@
 #include <string>
 
 #include "engine/ops/linalg_core.hpp"
-#include "engine/ops/linalg_util.hpp"
 
 namespace ember::linalg {
 namespace {
 
+// Copies bytes element by element through strides: no per-dtype code.
 class TakeCore final : public Core {
  public:
   explicit TakeCore(const CoreDesc& d) {
@@ -30,28 +30,36 @@ class TakeCore final : public Core {
     out[0] = in[0];
     out[0].dims[0] = in[1].dims[0];
   }
-  size_t scratch_bytes(const Shape* in) const override {
-    return carve_bytes(in[0].size(), 8) + carve_bytes(in[1].size(), 8);
-  }
-  void compute(Frame& f, const Tensor* in, const Tensor* out, char* scratch) const override {
-    Carver c{scratch};
-    const Tensor& x = in[0];
-    const int64_t rows = x.dim(0), n = in[1].dim(0), row = rows > 0 ? x.size() / rows : 0;
-    int64_t* idx = c.take<int64_t>(n);
-    copy_to(in[1], idx);
+  size_t scratch_bytes(const Shape*) const override { return 0; }
+  void compute(Frame& f, const Tensor* in, const Tensor* out, char*) const override {
+    const Tensor &x = in[0], &ix = in[1];
+    const int nd = x.ndim();
+    const int64_t rows = x.dim(0), n = ix.dim(0);
     const size_t es = dtype_size(x.dtype);
-    // x's elements in C order, bytes as they are (any dtype).
-    char* xs = c.take<char>(x.size() * static_cast<int64_t>(es));
-    dtype_dispatch(x.dtype, [&](auto t) {
-      using T = decltype(t);
-      copy_to(x, reinterpret_cast<T*>(xs));
-    });
+    int64_t row = 1;
+    for (int d = 1; d < nd; ++d) row *= x.dim(d);
+    const char* xb = static_cast<const char*>(x.data);
     char* o = static_cast<char*>(out[0].data);
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t j = idx[i] < 0 ? idx[i] + rows : idx[i];
+      int64_t j = dtype_dispatch(ix.dtype, [&](auto t) {
+        using T = decltype(t);
+        return static_cast<int64_t>(ix.ptr<T>()[i * ix.strides[0]]);
+      });
+      const int64_t given = j;
+      if (j < 0) j += rows;
       if (j < 0 || j >= rows)
-        f.fail("index " + std::to_string(idx[i]) + " is out of bounds for axis 0 with size " + std::to_string(rows));
-      std::memcpy(o + i * row * es, xs + j * row * es, static_cast<size_t>(row) * es);
+        f.fail("index " + std::to_string(given) + " is out of bounds for axis 0 with size " + std::to_string(rows));
+      int64_t idx[kMaxRank] = {};
+      for (int64_t k = 0; k < row; ++k) {
+        int64_t off = j * x.strides[0];
+        for (int d = 1; d < nd; ++d) off += idx[d] * x.strides[d];
+        std::memcpy(o, xb + off * static_cast<int64_t>(es), es);
+        o += es;
+        for (int d = nd - 1; d >= 1; --d) {
+          if (++idx[d] < x.dim(d)) break;
+          idx[d] = 0;
+        }
+      }
     }
   }
 };
