@@ -1,5 +1,6 @@
 // Core linear-algebra kernels (Eigen, single-threaded): Dot, Cholesky,
-// SolveTriangular, Solve, MatrixInverse, Det, SLogDet. Semantics follow
+// SolveTriangular, Solve, MatrixInverse, Det, SLogDet (the decompositions
+// are in engine/ops/linalg_decomp.cpp). Semantics follow
 // NumPy/SciPy; failures SciPy raises become CallErrors.
 #include "engine/ops/linalg_core.hpp"
 
@@ -38,24 +39,12 @@ std::string CoreDesc::get_str(const char* name, const std::string& dflt) const {
   return j->get<std::string>();
 }
 
-namespace {
+// ---- load- and call-time checks shared by the cores ------------------------
 
-enum class CT { F64, F32, I64 };
-
-template <class F>
-void with_ct(CT ct, F&& fn) {
-  switch (ct) {
-    case CT::F64: return fn(double{});
-    case CT::F32: return fn(float{});
-    case CT::I64: return fn(int64_t{});
-  }
-}
-
-CT float_ct(const CoreDesc& d, int out) {
+void expect_float_out(const CoreDesc& d, int out) {
   if (!dtype_is_float(d.out_dt[out]))
     d.fail("outputs", d.name + " output " + std::to_string(out) + " must be float, not " +
                           std::string(dtype_name(d.out_dt[out])));
-  return d.out_dt[out] == DType::Float32 ? CT::F32 : CT::F64;
 }
 
 void expect_arity(const CoreDesc& d, int nin, int nout) {
@@ -91,6 +80,45 @@ void expect_square(const CoreDesc& d, int k) {
 void run_square(Frame& f, const Shape& s, const char* op) {
   if (s.ndim != 2 || s.dims[0] != s.dims[1])
     f.fail(std::string(op) + " needs a square matrix, got shape " + s.str());
+}
+
+int parse_b_ndim(const CoreDesc& d, int k) {
+  int b_ndim = d.in_shape[k].ndim;
+  if (const nlohmann::json* j = d.get("b_ndim")) {
+    if (!j->is_number_integer() || (j->get<int64_t>() != 1 && j->get<int64_t>() != 2))
+      d.fail(d.attr_prefix + "b_ndim", "expected 1 or 2");
+    b_ndim = static_cast<int>(j->get<int64_t>());
+  }
+  expect_ndim(d, true, k, b_ndim, b_ndim);
+  if (b_ndim != 1 && b_ndim != 2) d.fail("inputs", "b must be a vector or a matrix");
+  expect_ndim(d, false, 0, b_ndim, b_ndim);
+  return b_ndim;
+}
+
+void solve_shapes(Frame& f, const Shape* in, Shape* out, const char* op) {
+  run_square(f, in[0], op);
+  if (in[1].dims[0] != in[0].dims[0])
+    f.fail(std::string(op) + ": b has " + std::to_string(in[1].dims[0]) + " rows but A is " +
+           in[0].str());
+  out[0] = in[1];
+}
+
+namespace {
+
+enum class CT { F64, F32, I64 };
+
+template <class F>
+void with_ct(CT ct, F&& fn) {
+  switch (ct) {
+    case CT::F64: return fn(double{});
+    case CT::F32: return fn(float{});
+    case CT::I64: return fn(int64_t{});
+  }
+}
+
+CT float_ct(const CoreDesc& d, int out) {
+  expect_float_out(d, out);
+  return d.out_dt[out] == DType::Float32 ? CT::F32 : CT::F64;
 }
 
 // ---- Dot ------------------------------------------------------------------
@@ -201,29 +229,6 @@ class CholeskyCore final : public Core {
   CT ct_;
   bool lower_, nan_on_error_;
 };
-
-// ---- shared by the solvers ----------------------------------------------------
-
-int parse_b_ndim(const CoreDesc& d, int k) {
-  int b_ndim = d.in_shape[k].ndim;
-  if (const nlohmann::json* j = d.get("b_ndim")) {
-    if (!j->is_number_integer() || (j->get<int64_t>() != 1 && j->get<int64_t>() != 2))
-      d.fail(d.attr_prefix + "b_ndim", "expected 1 or 2");
-    b_ndim = static_cast<int>(j->get<int64_t>());
-  }
-  expect_ndim(d, true, k, b_ndim, b_ndim);
-  if (b_ndim != 1 && b_ndim != 2) d.fail("inputs", "b must be a vector or a matrix");
-  expect_ndim(d, false, 0, b_ndim, b_ndim);
-  return b_ndim;
-}
-
-void solve_shapes(Frame& f, const Shape* in, Shape* out, const char* op) {
-  run_square(f, in[0], op);
-  if (in[1].dims[0] != in[0].dims[0])
-    f.fail(std::string(op) + ": b has " + std::to_string(in[1].dims[0]) + " rows but A is " +
-           in[0].str());
-  out[0] = in[1];
-}
 
 template <class T>
 bool has_zero_diag(const MapM<T>& a, int64_t* at) {
@@ -462,7 +467,7 @@ std::unique_ptr<Core> make_core(const CoreDesc& d) {
     case TensorOp::MatrixInverse: return std::make_unique<LuCore>(d, LuKind::Inverse);
     case TensorOp::Det: return std::make_unique<LuCore>(d, LuKind::Det);
     case TensorOp::SLogDet: return std::make_unique<LuCore>(d, LuKind::SLogDet);
-    default: return nullptr;
+    default: return make_decomp_core(d);
   }
 }
 

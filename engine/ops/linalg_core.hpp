@@ -45,8 +45,28 @@ class Core {
 };
 
 // Builds and validates a core op (Dot, Cholesky, SolveTriangular, Solve,
-// MatrixInverse, Det, SLogDet); nullptr if the op is not one of them.
+// MatrixInverse, Det, SLogDet, or one of make_decomp_core's); nullptr if the
+// op is none of them.
 std::unique_ptr<Core> make_core(const CoreDesc& d);
+// The decompositions and their solvers (engine/ops/linalg_decomp.cpp):
+// CholeskySolve, LUFactor, LU, PivotToPermutations, Eigh, Eigvalsh, QR, SVD,
+// MatrixPinv.
+std::unique_ptr<Core> make_decomp_core(const CoreDesc& d);
+// x[idx] along axis 0 (AdvancedSubtensor1 as a Blockwise core; linalg_take.cpp).
+std::unique_ptr<Core> make_take_core(const CoreDesc& d);
+
+// Load-time checks shared by the cores (they fail through CoreDesc::fail).
+void expect_float_out(const CoreDesc& d, int out);
+void expect_arity(const CoreDesc& d, int nin, int nout);
+void expect_ndim(const CoreDesc& d, bool input, int k, int lo, int hi);
+// Static dims that must agree (unknown dims, -1, agree with anything).
+void expect_same(const CoreDesc& d, const char* field, int64_t a, int64_t b, const std::string& what);
+void expect_square(const CoreDesc& d, int k);
+// b's core rank from the b_ndim attribute (or its static rank); checks b and output 0.
+int parse_b_ndim(const CoreDesc& d, int k);
+// Call-time checks (Frame::fail).
+void run_square(Frame& f, const Shape& s, const char* op);
+void solve_shapes(Frame& f, const Shape* in, Shape* out, const char* op);
 
 // A CoreDesc for a plain (unbatched) node.
 CoreDesc desc_of(NodeContext& ctx);

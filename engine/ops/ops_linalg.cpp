@@ -1,5 +1,5 @@
 // Linear-algebra tensor ops and Blockwise. The cores live in
-// engine/ops/linalg_core.cpp; a plain op is a core with no batch dims, Blockwise
+// engine/ops/linalg_core.cpp and engine/ops/linalg_decomp.cpp; a plain op is a core with no batch dims, Blockwise
 // loops a core over batch dims broadcast per its gufunc signature.
 #include <optional>
 #include <string>
@@ -69,6 +69,15 @@ std::unique_ptr<OpKernel> make_solve(NodeContext& ctx) { return make_plain(ctx);
 std::unique_ptr<OpKernel> make_matrix_inverse(NodeContext& ctx) { return make_plain(ctx); }
 std::unique_ptr<OpKernel> make_det(NodeContext& ctx) { return make_plain(ctx); }
 std::unique_ptr<OpKernel> make_slogdet(NodeContext& ctx) { return make_plain(ctx); }
+std::unique_ptr<OpKernel> make_cholesky_solve(NodeContext& ctx) { return make_plain(ctx); }
+std::unique_ptr<OpKernel> make_lu_factor(NodeContext& ctx) { return make_plain(ctx); }
+std::unique_ptr<OpKernel> make_lu(NodeContext& ctx) { return make_plain(ctx); }
+std::unique_ptr<OpKernel> make_pivot_to_permutations(NodeContext& ctx) { return make_plain(ctx); }
+std::unique_ptr<OpKernel> make_eigh(NodeContext& ctx) { return make_plain(ctx); }
+std::unique_ptr<OpKernel> make_eigvalsh(NodeContext& ctx) { return make_plain(ctx); }
+std::unique_ptr<OpKernel> make_qr(NodeContext& ctx) { return make_plain(ctx); }
+std::unique_ptr<OpKernel> make_svd(NodeContext& ctx) { return make_plain(ctx); }
+std::unique_ptr<OpKernel> make_matrix_pinv(NodeContext& ctx) { return make_plain(ctx); }
 
 std::unique_ptr<OpKernel> make_blockwise(NodeContext& ctx) {
   const nlohmann::json& cj = ctx.attr("core_op");
@@ -136,7 +145,8 @@ std::unique_ptr<OpKernel> make_blockwise(NodeContext& ctx) {
   if (!core)
     ctx.fail("core_op", "Blockwise over '" + d.name +
                             "' is not supported (Dot, Cholesky, SolveTriangular, Solve, MatrixInverse, "
-                            "Det, SLogDet)");
+                            "Det, SLogDet, CholeskySolve, LUFactor, LU, PivotToPermutations, Eigh, "
+                            "Eigvalsh, QR, SVD, MatrixPinv, AdvancedSubtensor1)");
   return std::make_unique<linalg::BatchedKernel>(std::move(core), std::move(core_nd), batch_nd);
 }
 

@@ -75,7 +75,8 @@ def tensor_op_status(cls):
     names = _mro_names(cls)
     name = cls.__name__
     if name == "Blockwise":
-        return "native / fallback", "native for core ops " + ", ".join(sorted(_CORE_ATTRS)) + "; others fallback"
+        return "native / fallback", ("native for core ops " + ", ".join(sorted(_CORE_ATTRS))
+                                     + ", AdvancedSubtensor(1) of one int vector; others fallback")
     if name == "Elemwise":
         return "native / fallback", "native when every scalar op is (table below)"
     if name == "CAReduce":

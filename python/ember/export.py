@@ -440,6 +440,31 @@ def _solve_attrs(op):
     return {"assume_a": str(op.assume_a), "lower": _bool(op, "lower", False), "b_ndim": int(op.b_ndim)}
 
 
+def _cholesky_solve_attrs(op):
+    return {"lower": _bool(op, "lower", False), "b_ndim": int(op.b_ndim)}
+
+
+def _lu_attrs(op):
+    return {"permute_l": _bool(op, "permute_l", False), "p_indices": _bool(op, "p_indices", False)}
+
+
+def _eigh_attrs(op):
+    """lower from PyTensor 3's `lower` or 2.x's NumPy-style `UPLO`."""
+    uplo = getattr(op, "UPLO", None)
+    lower = uplo == "L" if isinstance(uplo, str) else _bool(op, "lower", True)
+    return {"lower": lower}
+
+
+def _qr_attrs(op):
+    if _bool(op, "pivoting", False):
+        raise _Unsupported("QR with pivoting")
+    return {"mode": str(op.mode)}
+
+
+def _svd_attrs(op):
+    return {"full_matrices": _bool(op, "full_matrices", True), "compute_uv": _bool(op, "compute_uv", True)}
+
+
 def _extract_diag_attrs(op):
     return {"offset": int(op.offset), "axis1": int(op.axis1), "axis2": int(op.axis2)}
 
@@ -456,15 +481,40 @@ _CORE_ATTRS = {
     "MatrixInverse": None,
     "Det": None,
     "SLogDet": None,
+    "CholeskySolve": _cholesky_solve_attrs,
+    "LUFactor": None,
+    "LU": _lu_attrs,
+    "PivotToPermutations": lambda op: {"inverse": _bool(op, "inverse", True)},
+    "Eigh": _eigh_attrs,
+    "Eigvalsh": _eigh_attrs,
+    "QR": _qr_attrs,
+    "SVD": _svd_attrs,
+    "MatrixPinv": lambda op: {"hermitian": _bool(op, "hermitian", False)},
     "Dot": None,
     "ExtractDiag": _extract_diag_attrs,
     "CumOp": _cumop_attrs,
 }
 
 
+def _blockwise_take(node):
+    """Blockwise of x[idx] with one integer vector on axis 0 (batched lu_solve
+    permutes rows so): the format's AdvancedSubtensor1 core."""
+    core = node.op.core_op
+    idx_list = getattr(core, "idx_list", None)
+    sig_in = str(node.op.signature).split("->")[0]
+    ok = (len(node.inputs) == 2 and idx_list in (None, (0,)) and sig_in.count("(") == 2
+          and "," not in sig_in.rsplit("(", 1)[1] and node.inputs[1].type.dtype.startswith(("int", "uint")))
+    if not ok:
+        raise _Unsupported(f"Blockwise of {type(core).__name__} (other than x[int vector])")
+    return "Blockwise", list(node.inputs), {
+        "core_op": {"op": "AdvancedSubtensor1", "attrs": {}}, "signature": str(node.op.signature)}
+
+
 def _blockwise(g, node):
     core = node.op.core_op
     name = type(core).__name__
+    if name in ("AdvancedSubtensor", "AdvancedSubtensor1"):
+        return _blockwise_take(node)
     if name not in _CORE_ATTRS:
         raise _Unsupported(f"Blockwise of {name}")
     fn = _CORE_ATTRS[name]
@@ -555,6 +605,15 @@ HANDLERS = {
     "MatrixInverse": _simple("MatrixInverse"),
     "Det": _simple("Det"),
     "SLogDet": _simple("SLogDet"),
+    "CholeskySolve": _simple("CholeskySolve", _cholesky_solve_attrs),
+    "LUFactor": _simple("LUFactor"),
+    "LU": _simple("LU", _lu_attrs),
+    "PivotToPermutations": _simple("PivotToPermutations", _CORE_ATTRS["PivotToPermutations"]),
+    "Eigh": _simple("Eigh", _eigh_attrs),
+    "Eigvalsh": _simple("Eigvalsh", _eigh_attrs),
+    "QR": _simple("QR", _qr_attrs),
+    "SVD": _simple("SVD", _svd_attrs),
+    "MatrixPinv": _simple("MatrixPinv", _CORE_ATTRS["MatrixPinv"]),
     "Blockwise": _blockwise,
     "Softmax": _softmax_family("Softmax"),
     "LogSoftmax": _softmax_family("LogSoftmax"),

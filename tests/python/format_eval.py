@@ -130,6 +130,40 @@ def _cholesky(A, attrs):
         return np.full_like(A, np.nan)
 
 
+def _decomposition(op, a, ins):
+    """The decompositions (and cho_solve), by SciPy; None if op is none of them."""
+    x = ins[0]
+    if op == "CholeskySolve":
+        return [scipy.linalg.cho_solve((x, a.get("lower", False)), ins[1])]
+    if op == "LUFactor":
+        return list(scipy.linalg.lu_factor(x))
+    if op == "LU":
+        return list(scipy.linalg.lu(x, permute_l=a.get("permute_l", False), p_indices=a.get("p_indices", False)))
+    if op == "PivotToPermutations":
+        p = np.arange(len(x))
+        for i, j in enumerate(x):
+            p[i], p[j] = p[j], p[i]
+        return [p if a.get("inverse", True) else np.argsort(p)]
+    lower = a.get("lower", True)
+    if op == "Eigh":
+        return list(scipy.linalg.eigh(x, ins[1] if len(ins) > 1 else None, lower=lower))
+    if op == "Eigvalsh":
+        return [scipy.linalg.eigvalsh(x, ins[1] if len(ins) > 1 else None, lower=lower)]
+    if op == "QR":
+        mode = a.get("mode", "full")
+        if mode == "raw":
+            (h, tau), r = scipy.linalg.qr(x, mode="raw")
+            return [h, tau, r]
+        out = scipy.linalg.qr(x, mode=mode)
+        return list(out) if isinstance(out, tuple) else [out]
+    if op == "MatrixPinv":
+        return [np.linalg.pinv(x, hermitian=a.get("hermitian", False))]
+    if op == "SVD":
+        out = np.linalg.svd(x, a.get("full_matrices", True), a.get("compute_uv", True))
+        return list(out) if a.get("compute_uv", True) else [out]
+    return None
+
+
 def _inc(x, y, idx, attrs, accumulate):
     out = np.array(x, copy=True)
     if attrs["set_instead_of_inc"]:
@@ -220,6 +254,9 @@ def tensor_apply(n, ins, out_dtypes):
     if op == "IfElse":
         n = len(out_dtypes)
         return [np.array(v, copy=True) for v in (ins[1:1 + n] if x else ins[1 + n:])]
+    out = _decomposition(op, a, ins)
+    if out is not None:
+        return out
     raise NotImplementedError(op)
 
 

@@ -635,3 +635,58 @@ def test_hand_built_shape_join_linalg_graphs_evaluate_like_pytensor():
     got = format_eval.evaluate(doc, payload, args)
     for k, (g, e) in enumerate(zip(got, expected, strict=True)):
         np.testing.assert_allclose(g, e, rtol=1e-12, err_msg=f"output {k}")
+
+
+def test_decompositions_export_their_attrs_and_evaluate_like_pytensor():
+    import importlib
+    import warnings
+
+    import format_eval
+
+    warnings.simplefilter("ignore", DeprecationWarning)
+
+    def cls(name):
+        for mod in ("pytensor.tensor.linalg", "pytensor.tensor.slinalg", "pytensor.tensor.nlinalg"):
+            c = getattr(importlib.import_module(mod), name, None)
+            if isinstance(c, type):
+                return c
+        raise LookupError(name)
+
+    A, B, b = pt.dmatrix("A"), pt.dmatrix("B"), pt.dvector("b")
+    spd = pt.dot(A, A.T) + pt.constant(3.0 * np.eye(3))
+    try:
+        eigh = cls("Eigh")(UPLO="U")
+    except TypeError:
+        eigh = cls("Eigh")(lower=False)
+    LU, piv = cls("LUFactor")()(A)
+    outs = [cls("CholeskySolve")(lower=True, b_ndim=1)(cls("Cholesky")(lower=True)(spd), b), LU, piv,
+            *cls("LU")(p_indices=True)(A), cls("PivotToPermutations")(inverse=False)(piv),
+            eigh(spd)[0], *cls("QR")(mode="economic")(B), cls("QR")(mode="r")(B),
+            cls("SVD")(compute_uv=False)(B), cls("MatrixPinv")(hermitian=False)(B)]
+    fg = FunctionGraph([A, B, b], outs, clone=False)
+    doc, payload = ember.export_graph(fg)
+    check(doc, payload, SCHEMA)
+    assert only(doc, "CholeskySolve")["attrs"] == {"lower": True, "b_ndim": 1}
+    assert only(doc, "LU")["attrs"] == {"permute_l": False, "p_indices": True}
+    assert only(doc, "PivotToPermutations")["attrs"] == {"inverse": False}
+    assert only(doc, "Eigh")["attrs"] == {"lower": False}
+    assert sorted(n["attrs"]["mode"] for n in nodes_named(doc, "QR")) == ["economic", "r"]
+    assert only(doc, "SVD")["attrs"] == {"full_matrices": True, "compute_uv": False}
+    assert only(doc, "MatrixPinv")["attrs"] == {"hermitian": False}
+    rng = np.random.default_rng(5)
+    args = {"A": rng.normal(size=(3, 3)), "B": rng.normal(size=(4, 3)), "b": rng.normal(size=3)}
+    expected = pytensor.function([A, B, b], outs, mode="FAST_COMPILE")(*args.values())
+    got = format_eval.evaluate(doc, payload, args)
+    for k, (g, e) in enumerate(zip(got, expected)):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14, err_msg=f"output {k}")
+
+
+def test_batched_lu_solve_exports_blockwise_row_gathers():
+    import warnings
+
+    warnings.simplefilter("ignore", DeprecationWarning)
+    A, B = pt.dtensor3("A"), pt.dmatrix("B")
+    LU, piv = pt.linalg.lu_factor(A)
+    doc, _ = export([A, B], pt.linalg.lu_solve((LU, piv), B, b_ndim=1))
+    cores = sorted(n["attrs"]["core_op"]["op"] for n in nodes_named(doc, "Blockwise"))
+    assert {"LUFactor", "PivotToPermutations", "AdvancedSubtensor1", "SolveTriangular"} <= set(cores), cores
