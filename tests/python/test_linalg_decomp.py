@@ -14,7 +14,7 @@ import pytest
 
 from native_helpers import require_native
 
-pytensor = pytest.importorskip("pytensor")
+import pytensor
 import pytensor.tensor as pt  # noqa: E402
 from pytensor.tensor.blockwise import Blockwise  # noqa: E402
 
