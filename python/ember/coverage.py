@@ -87,6 +87,8 @@ def tensor_op_status(cls):
         return "native", ""
     if "OpFromGraph" in names:
         return "native (inlined)", "inner graph exported in its place; inner ops as listed here"
+    if "LazyIfElse" in names:
+        return "native (inlined)", "both branches' inner graphs exported, then a lazy IfElse"
     subs = sorted({c.__name__ for c in _all_subclasses(cls) if any(n in HANDLERS for n in _mro_names(c))})
     if subs:
         return "native / fallback", "native: " + ", ".join(subs) + "; other subclasses fallback"
