@@ -228,6 +228,14 @@ def compile_pymc_model(model, *, jit=None, jit_memory=None, parallel_threshold=N
 def _prepare(model, opts, initial_points, jitter_rvs, strategy, var_names, prepare, timings, fallback=None):
     """Layout, initial-point plan, graphs (document, payload, fallback callbacks) and the graph
     files, from PyMC."""
+    from .prepare import without_traces
+
+    with without_traces():
+        return _prepare_graphs(model, opts, initial_points, jitter_rvs, strategy, var_names, prepare, timings,
+                               fallback)
+
+
+def _prepare_graphs(model, opts, initial_points, jitter_rvs, strategy, var_names, prepare, timings, fallback):
     from .export import dumps, export_graph
     from .fallback import fallback_enabled, warn_fallback
     from .initial_point import InitialPointPlan

@@ -33,6 +33,7 @@ PREPARE_MODES = ("stabilize", "fast_run")
 # specialize has normalized them (log1p(-1 * sigmoid(x)) -> -softplus(x) needs
 # mul(-1, x) -> neg(x)); canonicalize folds constant index helpers.
 POST_GRADIENT_REWRITES = ("ShapeOpt", "canonicalize", "stabilize", "specialize")
+POST_GRADIENT_EXCLUDE = ()
 UNCONSTRAINED_PARAMETER = "unconstrained_parameter"  # nutpie's coordinate of the flat point
 
 
@@ -40,6 +41,17 @@ UNCONSTRAINED_PARAMETER = "unconstrained_parameter"  # nutpie's coordinate of th
 # excludes them; local_usmm (cxx_only, in specialize) would also have PyTensor
 # test-compile C code to detect a BLAS library.
 from .linker import INCOMPATIBLE_REWRITES as _EXCLUDED  # noqa: E402
+
+
+def without_traces():
+    """A context in which PyTensor records no creation traceback on new
+    variables and nodes. PyTensor walks the Python stack for every one it
+    makes (config.traceback__limit frames after skipping its own), and over
+    model.logp(), the rewrites and the gradient that walk was about a third
+    of the time; the traces only decorate error messages."""
+    from pytensor import config
+
+    return config.change_flags(traceback__limit=0)
 
 
 def _graph_inputs(outputs):
@@ -334,7 +346,7 @@ def logp_graph(model, layout, prepare="stabilize"):
         graph = function_graph([joined], [logp, grad])
         in2out(_check_parameter_rewriter(model)).rewrite(graph)
         if POST_GRADIENT_REWRITES:
-            rewrite_graph(graph, include=POST_GRADIENT_REWRITES, exclude=_EXCLUDED)
+            rewrite_graph(graph, include=POST_GRADIENT_REWRITES, exclude=(*_EXCLUDED, *POST_GRADIENT_EXCLUDE))
         apply_export_rewrites(graph)
     t["rewrites"] += time.perf_counter() - t3
     return graph, t
