@@ -14,6 +14,7 @@
 #include "ember/ember.hpp"
 #include "engine/program/program_impl.hpp"
 #include "interp/config.hpp"
+#include "graph_builder.hpp"
 #include "test_util.hpp"
 
 using namespace ember;
@@ -33,40 +34,7 @@ struct FuseEnv {
   }
 };
 
-struct Builder {
-  json vars = json::array(), nodes = json::array(), inputs = json::array(), outputs = json::array(),
-       constants = json::array();
-  int var(const char* dt, json shape) {
-    vars.push_back({{"dtype", dt}, {"shape", shape}});
-    return static_cast<int>(vars.size()) - 1;
-  }
-  int input(const char* dt, json shape) {
-    const int v = var(dt, shape);
-    inputs.push_back({{"var", v}});
-    return v;
-  }
-  int constant(const char* dt, json shape, json data) {
-    const int v = var(dt, shape);
-    constants.push_back({{"var", v}, {"data", data}});
-    return v;
-  }
-  // One single-op Elemwise with one output of dtype dt and shape.
-  int ew(const char* op, std::vector<int> in, const char* dt, json shape) {
-    const int v = var(dt, shape);
-    nodes.push_back({{"op", "Elemwise"}, {"inputs", in}, {"outputs", {v}}, {"attrs", {{"scalar_op", {{"op", op}}}}}});
-    return v;
-  }
-  int node(const char* op, std::vector<int> in, const char* dt, json shape, json attrs = json::object()) {
-    const int v = var(dt, shape);
-    nodes.push_back({{"op", op}, {"inputs", in}, {"outputs", {v}}, {"attrs", attrs}});
-    return v;
-  }
-  std::string str() const {
-    return json{{"format", "ember-graph"}, {"version", 1}, {"variables", vars}, {"inputs", inputs},
-                {"outputs", outputs}, {"constants", constants}, {"nodes", nodes}}
-        .dump();
-  }
-};
+using Builder = test::GraphBuilder;
 
 std::shared_ptr<const Program> load(const std::string& doc, bool fuse) {
   FuseEnv env(fuse);

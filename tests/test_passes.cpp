@@ -14,6 +14,7 @@
 #include "ember/ember.hpp"
 #include "engine/ops/elemwise.hpp"
 #include "engine/program/program_impl.hpp"
+#include "graph_builder.hpp"
 #include "test_util.hpp"
 #include "tools/differential.hpp"
 #include "tools/pass_fuzz.hpp"
@@ -41,41 +42,7 @@ Options only(const char* name) {
   return with(p);
 }
 
-struct Builder {
-  json vars = json::array(), nodes = json::array(), inputs = json::array(), outputs = json::array(),
-       constants = json::array();
-  int var(const char* dt, json shape, const char* name = nullptr) {
-    json v = {{"dtype", dt}, {"shape", shape}};
-    if (name) v["name"] = name;
-    vars.push_back(v);
-    return static_cast<int>(vars.size()) - 1;
-  }
-  int input(const char* dt, json shape, const char* name = nullptr) {
-    const int v = var(dt, shape, name);
-    inputs.push_back({{"var", v}});
-    return v;
-  }
-  int constant(const char* dt, json shape, json data) {
-    const int v = var(dt, shape);
-    constants.push_back({{"var", v}, {"data", data}});
-    return v;
-  }
-  int ew(const char* op, std::vector<int> in, const char* dt, json shape) {
-    const int v = var(dt, shape);
-    nodes.push_back({{"op", "Elemwise"}, {"inputs", in}, {"outputs", {v}}, {"attrs", {{"scalar_op", {{"op", op}}}}}});
-    return v;
-  }
-  int node(const char* op, std::vector<int> in, const char* dt, json shape, json attrs = json::object()) {
-    const int v = var(dt, shape);
-    nodes.push_back({{"op", op}, {"inputs", in}, {"outputs", {v}}, {"attrs", attrs}});
-    return v;
-  }
-  std::string str() const {
-    return json{{"format", "ember-graph"}, {"version", 1}, {"variables", vars}, {"inputs", inputs},
-                {"outputs", outputs}, {"constants", constants}, {"nodes", nodes}}
-        .dump();
-  }
-};
+using Builder = test::GraphBuilder;
 
 size_t nodes_of(const std::shared_ptr<const Program>& p) { return p->graph().nodes.size(); }
 
