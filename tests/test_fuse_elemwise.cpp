@@ -188,6 +188,39 @@ TEST_CASE("fuse_splits_where_a_value_is_read_before_a_later_input_exists") {
   CHECK(out[0].data<double>()[0] == 1.0);
 }
 
+TEST_CASE("fuse_gathers_one_element_steps_interleaved_with_vector_steps") {
+  // Per group g (as a model with groups of observations): f_g = exp(x_g)
+  // scales the vector v, its Sum s_g makes r_g = log(s_g), and t adds the
+  // r_g. In this order the forward f_g and the backward r_g alternate with
+  // vector steps; the fused schedule runs every f_g first and every r_g
+  // together after the last Sum: two fused nodes, not one per group.
+  Builder b;
+  const int v = b.input("float64", {4});
+  std::vector<int> r;
+  for (int g = 0; g < 3; ++g) {
+    const int x = b.input("float64", json::array());
+    const int f = b.ew("Exp", {x}, "float64", json::array());
+    const int f2 = b.ew("Neg", {f}, "float64", json::array());
+    const int fd = b.node("DimShuffle", {f2}, "float64", {1}, {{"new_order", {"x"}}});
+    const int w = b.ew("Mul", {v, fd}, "float64", {4});
+    const int s = b.node("Sum", {w}, "float64", json::array(), {{"axis", nullptr}});
+    const int a = b.ew("Abs", {s}, "float64", json::array());
+    r.push_back(b.ew("Log", {a}, "float64", json::array()));
+  }
+  const int t1 = b.ew("Add", {r[0], r[1]}, "float64", json::array());
+  const int t = b.ew("Add", {t1, r[2]}, "float64", json::array());
+  b.outputs = {t};
+  Array va = Array::of<double>(Shape{1, {4}}, {1.0, 2.0, 3.0, 4.0});
+  Array x0 = Array::of<double>(Shape{}, {0.5}), x1 = Array::of<double>(Shape{}, {-1.0}),
+        x2 = Array::of<double>(Shape{}, {2.0});
+  size_t fs = 0, ps = 0;
+  auto out = run_both(b.str(), {va.t, x0.t, x1.t, x2.t}, &fs, &ps);
+  CHECK(ps == 3 * 7 + 2);
+  CHECK(fs == 2 + 3 * 2);  // two fused nodes, and per group its Mul and Sum
+  const double want = std::log(10 * std::exp(0.5)) + std::log(10 * std::exp(-1.0)) + std::log(10 * std::exp(2.0));
+  CHECK(std::abs(out[0].data<double>()[0] - want) < 1e-12);
+}
+
 TEST_CASE("fuse_keeps_each_scalar_ops_dtype") {
   // int8 wraps, float32 rounds per op: fusing must not widen either.
   Builder b;

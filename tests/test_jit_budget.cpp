@@ -3,11 +3,13 @@
 // service settles (few compiles and evictions per Composite), a tier that
 // cannot fit is reported as skipped, and every output keeps its bits.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -56,7 +58,9 @@ std::vector<std::string> hashes(const std::string& out) {
 nlohmann::json check_budget(const std::string& budget, int repeat) {
   auto [rc0, ref] = run_cli("run " + kGraph + " --random-inputs 3 --repeat 1 --jit off");
   REQUIRE(rc0 == 0);
-  const std::string stats = "budget_" + budget + ".json";
+  // In the temporary directory, not the working one (tests run from anywhere).
+  const std::string stats =
+      (std::filesystem::temp_directory_path() / ("ember_budget_" + std::to_string(getpid()) + "_" + budget + ".json")).string();
   auto [rc, out] = run_cli("run " + kGraph + " --random-inputs 3 --repeat " + std::to_string(repeat) +
                            " --jit auto --no-cache --jit-memory " + budget + " --stats " + stats);
   INFO(out);
@@ -66,6 +70,8 @@ nlohmann::json check_budget(const std::string& budget, int repeat) {
   std::ifstream f(stats);
   REQUIRE(f.good());
   const nlohmann::json s = nlohmann::json::parse(f);
+  f.close();
+  std::remove(stats.c_str());
   INFO(s.dump(1));
   CHECK(s["peak_bytes"].get<size_t>() <= s["budget_bytes"].get<size_t>());
   CHECK(s["over_budget"].get<int>() == 0);

@@ -1,6 +1,7 @@
 #include "engine/program/fuse_elemwise.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <map>
 #include <string>
@@ -122,6 +123,65 @@ Kind kind_of(const ProgramImpl& p, const Step& st) {
   return Kind::None;
 }
 
+// Reorders the schedule so that every fusion candidate runs as early as its
+// inputs allow: a list schedule that takes the first ready candidate, else
+// the first ready step, in the old order. PyTensor's order puts a model's
+// one-element steps next to the vector steps that read them (per group of
+// observations, say), and each such interleaving would close a group and
+// start a new fused node. Steps other than candidates keep their relative
+// order but for what the moved candidates free; values do not change.
+bool hoist_candidates(ProgramImpl& p, std::vector<Kind>& kind, const std::vector<int>& producer) {
+  const int n = static_cast<int>(p.steps.size());
+  std::vector<int> waiting(n, 0);
+  std::vector<std::vector<int>> next(n);
+  for (int s = 0; s < n; ++s) {
+    std::vector<int> from;
+    for (int v : p.steps[s].in)
+      if (const int q = producer[v]; q >= 0) from.push_back(q);
+    std::sort(from.begin(), from.end());
+    from.erase(std::unique(from.begin(), from.end()), from.end());
+    waiting[s] = static_cast<int>(from.size());
+    for (int q : from) next[q].push_back(s);
+  }
+  auto candidate = [&](int s) { return kind[s] != Kind::None; };
+  // Min-heaps of ready steps by old index.
+  std::vector<int> ready_c, ready_o;
+  auto push = [&](int s) {
+    auto& h = candidate(s) ? ready_c : ready_o;
+    h.push_back(s);
+    std::push_heap(h.begin(), h.end(), std::greater<>());
+  };
+  for (int s = 0; s < n; ++s)
+    if (waiting[s] == 0) push(s);
+  std::vector<int> order;
+  order.reserve(n);
+  while (!ready_c.empty() || !ready_o.empty()) {
+    auto& h = !ready_c.empty() ? ready_c : ready_o;
+    std::pop_heap(h.begin(), h.end(), std::greater<>());
+    const int s = h.back();
+    h.pop_back();
+    order.push_back(s);
+    for (int u : next[s])
+      if (--waiting[u] == 0) push(u);
+  }
+  if (static_cast<int>(order.size()) != n) return false;  // not a DAG: cannot happen for a loaded graph
+  bool moved = false;
+  for (int k = 0; k < n; ++k) moved = moved || order[k] != k;
+  if (!moved) return false;
+  std::vector<Step> steps;
+  std::vector<std::unique_ptr<OpKernel>> kernels;
+  std::vector<Kind> kinds;
+  for (int s : order) {
+    steps.push_back(std::move(p.steps[s]));
+    kernels.push_back(std::move(p.kernels[s]));
+    kinds.push_back(kind[s]);
+  }
+  p.steps = std::move(steps);
+  p.kernels = std::move(kernels);
+  kind = std::move(kinds);
+  return true;
+}
+
 struct Group {
   int pos = 0;               // the fused node runs just before this step
   std::vector<int> members;  // step indices, in schedule order
@@ -159,6 +219,13 @@ int fuse_elemwise(ProgramImpl& p) {
     if (!ok) continue;
     kind[s] = Kind::Pair;
     kind[m] = Kind::Deferred;
+  }
+  if (hoist_candidates(p, kind, producer)) {
+    for (auto& u : users) u.clear();
+    for (int s = 0; s < nsteps; ++s) {
+      for (int v : p.steps[s].out) producer[v] = s;
+      for (int v : p.steps[s].in) users[v].push_back(s);
+    }
   }
 
   // Greedy, one open group at a time. The fused node runs before step `lo`:
