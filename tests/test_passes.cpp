@@ -301,6 +301,33 @@ TEST_CASE("passes_fuse_separates_broadcast_patterns_and_avoids_cycles") {
   CHECK(count_op(p, "Elemwise") == 3);
 }
 
+TEST_CASE("passes_fuse_merges_readers_of_one_operand") {
+  // A logp term and its gradient over the same data: two independent
+  // Elemwise nodes, one fused node with two outputs.
+  Builder b;
+  const int x = b.input("float64", {json(nullptr)}, "x");
+  const int y = b.input("float64", {json(nullptr)}, "y");
+  const int e = b.ew("Exp", {x}, "float64", {json(nullptr)});
+  const int l = b.ew("Mul", {x, y}, "float64", {json(nullptr)});
+  b.outputs = {e, l};
+  auto p = same_bits(b.str(), {vec({0.5, -1, 2}), vec({1, 2, 3})}, only("fuse"));
+  CHECK(count_op(p, "Elemwise") == 1);
+}
+
+TEST_CASE("passes_fuse_keeps_readers_of_a_broadcast_operand_apart") {
+  // s broadcasts against w and against z, whose lengths differ: fused, the
+  // two would have to share one shape.
+  Builder b;
+  const int s = b.input("float64", {1}, "s");
+  const int w = b.input("float64", {json(nullptr)}, "w");
+  const int z = b.input("float64", {json(nullptr)}, "z");
+  const int a = b.ew("Add", {s, w}, "float64", {json(nullptr)});
+  const int m = b.ew("Mul", {s, z}, "float64", {json(nullptr)});
+  b.outputs = {a, m};
+  auto p = same_bits(b.str(), {vec({2}), vec({1, 2}), vec({1, 2, 3})}, only("fuse"));
+  CHECK(count_op(p, "Elemwise") == 2);
+}
+
 TEST_CASE("passes_fuse_bounds_operands") {
   Builder b;
   std::vector<int> xs;

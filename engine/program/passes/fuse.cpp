@@ -6,8 +6,8 @@
 // outputs) reads is an extra Composite output. Under PyTensor's
 // broadcasting rule every member then has the fused node's run-time shape.
 //
-// Groups grow greedily from the last unfused node backwards (its producers
-// first, then their other element-wise consumers), up to kMaxOperands
+// Groups grow greedily from the last unfused node backwards (its producers,
+// its consumers and the other readers of its operands), up to kMaxOperands
 // inputs + outputs and kMaxScalarNodes scalar nodes. A node joins only if no
 // path leaves the group and comes back, counting groups already formed as
 // single nodes: the graph of fused nodes stays acyclic. The check keeps a
@@ -263,7 +263,16 @@ void Fuser::grow(int root, int gid) {
       tried[c] = cur;
       work.emplace(ord[c], c);
     };
-    for (int v : g.nodes[k].inputs) offer(e.producer(v));
+    for (int v : g.nodes[k].inputs) {
+      offer(e.producer(v));
+      // Siblings: other readers of the same operand (a logp term and its
+      // gradient over the same data) share one loop over it. Only through
+      // an operand of the full pattern, broadcast in no dim: then both
+      // readers have its run-time shape (through a broadcast dim each could
+      // take another size from its other operands).
+      if (!inline_constant(v) && same_broadcast_pattern(g.vars[v].static_shape, pattern(k)))
+        for (int u : users.of(v)) offer(u);
+    }
     for (int v : g.nodes[k].outputs)
       for (int u : users.of(v)) offer(u);
   };
