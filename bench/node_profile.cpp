@@ -15,6 +15,7 @@
 
 #include "ember/ember.hpp"
 #include "engine/graph/npy.hpp"
+#include "engine/ops/elemwise.hpp"
 #include "engine/program/program_impl.hpp"
 #include "interp/config.hpp"
 
@@ -45,7 +46,12 @@ int main(int argc, char** argv) {
       const Step& st = p.steps[k];
       if (st.guard < 0 || guard_open(p, *ws, st.guard)) {  // a lazy IfElse branch not taken: skipped
         Frame f(*ws, st);
-        st.kernel->run(f);
+        // As Program::run: fused nodes write to their planned arena places.
+        if (st.fused)
+          st.fused->run_planned(f, ws->fused_ops.data() + st.ops_at, st.live_in.data(),
+                                static_cast<int>(st.live_in.size()));
+        else
+          st.kernel->run(f);
       }
       const auto now = clk::now();
       t[k].push_back(std::chrono::duration<double, std::nano>(now - prev).count());
