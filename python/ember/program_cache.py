@@ -62,6 +62,8 @@ class _Hasher:
     def __init__(self):
         self.h = hashlib.sha256()
         self.ids = {}  # variable -> its index in the walk
+        self.refs = 0  # variable references hashed so far
+        self.op_digests = {}  # id(op) -> (op, digest) of ops whose hash refers to no variable
 
     def add(self, *parts):
         for p in parts:
@@ -115,6 +117,25 @@ class _Hasher:
             self.add("repr", type(x).__qualname__, repr(x))
 
     def op(self, op, depth):
+        # Many nodes share one Op (and a Composite's inner graph is long):
+        # an op's description is hashed once, into its own digest, and
+        # reused while it refers to no variable of the walk.
+        hit = self.op_digests.get(id(op))
+        if hit is not None and hit[0] is op:
+            self.add("op", hit[1])
+            return
+        outer, refs = self.h, self.refs
+        self.h = hashlib.sha256()
+        try:
+            self._op(op, depth)
+            digest = self.h.digest()
+        finally:
+            self.h = outer
+        self.add("op", digest)
+        if self.refs == refs:
+            self.op_digests[id(op)] = (op, digest)
+
+    def _op(self, op, depth):
         self.add("op", type(op).__module__, type(op).__qualname__)
         from pytensor.graph.basic import Variable
 
@@ -133,14 +154,18 @@ class _Hasher:
             self.obj({k: v for k, v in vars(op).items() if not k.startswith("_")}, depth + 1)
 
     def inner_graph(self, inputs, outputs):
+        # Its own numbering: what it refers to is inside it (its references
+        # do not count as the outer walk's).
         saved, self.ids = self.ids, {v: k for k, v in enumerate(inputs)}
+        refs = self.refs
         self.add("inner", len(inputs))
         for v in inputs:
             self.obj(v.type)
         self.graph(outputs)
-        self.ids = saved
+        self.ids, self.refs = saved, refs
 
     def var_ref(self, v):
+        self.refs += 1
         if v not in self.ids:
             self.root(v)
         self.add("ref", self.ids[v])

@@ -38,13 +38,13 @@ def _key(model, **opts):
     return program_cache.model_key(model, {"prepare": "stabilize", **opts})
 
 
-def _regression(sigma=1.0, data=None, transform=True, coords=None):
+def _regression(sigma=1.0, data=None, transform=True, coords=None, mean=lambda a, x: a * x):
     data = np.linspace(-1.0, 1.0, 10) if data is None else data
     with pm.Model(coords=coords) as model:
         a = pm.Normal("a", 0.0, 2.0)
         s = pm.HalfNormal("s", sigma, **({} if transform else {"default_transform": None}))
         x = pm.Data("x", data)
-        pm.Normal("y", a * x, s, observed=np.cos(data))
+        pm.Normal("y", mean(a, x), s, observed=np.cos(data))
     return model
 
 
@@ -56,6 +56,9 @@ def test_key_is_stable_and_sensitive():
     assert base != _key(_regression(transform=False))  # a transform
     assert base != _key(_regression(coords={"c": [1, 2]}))  # coords
     assert base != _key(_regression(), prepare="fast_run")  # options
+    # One node's op (ops are hashed once per walk and reused)
+    assert base != _key(_regression(mean=lambda a, x: a + x))
+    assert base != _key(_regression(mean=lambda a, x: a * x * x))
 
 
 def test_key_is_the_same_in_another_process():
