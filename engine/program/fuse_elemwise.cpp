@@ -128,8 +128,8 @@ Kind kind_of(const ProgramImpl& p, const Step& st) {
 // the first ready step, in the old order. PyTensor's order puts a model's
 // one-element steps next to the vector steps that read them (per group of
 // observations, say), and each such interleaving would close a group and
-// start a new fused node. Steps other than candidates keep their relative
-// order but for what the moved candidates free; values do not change.
+// start a new fused node. The other steps keep their relative order (the
+// first of them not yet placed is always ready); values do not change.
 bool hoist_candidates(ProgramImpl& p, std::vector<Kind>& kind, const std::vector<int>& producer) {
   const int n = static_cast<int>(p.steps.size());
   std::vector<int> waiting(n, 0);
