@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "jit/disk_cache.hpp"
+#include "tests/test_util.hpp"
 
 namespace fs = std::filesystem;
 using ember::jit::DiskCache;
@@ -21,8 +22,7 @@ using ember::jit::DiskCache;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  auto p = fs::temp_directory_path() / ("ember_disk_cache_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
+  const fs::path p = ember::test::temp_path("disk_cache_" + name);
   fs::create_directories(p);
   return p;
 }

@@ -336,11 +336,7 @@ struct ScopedJit {
   }
 };
 
-std::string temp_cache_dir(const std::string& name) {
-  auto p = std::filesystem::temp_directory_path() / ("ember_jit_test_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(p);
-  return p.string();
-}
+std::string temp_cache_dir(const std::string& name) { return test::temp_path("jit_" + name); }
 
 std::vector<Array> reference(const std::string& graph, const Inputs& in) {
   JitConfig off;

@@ -3,13 +3,11 @@
 // service settles (few compiles and evictions per Composite), a tier that
 // cannot fit is reported as skipped, and every output keeps its bits.
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -58,9 +56,7 @@ std::vector<std::string> hashes(const std::string& out) {
 nlohmann::json check_budget(const std::string& budget, int repeat) {
   auto [rc0, ref] = run_cli("run " + kGraph + " --random-inputs 3 --repeat 1 --jit off");
   REQUIRE(rc0 == 0);
-  // In the temporary directory, not the working one (tests run from anywhere).
-  const std::string stats =
-      (std::filesystem::temp_directory_path() / ("ember_budget_" + std::to_string(getpid()) + "_" + budget + ".json")).string();
+  const std::string stats = test::temp_path("budget_" + budget + ".json");
   auto [rc, out] = run_cli("run " + kGraph + " --random-inputs 3 --repeat " + std::to_string(repeat) +
                            " --jit auto --no-cache --jit-memory " + budget + " --stats " + stats);
   INFO(out);

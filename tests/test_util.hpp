@@ -1,5 +1,8 @@
 // Helpers shared by the C++ tests.
 #pragma once
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -32,6 +35,14 @@
   } while (0)
 
 namespace ember::test {
+
+// A path in the temporary directory for this process alone, with nothing
+// there yet (tests run from any working directory, several at once).
+inline std::string temp_path(const std::string& name) {
+  const auto p = std::filesystem::temp_directory_path() / ("ember_test_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(p);
+  return p.string();
+}
 
 inline std::string data_path(const std::string& name) { return std::string(EMBER_TEST_DATA) + "/" + name; }
 

@@ -195,16 +195,19 @@ int fuse_elemwise(ProgramImpl& p) {
   const Graph& g = p.graph;
   const int nsteps = static_cast<int>(p.steps.size());
   std::vector<Kind> kind(nsteps);
+  for (int s = 0; s < nsteps; ++s) kind[s] = kind_of(p, p.steps[s]);
   std::vector<int> producer(g.vars.size(), -1);  // step index, -1: input or constant
-  for (int s = 0; s < nsteps; ++s) {
-    kind[s] = kind_of(p, p.steps[s]);
-    for (int v : p.steps[s].out) producer[v] = s;
-  }
+  std::vector<std::vector<int>> users(g.vars.size());
+  auto index = [&] {  // producer and users of each variable, by step index
+    for (auto& u : users) u.clear();
+    for (int s = 0; s < nsteps; ++s) {
+      for (int v : p.steps[s].out) producer[v] = s;
+      for (int v : p.steps[s].in) users[v].push_back(s);
+    }
+  };
+  index();
   std::vector<char> is_output(g.vars.size(), 0);
   for (int v : g.outputs) is_output[v] = 1;
-  std::vector<std::vector<int>> users(g.vars.size());
-  for (int s = 0; s < nsteps; ++s)
-    for (int v : p.steps[s].in) users[v].push_back(s);
   for (int s = 0; s < nsteps; ++s) {
     const Step& st = p.steps[s];
     if ((st.op != TensorOp::All && st.op != TensorOp::Any) || st.in.size() != 1 || st.out.size() != 1) continue;
@@ -220,13 +223,7 @@ int fuse_elemwise(ProgramImpl& p) {
     kind[s] = Kind::Pair;
     kind[m] = Kind::Deferred;
   }
-  if (hoist_candidates(p, kind, producer)) {
-    for (auto& u : users) u.clear();
-    for (int s = 0; s < nsteps; ++s) {
-      for (int v : p.steps[s].out) producer[v] = s;
-      for (int v : p.steps[s].in) users[v].push_back(s);
-    }
-  }
+  if (hoist_candidates(p, kind, producer)) index();
 
   // Greedy, one open group at a time. The fused node runs before step `lo`:
   // after every producer of its inputs (steps, or earlier fused nodes), and
