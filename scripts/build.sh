@@ -4,6 +4,8 @@
 #   py311       only the Python module ember._core for .venv-py311 (build/py311/python/ember)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+# ccache (CMakeLists.txt) keys on paths relative to the checkout, so clones share it.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}" CCACHE_NOHASHDIR=1
 variant="${1:-jit}"; shift || true
 python="$root/.venv/bin/python"
 targets=()

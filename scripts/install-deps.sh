@@ -3,7 +3,7 @@
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
-PKGS=(cmake ninja-build g++ pkg-config
+PKGS=(cmake ninja-build g++ pkg-config ccache
       llvm-19-dev libasmjit-dev libxsimd-dev libtbb-dev catch2
       nlohmann-json3-dev libcli11-dev libxxhash-dev libeigen3-dev
       libzstd-dev zlib1g-dev libedit-dev libxml2-dev libffi-dev libcurl4-openssl-dev

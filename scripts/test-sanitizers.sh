@@ -12,6 +12,8 @@
 # EMBER_SAN_BUILD_ROOT replaces build/ as the parent of asan/ and tsan/.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+# ccache (CMakeLists.txt) keys on paths relative to the checkout, so clones share it.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}" CCACHE_NOHASHDIR=1
 what="${1:-all}"
 jobs="${JOBS:-$(nproc)}"
 builds="${EMBER_SAN_BUILD_ROOT:-$root/build}"
