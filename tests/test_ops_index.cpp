@@ -2,10 +2,15 @@
 // bit for bit (these ops only move or convert data), and graphs the loader
 // must reject.
 #include <atomic>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
+#include "ember/ember.hpp"
+#include "graph_builder.hpp"
 #include "ops_fixture.hpp"
 
 using ember::test::run_fixture;
@@ -109,4 +114,51 @@ TEST_CASE("gather1_constant_index_out_of_range_fails_per_call") {
 
 TEST_CASE("inc_subtensor1_constant_and_runtime_index_fast_paths") {
   run_fixture("inc_subtensor1_constant_and_runtime_index_fast_paths");
+}
+
+// x[rows, cols] with (n, 1) index columns (an ordinal or categorical
+// likelihood picking one entry per row): the index broadcast has a size-1
+// axis, which the loop skips. Values, the add-at gradient, and an index out
+// of range named by axis.
+TEST_CASE("advanced_subtensor_index_columns_pick_one_entry_per_row") {
+  using nlohmann::json;
+  const int64_t n = 7, k = 5;
+  ember::test::GraphBuilder b;
+  const int x = b.input("float64", {n, k}), y = b.input("float64", {n, 1});
+  const int rows = b.input("int64", {n, 1}), cols = b.input("int64", {n, 1});
+  const json idx = {{{"type", "array"}, {"input", 1}}, {{"type", "array"}, {"input", 2}}};
+  const json inc = {{{"type", "array"}, {"input", 2}}, {{"type", "array"}, {"input", 3}}};
+  b.outputs = {b.node("AdvancedSubtensor", {x, rows, cols}, "float64", {n, 1}, {{"idx_list", idx}}),
+               b.node("AdvancedIncSubtensor", {x, y, rows, cols}, "float64", {n, k},
+                      {{"idx_list", inc}, {"set_instead_of_inc", false}, {"ignore_duplicates", false}})};
+  auto p = ember::Program::from_json(b.str());
+  std::vector<double> xv(n * k), yv(n);
+  for (int64_t i = 0; i < n * k; ++i) xv[i] = 0.5 * static_cast<double>(i) - 3;
+  for (int64_t i = 0; i < n; ++i) yv[i] = 100.0 * static_cast<double>(i + 1);
+  // Row 2 twice (the increments add up), a negative column (from the end).
+  const std::vector<int64_t> r = {0, 2, 2, 3, 4, 5, 6}, c = {4, 1, 1, -1, 0, 3, 2};
+  using ember::Array;
+  using ember::Shape;
+  Array xa = Array::of<double>(Shape{2, {n, k}}, xv), ya = Array::of<double>(Shape{2, {n, 1}}, yv);
+  Array ra = Array::of<int64_t>(Shape{2, {n, 1}}, r), ca = Array::of<int64_t>(Shape{2, {n, 1}}, c);
+  auto out = p->call({xa.t, ya.t, ra.t, ca.t});
+  std::vector<double> inc_expect = xv;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t col = c[i] < 0 ? c[i] + k : c[i];
+    CHECK(out[0].data<double>()[i] == xv[r[i] * k + col]);
+    inc_expect[r[i] * k + col] += yv[i];
+  }
+  for (int64_t i = 0; i < n * k; ++i) CHECK(out[1].data<double>()[i] == inc_expect[i]);
+  std::vector<int64_t> bad = c;
+  bad[5] = k;  // one past the end of axis 1
+  Array ba = Array::of<int64_t>(Shape{2, {n, 1}}, bad);
+  try {
+    p->call({xa.t, ya.t, ra.t, ba.t});
+    FAIL("no error for an index out of range");
+  } catch (const ember::CallError& e) {
+    const std::string msg = e.what();
+    INFO(msg);
+    CHECK(msg.find("axis 1") != std::string::npos);
+    CHECK(msg.find("AdvancedSubtensor") != std::string::npos);
+  }
 }

@@ -3,6 +3,7 @@
 // strided view of the non-advanced axes plus broadcast integer index arrays.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "engine/ops/op.hpp"
@@ -75,19 +76,38 @@ void for_each_adv(Frame& f, const Resolved& r, int nops, const int64_t (*op_bst)
   const int nb = r.B.ndim;
   for (int d = 0; d < nb; ++d)
     if (r.B.dims[d] == 0) return;
-  if (r.nadv == 1 && nb == 1) {  // the common gather/scatter: one index vector
-    const int64_t* ip = r.adv_ptr[0];
-    const int64_t ist = r.adv_bst[0][0], dim = r.adv_dim[0], ts = r.adv_tstride[0];
-    const int64_t n = r.B.dims[0];
+  // Axes of B of size 1 move nothing: with at most one other, one flat loop
+  // (x[idx], and x[rows, cols] with (n, 1) index columns).
+  int along = -1, longer = 0;
+  for (int d = 0; d < nb; ++d)
+    if (r.B.dims[d] != 1) along = d, ++longer;
+  if (longer <= 1) {
+    const int64_t n = along < 0 ? 1 : r.B.dims[along];
     int64_t off[4] = {0, 0, 0, 0}, st[4] = {0, 0, 0, 0};
-    for (int k = 0; k < nops; ++k) st[k] = op_bst[k][0];
-    for (int64_t b = 0; b < n; ++b, ip += ist) {
-      int64_t v = *ip;
-      if (v < 0) v += dim;
-      if (v < 0 || v >= dim) f.fail(index_error_msg(*ip, r.adv_axis[0], dim));
-      body(r.base_off + v * ts, static_cast<const int64_t*>(off));
-      for (int k = 0; k < nops; ++k) off[k] += st[k];
-    }
+    for (int k = 0; k < nops && along >= 0; ++k) st[k] = op_bst[k][along];
+    auto loop = [&](auto nadv_tag) {
+      constexpr int kN = decltype(nadv_tag)::value;  // 0: r.nadv, known at run time
+      const int na = kN > 0 ? kN : r.nadv;
+      const int64_t* ip[kMaxRank];
+      int64_t ist[kMaxRank];
+      for (int j = 0; j < na; ++j) ip[j] = r.adv_ptr[j], ist[j] = along < 0 ? 0 : r.adv_bst[j][along];
+      for (int64_t b = 0; b < n; ++b) {
+        int64_t toff = r.base_off;
+        for (int j = 0; j < na; ++j) {
+          int64_t v = *ip[j];
+          if (v < 0) v += r.adv_dim[j];
+          if (v < 0 || v >= r.adv_dim[j]) [[unlikely]]
+            f.fail(index_error_msg(*ip[j], r.adv_axis[j], r.adv_dim[j]));
+          toff += v * r.adv_tstride[j];
+          ip[j] += ist[j];
+        }
+        body(toff, static_cast<const int64_t*>(off));
+        for (int k = 0; k < nops; ++k) off[k] += st[k];
+      }
+    };
+    if (r.nadv == 1) loop(std::integral_constant<int, 1>{});
+    else if (r.nadv == 2) loop(std::integral_constant<int, 2>{});
+    else loop(std::integral_constant<int, 0>{});
     return;
   }
   const int64_t* p[kMaxRank];
