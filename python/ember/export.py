@@ -524,6 +524,15 @@ def _blockwise(g, node):
     }
 
 
+def _batched_dot(g, node):
+    """BatchedDot, what PyTensor's specialize makes of a batched matmul: a
+    Blockwise of Dot over the one batch dim. BatchedDot does not broadcast
+    that dim (PyTensor's own check makes the static sizes agree); the
+    Blockwise would, so a call with unequal batch sizes is not an error."""
+    return "Blockwise", list(node.inputs), {
+        "core_op": {"op": "Dot", "attrs": {}}, "signature": "(m,k),(k,n)->(m,n)"}
+
+
 def _softmax_family(name):
     """Softmax/LogSoftmax/SoftmaxGrad: one axis or all (PyTensor 3.x keeps a
     tuple; a tuple of some axes is left to the inner graph)."""
@@ -615,6 +624,7 @@ HANDLERS = {
     "SVD": _simple("SVD", _svd_attrs),
     "MatrixPinv": _simple("MatrixPinv", _CORE_ATTRS["MatrixPinv"]),
     "Blockwise": _blockwise,
+    "BatchedDot": _batched_dot,
     "Softmax": _softmax_family("Softmax"),
     "LogSoftmax": _softmax_family("LogSoftmax"),
     "SoftmaxGrad": _softmax_family("SoftmaxGrad"),

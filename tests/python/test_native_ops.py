@@ -1,6 +1,6 @@
 """Native kernels for ops PyMC models hit (Softmax family, Argmax, Sort,
 Eye, FillDiagonal, BlockDiagonal, KroneckerProduct, MatrixIsPositiveDefinite,
-prod's MulWithoutZeros): mode EMBER with the fallback off (so the graph is
+prod's MulWithoutZeros, BatchedDot): mode EMBER with the fallback off (so the graph is
 all native) against PyTensor's Python implementations, values and bad input."""
 
 import numpy as np
@@ -157,3 +157,25 @@ def test_prod_gradient_uses_mul_without_zeros():
 
     check([x], [CAReduce(mul_without_zeros, axis=(1,))(x), CAReduce(mul_without_zeros, axis=None)(x)], [v])
     check([x], CAReduce(mul_without_zeros, axis=(0,))(x), [np.zeros((0, 3))])
+
+
+@pytest.mark.covers("BatchedDot")
+def test_batched_dot_values_gradient_and_what_specialize_makes_of_matmul():
+    x, y = pt.dtensor3("x"), pt.dtensor3("y")
+    a, b = rng.normal(size=(4, 3, 5)), rng.normal(size=(4, 5, 2))
+    try:
+        from pytensor.tensor.blas import BatchedDot
+    except ImportError:  # PyTensor 3.x keeps it in a subpackage
+        from pytensor.tensor.blas.batched import BatchedDot
+    out = BatchedDot()(x, y)
+    check([x, y], [out, pt.grad((out ** 2).sum(), [x, y])[0]], [a, b], rtol=1e-12, atol=1e-12)
+    # A matmul with a batch dim: fast_run's specialize turns it into BatchedDot.
+    z = pt.matmul(x, y)
+    f = check([x, y], [z], [a, b], rtol=1e-12, atol=1e-12)
+    ref = pytensor.function([x, y], z, mode=PY)
+    ops = {type(n.op).__name__ for n in ref.maker.fgraph.toposort()}
+    assert "BatchedDot" in ops, ops
+    np.testing.assert_allclose(f(a, b)[0], a @ b, rtol=1e-12, atol=1e-12)
+    # Empty batch and size-1 dims.
+    check([x, y], [out], [np.zeros((0, 3, 5)), np.zeros((0, 5, 2))])
+    check([x, y], [out], [rng.normal(size=(2, 1, 5)), rng.normal(size=(2, 5, 1))], rtol=1e-12, atol=1e-12)
