@@ -123,8 +123,8 @@ class CaptureLogp:
         self.orig = cls.__dict__["from_document"]
 
         def from_document(_, doc, payload=b"", *, source="<memory>", **options):
-            if source == "<nutpie logp>":
-                self.graph = (doc, payload)
+            if source == "<nutpie logp>":  # JSON text when it came from ember's program cache
+                self.graph = (json.loads(doc) if isinstance(doc, str) else doc, payload)
             return self.orig.__func__(cls, doc, payload, source=source, **options)
 
         cls.from_document = classmethod(from_document)
