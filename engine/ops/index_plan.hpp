@@ -94,9 +94,8 @@ void for_each_adv(Frame& f, const Resolved& r, int nops, const int64_t (*op_bst)
       for (int64_t b = 0; b < n; ++b) {
         int64_t toff = r.base_off;
         for (int j = 0; j < na; ++j) {
-          int64_t v = *ip[j];
-          if (v < 0) v += r.adv_dim[j];
-          if (v < 0 || v >= r.adv_dim[j]) [[unlikely]]
+          const int64_t v = normalize_index(*ip[j], r.adv_dim[j]);
+          if (v < 0) [[unlikely]]
             f.fail(index_error_msg(*ip[j], r.adv_axis[j], r.adv_dim[j]));
           toff += v * r.adv_tstride[j];
           ip[j] += ist[j];

@@ -1,7 +1,8 @@
 """Native kernels for ops PyMC models hit (Softmax family, Argmax, Sort,
 Eye, FillDiagonal, BlockDiagonal, KroneckerProduct, MatrixIsPositiveDefinite,
-prod's MulWithoutZeros, BatchedDot): mode EMBER with the fallback off (so the graph is
-all native) against PyTensor's Python implementations, values and bad input."""
+prod's MulWithoutZeros, BatchedDot): mode EMBER with the fallback off (so the
+graph is all native) against PyTensor's Python implementations, values and
+bad input."""
 
 import numpy as np
 import pytest
