@@ -1,7 +1,8 @@
-// Short inner axes: an Elemwise whose innermost dim is short runs with a
-// longer dim inside (engine/ops/ops_elemwise.cpp), checked against the
-// general path; reductions over a few inner elements give the same bits
-// whichever mode runs them (serial, row tasks, column tiles).
+// Short inner axes: an Elemwise whose innermost dim is short runs as one
+// packed run or with a longer dim inside (engine/ops/ops_elemwise.cpp),
+// checked against the general path and one-element calls; reductions over
+// a few inner elements give the same bits whichever mode runs them (serial,
+// row tasks, column tiles).
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -192,5 +193,93 @@ TEST_CASE("few_column_reductions_over_axis_0_match_the_column_tiles") {
         CHECK(bad == 0);
       }
     }
+  }
+}
+
+namespace {
+
+// y = Switch(c, a * Cast(i), a - b) over broadcast a, b (float64), i (int32), c (bool).
+std::string mixed_graph(int nd) {
+  std::string s = "[null";
+  for (int d = 1; d < nd; ++d) s += ", null";
+  s += "]";
+  auto var = [&](const char* n, const char* dt) {
+    return std::string(R"({"name": ")") + n + R"(", "dtype": ")" + dt + R"(", "shape": )" + s + "}";
+  };
+  return R"({"format": "ember-graph", "version": 1, "variables": [)" + var("a", "float64") + ", " +
+         var("b", "float64") + ", " + var("i", "int32") + ", " + var("c", "bool") + ", " + var("y", "float64") +
+         R"(], "inputs": [0, 1, 2, 3], "outputs": [4],
+    "nodes": [{"op": "Elemwise", "inputs": [0, 1, 2, 3], "outputs": [4], "attrs": {"scalar_op": {"op": "Composite",
+      "inputs": ["float64", "float64", "int32", "bool"],
+      "nodes": [{"op": "Cast", "dtype": "float64", "inputs": [2]},
+                {"op": "Mul", "dtype": "float64", "inputs": [0, 4]},
+                {"op": "Sub", "dtype": "float64", "inputs": [0, 1]},
+                {"op": "Switch", "dtype": "float64", "inputs": [3, 5, 6]}],
+      "outputs": [7]}}}]})";
+}
+
+// A view of `a` reversed along its last dim (a negative stride).
+Tensor reversed_last(const Array& a) {
+  Tensor t = a.t;
+  const int l = t.shape.ndim - 1;
+  t.data = static_cast<double*>(t.data) + (t.shape.dims[l] - 1) * t.strides[l];
+  t.strides[l] = -t.strides[l];
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("elemwise_short_inner_dim_packs_broadcast_reversed_and_narrow_operands") {
+  // Every element against its own one-element call: operands broadcast along
+  // rows or columns, reversed along the short dim, of 4- and 1-byte dtypes,
+  // at rank 2 and 3 and with every dim short.
+  std::mt19937_64 g(11);
+  struct Case {
+    Shape a, b, i, c;
+    bool reverse_a;
+  };
+  const std::vector<Case> cases = {
+      {{2, {600, 3}}, {2, {600, 1}}, {2, {1, 3}}, {2, {600, 3}}, true},
+      {{2, {1, 3}}, {2, {600, 1}}, {2, {600, 3}}, {2, {1, 1}}, false},
+      {{2, {600, 2}}, {2, {1, 2}}, {2, {600, 1}}, {2, {1, 2}}, true},
+      {{2, {3, 3}}, {2, {3, 1}}, {2, {1, 3}}, {2, {3, 3}}, true},
+      {{2, {5, 7}}, {2, {1, 7}}, {2, {5, 1}}, {2, {5, 7}}, false},
+      {{3, {2, 50, 3}}, {3, {2, 1, 3}}, {3, {1, 50, 1}}, {3, {2, 50, 3}}, true},
+      {{3, {4, 1, 3}}, {3, {1, 30, 1}}, {3, {4, 30, 3}}, {3, {1, 1, 3}}, false},
+  };
+  for (const Case& cs : cases) {
+    const int nd = cs.a.ndim;
+    auto p = Program::from_json(mixed_graph(nd));
+    Array a = random_array(g, cs.a), b = random_array(g, cs.b);
+    Array i = Array::empty(DType::Int32, cs.i);
+    for (int64_t k = 0; k < i.size(); ++k) i.data<int32_t>()[k] = static_cast<int32_t>(g() % 2001) - 1000;
+    Array c = Array::empty(DType::Bool, cs.c);
+    for (int64_t k = 0; k < c.size(); ++k) c.data<bool>()[k] = g() % 3 == 0;
+    const Tensor at = cs.reverse_a ? reversed_last(a) : a.t;
+    auto y = p->call({at, b.t, i.t, c.t});
+    Shape out = cs.a;
+    for (const Shape* s : {&cs.b, &cs.i, &cs.c})
+      for (int d = 0; d < nd; ++d) out.dims[d] = std::max(out.dims[d], s->dims[d]);
+    INFO("a " << cs.a.str() << " b " << cs.b.str() << " i " << cs.i.str() << " c " << cs.c.str());
+    REQUIRE(y[0].t.shape == out);
+    // Element at out index `idx` of an operand (broadcast dims read index 0).
+    auto at_index = [&](const Tensor& t, const int64_t* idx) {
+      int64_t off = 0;
+      for (int d = 0; d < nd; ++d) off += (t.shape.dims[d] == 1 ? 0 : idx[d]) * t.strides[d];
+      return off;
+    };
+    Shape one{nd, {}};
+    for (int d = 0; d < nd; ++d) one.dims[d] = 1;
+    int64_t bad = 0, idx[3] = {0, 0, 0};
+    for (int64_t e = 0; e < y[0].t.size(); ++e) {
+      int64_t r = e;
+      for (int d = nd - 1; d >= 0; --d) idx[d] = r % out.dims[d], r /= out.dims[d];
+      Array ae = Array::of<double>(one, {static_cast<const double*>(at.data)[at_index(at, idx)]});
+      Array be = Array::of<double>(one, {b.data<double>()[at_index(b.t, idx)]});
+      Array ie = Array::of<int32_t>(one, {i.data<int32_t>()[at_index(i.t, idx)]});
+      Array ce = Array::of<bool>(one, {c.data<bool>()[at_index(c.t, idx)]});
+      bad += bits(p->call({ae.t, be.t, ie.t, ce.t})[0].data<double>()[0]) != bits(y[0].data<double>()[e]);
+    }
+    CHECK(bad == 0);
   }
 }

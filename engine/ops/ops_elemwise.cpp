@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <new>
 
 #include <tbb/parallel_for.h>
@@ -189,6 +190,116 @@ void run_rows(const interp::ElemKernel* k, const LoopNest& L, int64_t r0, int64_
   }
 }
 
+// The last two dims of a pack (below): rows x n elements, row stride s0,
+// element stride s1. N > 0 is n known at compile time. Out of line: inlined
+// into run_nest its loop counters spill.
+template <class T, int N>
+[[gnu::noinline]] void pack_2d(const T* __restrict p, int64_t rows, int64_t s0, int64_t s1, int64_t n,
+                               T* __restrict o) {
+  const int64_t nn = N > 0 ? N : n;
+  if (s0 == 0 && rows > 1) {  // one row repeated (a (1, k) operand): copy it in doubling blocks
+    for (int64_t c = 0; c < nn; ++c) o[c] = p[c * s1];
+    for (int64_t done = 1; done < rows;) {
+      const int64_t k = std::min(done, rows - done);
+      std::memcpy(o + done * nn, o, static_cast<size_t>(k * nn) * sizeof(T));
+      done += k;
+    }
+    return;
+  }
+  if (s1 == 0) {
+    for (int64_t r = 0; r < rows; ++r, o += nn) {
+      const T v = p[r * s0];
+      for (int64_t c = 0; c < nn; ++c) o[c] = v;
+    }
+  } else {
+    for (int64_t r = 0; r < rows; ++r, o += nn)
+      for (int64_t c = 0; c < nn; ++c) o[c] = p[r * s0 + c * s1];
+  }
+}
+
+// Copies an operand's elements in the nest's C order into dst, as raw bytes
+// (T only gives the width): the kernel sees the same values.
+template <class T>
+void pack_operand(const void* src, const int64_t* st, const int64_t* dims, int m, void* dst) {
+  const T* p = static_cast<const T*>(src);
+  T* o = static_cast<T*>(dst);
+  auto fn = &pack_2d<T, 0>;
+  switch (dims[m - 1]) {
+    case 2: fn = &pack_2d<T, 2>; break;
+    case 3: fn = &pack_2d<T, 3>; break;
+    case 4: fn = &pack_2d<T, 4>; break;
+    default: break;
+  }
+  const int64_t rows = dims[m - 2], plane = rows * dims[m - 1];
+  int64_t idx[kMaxRank] = {}, outer = 1, off = 0;
+  for (int d = 0; d < m - 2; ++d) outer *= dims[d];
+  for (int64_t q = 0; q < outer; ++q, o += plane) {
+    fn(p + off, rows, st[m - 2], st[m - 1], dims[m - 1], o);
+    for (int d = m - 3; d >= 0; --d) {
+      off += st[d];
+      if (++idx[d] < dims[d]) break;
+      off -= st[d] * dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// A nest with a short inner dim as one contiguous run: inputs laid out like
+// the output are read in place, one-element inputs broadcast, the others are
+// first copied into the output's layout. The swapped loop instead gathers or
+// scatters every operand strided in the long dim, one element at a time, at
+// about twice the cost of a contiguous copy: packing is taken when it copies
+// at most twice as many operands, and always when there is no longer dim to
+// swap in. Returns false, having done nothing, when it does not pay or needs
+// too much scratch.
+bool run_packed(const interp::ElemKernel* k, const LoopNest& L, const int64_t* st, interp::StridedPtr* base,
+                const int64_t* esize, int64_t total) {
+  const int in = L.m - 1;
+  int j = 0;  // the longest outer dim, which the swap would move inside
+  for (int d = 1; d < in; ++d)
+    if (L.dims[d] > L.dims[j]) j = d;
+  const int64_t* out_st = st + L.nin * kMaxRank;  // every output: contiguous
+  uint32_t pack = 0;  // inputs to copy (bit i)
+  int npack = 0, nswap = 0;
+  int64_t bytes = 0;
+  for (int i = 0; i < L.nops; ++i) {
+    const int64_t* si = st + i * kMaxRank;
+    if (si[j] != 0 && si[j] != 1) ++nswap;
+    if (i >= L.nin) continue;
+    bool flat = true, one = true;
+    for (int d = 0; d < L.m; ++d) flat = flat && si[d] == out_st[d], one = one && si[d] == 0;
+    if (flat || one) continue;
+    pack |= 1u << i;
+    ++npack;
+    bytes += (total * esize[i] + 63) / 64 * 64;
+  }
+  if (L.dims[j] > L.dims[in] && npack > 2 * nswap) return false;
+  constexpr int64_t kMaxScratch = int64_t(1) << 21;
+  if (bytes > kMaxScratch) return false;
+  thread_local std::vector<double> scratch;
+  if (scratch.size() * sizeof(double) < static_cast<size_t>(bytes)) scratch.resize(bytes / sizeof(double));
+  char* next = reinterpret_cast<char*>(scratch.data());
+  constexpr int kSmall = 24;
+  interp::StridedPtr ops[kSmall];
+  for (int i = 0; i < L.nops; ++i) {
+    const int64_t* si = st + i * kMaxRank;
+    bool one = i < L.nin;
+    for (int d = 0; d < L.m && one; ++d) one = si[d] == 0;
+    ops[i] = {base[i].data, one ? 0 : 1};
+    if (!(pack >> i & 1)) continue;
+    switch (esize[i]) {
+      case 8: pack_operand<uint64_t>(base[i].data, si, L.dims, L.m, next); break;
+      case 4: pack_operand<uint32_t>(base[i].data, si, L.dims, L.m, next); break;
+      case 2: pack_operand<uint16_t>(base[i].data, si, L.dims, L.m, next); break;
+      default: pack_operand<uint8_t>(base[i].data, si, L.dims, L.m, next); break;
+    }
+    ops[i].data = next;
+    next += (total * esize[i] + 63) / 64 * 64;
+  }
+  k->run(total, ops, ops + L.nin);
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -307,8 +418,11 @@ namespace {
     return total;
   }
   // A short inner run (a (600, 3) broadcast) costs one kernel call per row:
-  // move the longest dim inside instead. Elements are independent, so the
-  // order they are computed in changes no bit.
+  // run it as one packed run, or move the longest dim inside. Elements are
+  // independent, so the order they are computed in changes no bit.
+  if (L.m >= 2 && L.dims[L.m - 1] < kShortRun && total < parallel_threshold && nops <= 24 &&
+      run_packed(k, L, st, base, esize, total))
+    return total;
   if (L.m >= 2 && L.dims[L.m - 1] < kShortRun) {
     int j = 0;
     for (int d = 1; d < L.m - 1; ++d)
