@@ -16,6 +16,25 @@ namespace {
 // Byte offset of lane i in a float32 cell (jit.hpp).
 inline int64_t f32_off(int64_t i, int w) { return (i / w) * w * 8 + (i % w) * 4; }
 
+// m float32 elements to or from a cell, a group of w lanes at a time (lane i
+// of group g at g * w * 8 + i * 4): no division per element.
+void gather_f32(const char* p, int64_t stride, int64_t m, char* cell, int w) {
+  for (int64_t g = 0; g < m; g += w, cell += 8 * w, p += 4 * w * stride) {
+    const int64_t e = std::min<int64_t>(w, m - g);
+    if (stride == 1) std::memcpy(cell, p, 4 * e);
+    else
+      for (int64_t i = 0; i < e; ++i) std::memcpy(cell + 4 * i, p + 4 * i * stride, 4);
+  }
+}
+void scatter_f32(const char* cell, int64_t m, char* p, int64_t stride, int w) {
+  for (int64_t g = 0; g < m; g += w, cell += 8 * w, p += 4 * w * stride) {
+    const int64_t e = std::min<int64_t>(w, m - g);
+    if (stride == 1) std::memcpy(p, cell, 4 * e);
+    else
+      for (int64_t i = 0; i < e; ++i) std::memcpy(p + 4 * i * stride, cell + 4 * i, 4);
+  }
+}
+
 template <class T> void widen_int(const char* p, int64_t stride, int64_t m, int64_t* r) {
   const T* x = reinterpret_cast<const T*>(p);
   for (int64_t i = 0; i < m; ++i) r[i] = x[i * stride];
@@ -33,9 +52,7 @@ void gather(DType dt, const char* p, int64_t stride, int64_t m, char* cell, int 
         for (int64_t i = 0; i < m; ++i) std::memcpy(cell + 8 * i, p + 8 * i * stride, 8);
       }
       break;
-    case DType::Float32:
-      for (int64_t i = 0; i < m; ++i) std::memcpy(cell + f32_off(i, w), p + 4 * i * stride, 4);
-      break;
+    case DType::Float32: gather_f32(p, stride, m, cell, w); break;
     case DType::Int32: widen_int<int32_t>(p, stride, m, r); break;
     case DType::Int16: widen_int<int16_t>(p, stride, m, r); break;
     case DType::Int8: widen_int<int8_t>(p, stride, m, r); break;
@@ -77,9 +94,7 @@ void scatter(DType dt, const char* cell, const interp::Cell& k, int64_t m, char*
         for (int64_t i = 0; i < m; ++i) std::memcpy(p + 8 * i * stride, cell + 8 * i, 8);
       }
       break;
-    case DType::Float32:
-      for (int64_t i = 0; i < m; ++i) std::memcpy(p + 4 * i * stride, cell + f32_off(i, w), 4);
-      break;
+    case DType::Float32: scatter_f32(cell, m, p, stride, w); break;
     case DType::Int32: narrow_int<int32_t>(r, m, p, stride); break;
     case DType::Int16: narrow_int<int16_t>(r, m, p, stride); break;
     case DType::Int8: narrow_int<int8_t>(r, m, p, stride); break;
