@@ -10,6 +10,7 @@
 #include "engine/c_api.hpp"
 #include "ember/ember.hpp"
 #include "engine/program/program_impl.hpp"
+#include "scan_graphs.hpp"
 #include "test_util.hpp"
 
 using namespace ember;
@@ -132,6 +133,21 @@ TEST_CASE("repeated_calls_with_same_shapes_allocate_nothing") {
   Array x = Array::of<double>({1, {1000}}, std::vector<double>(1000, 0.999));
   std::vector<Tensor> args{x.t};
   p->run(*ws, args);
+  p->run(*ws, args);
+  g_allocs = 0;
+  g_counting = true;
+  for (int r = 0; r < 10; ++r) p->run(*ws, args);
+  g_counting = false;
+  CHECK(g_allocs == 0);
+}
+
+TEST_CASE("scan_steps_allocate_nothing_after_the_first_call") {
+  auto p = Program::from_json(test::scan_graph());
+  auto ws = p->make_workspace();
+  Array n = Array::of<int64_t>({0, {}}, {200}), a = Array::of<double>({0, {}}, {0.5});
+  Array x = Array::of<double>({1, {200}}, std::vector<double>(200, 1.0));
+  Array init = Array::of<double>({1, {201}}, std::vector<double>(201, 0.0));
+  std::vector<Tensor> args{n.t, x.t, init.t, a.t};
   p->run(*ws, args);
   g_allocs = 0;
   g_counting = true;

@@ -69,6 +69,8 @@ Tensor& Frame::alloc_out(int i, DType dt, const Shape& s) {
 
 Tensor& Frame::alloc_out(int i, const Shape& s) { return alloc_out(i, step_.out_dtype[i], s); }
 
+Tensor& Frame::out(int i) { return values_[step_.out[i]]; }
+
 void Frame::set_out(int i, const Tensor& t) { values_[step_.out[i]].set_view(t); }
 
 void Frame::fail(const std::string& msg) const {

@@ -10,6 +10,11 @@ std::string NodeContext::where() const {
   return g_.source + ": node " + std::to_string(shown_) + " (" + spec().op + ")";
 }
 
+std::unique_ptr<Subprogram> NodeContext::load_subprogram(Graph g) const {
+  if (!load_sub_) throw LoadError(where() + ": nested graphs cannot be loaded here");
+  return load_sub_(std::move(g), opt_);
+}
+
 void NodeContext::fail(const std::string& field, const std::string& msg) const {
   throw LoadError(where() + ": field '" + field + "': " + msg);
 }

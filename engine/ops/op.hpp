@@ -11,6 +11,7 @@
 #include "ember/ember.hpp"
 #include "ember/error.hpp"
 #include "engine/graph/graph.hpp"
+#include "engine/ops/subprogram.hpp"
 #include "engine/ops/tensor_op.hpp"
 #include "ember/tensor.hpp"
 
@@ -26,6 +27,8 @@ class Frame {
   int num_inputs() const { return nin_; }
   int num_outputs() const { return nout_; }
   const Tensor& in(int i) const { return values_[in_[i]]; }
+  // Output i as last allocated or set (for ops that fill it over several passes).
+  Tensor& out(int i);
   // A fresh C-contiguous output backed by the node's buffer slot; reuses the
   // slot's memory when it is large enough, so steady calls allocate nothing.
   Tensor& alloc_out(int i, DType dt, const Shape& s);
@@ -85,6 +88,11 @@ class NodeContext {
   std::string attr_str(const char* name, const std::string& dflt) const;
   std::vector<int64_t> attr_ints(const char* name) const;
 
+  // A nested graph (a Scan's inner function) loaded with this graph's options.
+  // The loader supplies the means (set_subprogram_loader); throws LoadError.
+  std::unique_ptr<Subprogram> load_subprogram(Graph g) const;
+  void set_subprogram_loader(SubprogramLoader f) { load_sub_ = f; }
+
   // Checks shorthand.
   void expect_inputs(int lo, int hi = -2) const;  // hi -2: == lo; -1: no upper bound
   void expect_outputs(int n) const;
@@ -96,6 +104,7 @@ class NodeContext {
   int index_, shown_;
   TensorOp op_;
   Options opt_;
+  SubprogramLoader load_sub_ = nullptr;
 };
 
 using OpFactory = std::unique_ptr<OpKernel> (*)(NodeContext&);

@@ -140,6 +140,7 @@ std::unique_ptr<ProgramImpl> ProgramImpl::build(Graph g, const Options& o) {
 
   for (size_t k = 0; k < gr.nodes.size(); ++k) {
     NodeContext ctx(gr, static_cast<int>(k), ops[k], p->options, k < shown.size() ? shown[k] : -1);
+    ctx.set_subprogram_loader(&load_subprogram);
     std::unique_ptr<OpKernel> kernel;
     try {
       kernel = op_factory(ops[k])(ctx);

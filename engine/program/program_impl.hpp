@@ -43,4 +43,7 @@ struct ProgramImpl {
   static std::unique_ptr<ProgramImpl> build(Graph g, const Options& o);
 };
 
+// A Program as the ops stage's Subprogram (engine/program/subprogram.cpp).
+std::unique_ptr<Subprogram> load_subprogram(Graph g, const Options& o);
+
 }  // namespace ember

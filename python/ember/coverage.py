@@ -82,7 +82,8 @@ def tensor_op_status(cls):
     if name == "CAReduce":
         return "native / fallback", "native for " + ", ".join(sorted(REDUCE_OPS)) + "; others fallback"
     if name == "Scan":
-        return "fallback", "Scan.perform, the inner function on PyTensor's Python VM"
+        return "native / fallback", ("inner function as a nested graph, run as a sub-program; fallback "
+                                     "(Scan.perform) when an inner op has no native kernel")
     if any(n in HANDLERS for n in names):
         return "native", ""
     if "OpFromGraph" in names:

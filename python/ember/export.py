@@ -577,6 +577,47 @@ def _sort(name):
     return handler
 
 
+def _inner_fgraph(op):
+    """(inputs, outputs) of a private copy of op's inner graph (OpFromGraph, Scan)."""
+    from pytensor.graph.basic import clone
+
+    inner = getattr(op, "fgraph", None)
+    if hasattr(inner, "unfreeze"):  # PyTensor 3.x: frozen nodes cannot be cloned, only rebuilt
+        inner = inner.unfreeze()
+        return list(inner.inputs), list(inner.outputs)
+    return clone(list(op.inner_inputs), list(op.inner_outputs))
+
+
+def _toposort(ins, outs):
+    try:
+        from pytensor.graph.traversal import io_toposort
+    except ImportError:  # older PyTensor
+        from pytensor.graph.basic import io_toposort
+    return io_toposort(ins, outs)
+
+
+def _scan(g, node):
+    """Scan with its inner function as a nested graph document (attrs.inner).
+    An inner op without a native kernel makes the whole Scan a fallback node."""
+    info = node.op.info
+    ins, outs = _inner_fgraph(node.op)
+    sub = _Graph(inline_limit=np.iinfo(np.int64).max)
+    doc_inputs = [{"var": sub.var(v)} for v in ins]
+    _emit_nodes(sub, _toposort(ins, outs), "inner node ")
+    out_ids = [sub.var(v) for v in outs]
+    if sub.problems:
+        raise _Unsupported("inner graph: " + "; ".join(f"{p} ({w})" for p, w in sub.problems))
+    inner = {"format": "ember-graph", "version": FORMAT_VERSION, "variables": sub.variables,
+             "inputs": doc_inputs, "outputs": out_ids, "constants": sub.constants, "nodes": sub.nodes}
+    taps = lambda slices: [[int(t) for t in s] for s in slices]  # noqa: E731
+    attrs = {"n_seqs": int(info.n_seqs), "mit_mot_in_slices": taps(info.mit_mot_in_slices),
+             "mit_mot_out_slices": taps(info.mit_mot_out_slices), "mit_sot_in_slices": taps(info.mit_sot_in_slices),
+             "sit_sot_in_slices": taps(info.sit_sot_in_slices), "n_nit_sot": int(info.n_nit_sot),
+             "n_untraced_sit_sot": int(info.n_untraced_sit_sot), "n_non_seqs": int(info.n_non_seqs),
+             "as_while": bool(info.as_while), "inner": inner}
+    return "Scan", list(node.inputs), attrs
+
+
 HANDLERS = {
     "Elemwise": _elemwise,
     "DimShuffle": _dimshuffle,
@@ -638,6 +679,7 @@ HANDLERS = {
     "KroneckerProduct": _simple("KroneckerProduct"),
     "PosDefMatrix": _simple("MatrixIsPositiveDefinite"),  # PyMC's op (LKJCorr)
     "IfElse": _simple("IfElse", lambda op: {"n_outs": int(op.n_outs)}),
+    "Scan": _scan,
 }
 
 
@@ -663,23 +705,11 @@ def _is_op_from_graph(op):
 
 def _emit_inner(g, op, outer_inputs, where):
     """Emit the inner graph of op (an OpFromGraph) on outer_inputs; its inner outputs."""
-    from pytensor.graph.basic import clone
-
-    try:
-        from pytensor.graph.traversal import io_toposort
-    except ImportError:  # older PyTensor
-        from pytensor.graph.basic import io_toposort
-
     # A private copy per application: one op instance (and inner graph) may be applied twice.
-    inner = getattr(op, "fgraph", None)
-    if hasattr(inner, "unfreeze"):  # PyTensor 3.x: frozen nodes cannot be cloned, only rebuilt
-        inner = inner.unfreeze()
-        ins, outs = list(inner.inputs), list(inner.outputs)
-    else:
-        ins, outs = clone(list(op.inner_inputs), list(op.inner_outputs))
+    ins, outs = _inner_fgraph(op)
     for inner, outer in zip(ins, outer_inputs, strict=True):
         g.ids[inner] = g.var(outer)
-    _emit_nodes(g, io_toposort(ins, outs), f"{where} inner node ")
+    _emit_nodes(g, _toposort(ins, outs), f"{where} inner node ")
     return outs
 
 

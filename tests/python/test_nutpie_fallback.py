@@ -1,7 +1,8 @@
-"""A PyMC model with a Scan (GARCH11) through ember.nutpie: the Scan runs on
-the Python fallback inside nutpie's chain threads (which call the C ABI
-without the GIL), the rest natively; logp and gradient match PyTensor's
-Python linker; 4 chains sample."""
+"""A PyMC model with an op Ember has no kernel for (a Python Op in a Potential)
+through ember.nutpie: the op runs on the Python fallback inside nutpie's chain
+threads (which call the C ABI without the GIL), the rest natively; logp and
+gradient match PyTensor's Python linker; 4 chains sample; such a graph is not
+put in the program cache."""
 
 import warnings
 
@@ -13,6 +14,9 @@ from native_helpers import call_logp, require_native
 import pymc as pm
 import nutpie
 import pytensor  # noqa: E402
+import pytensor.tensor as pt  # noqa: E402
+from pytensor.graph.basic import Apply  # noqa: E402
+from pytensor.graph.op import Op  # noqa: E402
 
 import ember  # noqa: E402
 import ember.nutpie as en  # noqa: E402
@@ -20,25 +24,41 @@ import ember.nutpie as en  # noqa: E402
 native = require_native()
 
 
-def garch_model():
-    r = np.random.default_rng(3).normal(0, 1, 120) * 0.1
+class SquaredNorm(Op):
+    """sum(x**2) in Python: an op without a native kernel."""
+
+    __props__ = ()
+
+    def make_node(self, x):
+        x = pt.as_tensor_variable(x)
+        return Apply(self, [x], [pt.dscalar()])
+
+    def perform(self, node, inputs, outputs):
+        outputs[0][0] = np.asarray(np.sum(inputs[0] ** 2), dtype="float64")
+
+    def grad(self, inputs, g):
+        return [2 * inputs[0] * g[0]]
+
+
+def custom_op_model():
+    y = np.random.default_rng(3).normal(1.0, 1.0, 50)
     with pm.Model() as m:
-        omega = pm.HalfNormal("omega", 0.1)
-        alpha_1 = pm.Beta("alpha_1", 2, 5)
-        beta_1 = pm.Beta("beta_1", 5, 2)
-        pm.GARCH11("y", omega=omega, alpha_1=alpha_1, beta_1=beta_1, initial_vol=0.1, observed=r)
+        mu = pm.Normal("mu", 0, 3, shape=3)
+        sigma = pm.HalfNormal("sigma", 2)
+        pm.Normal("y", mu.sum(), sigma, observed=y)
+        pm.Potential("ridge", -0.5 * SquaredNorm()(mu))
     return m
 
 
-@pytest.mark.covers("Scan")
-def test_garch11_logp_matches_and_four_chains_sample():
-    model = garch_model()
+@pytest.mark.covers("PythonCallback")
+def test_custom_op_model_logp_matches_and_four_chains_sample():
+    model = custom_op_model()
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         compiled = en.compile_pymc_model(model)
     fb = [w for w in rec if issubclass(w.category, ember.FallbackWarning)]
-    assert len(fb) == 1 and "Scan" in str(fb[0].message)  # the logp graph's Scans: one warning
-    assert {cb.op_name for cb in compiled.logp_program.callbacks} == {"Scan"}
+    assert len(fb) == 1 and "SquaredNorm" in str(fb[0].message)
+    assert {cb.op_name for cb in compiled.logp_program.callbacks} == {"SquaredNorm"}
 
     logp = model.compile_logp(jacobian=True, mode=pytensor.compile.mode.Mode(linker="py", optimizer="fast_run"))
     ip = model.initial_point()
@@ -57,7 +77,7 @@ def test_garch11_logp_matches_and_four_chains_sample():
     idata = nutpie.sample(compiled, draws=100, tune=100, chains=4, cores=4, progress_bar=False, seed=2)
     post = idata.posterior
     assert post.sizes["chain"] == 4 and post.sizes["draw"] == 100
-    assert np.all(np.isfinite(post["beta_1"].values))
+    assert np.all(np.isfinite(post["sigma"].values))
     assert compiled.logp_program.nutpie_calls() > 400
 
 
@@ -65,8 +85,8 @@ def test_a_graph_with_fallback_nodes_is_not_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ember.FallbackWarning)
-        first = en.compile_pymc_model(garch_model())
-        second = en.compile_pymc_model(garch_model())
+        first = en.compile_pymc_model(custom_op_model())
+        second = en.compile_pymc_model(custom_op_model())
     assert first.logp_program.callbacks and second.logp_program.callbacks
     assert not first.timings["cache_hit"] and not second.timings["cache_hit"]
     assert "cache_store" not in first.timings
