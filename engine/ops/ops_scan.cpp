@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/error.hpp"
@@ -32,6 +33,13 @@ std::string S(int64_t v) { return std::to_string(v); }
 int64_t pymod(int64_t a, int64_t b) {
   const int64_t r = a % b;
   return r < 0 ? r + b : r;
+}
+
+// pymod for the usual case of a tap no longer than the buffer, without a division.
+inline int64_t wrap(int64_t a, int64_t b) {
+  if (a < 0) a += b;
+  else if (a >= b) a -= b;
+  return a >= 0 && a < b ? a : pymod(a, b);
 }
 
 // dst = row r of t's first axis, writing only the used dims (a Tensor is
@@ -82,6 +90,7 @@ struct InnerState {
   std::vector<Tensor> outs;
   std::vector<int64_t> store, pos;  // per traced output: buffer length, current entry
   std::vector<Tensor*> outp;
+  std::vector<std::pair<const char*, const char*>> extent;  // set_extents
   Buffer tmp;  // rotation of circular buffers
 };
 
@@ -178,7 +187,7 @@ class ScanK final : public OpKernel {
       for (int s = 0; s < l.n_seqs; ++s) set_row(st.args[a++], f.in(l.seq0() + s), i);
       for (int j = 0; j < n_tap; ++j) {
         const Tensor& buf = *outp[j];
-        for (int64_t t : l.in_taps[j]) set_row(st.args[a++], buf, pymod(pos[j] + t, store[j]));
+        for (int64_t t : l.in_taps[j]) set_row(st.args[a++], buf, wrap(pos[j] + t, store[j]));
       }
       for (int j = 0; j < l.n_untraced; ++j) st.args[a++].set_view(*outp[untraced_out0 + j]);
 
@@ -188,7 +197,7 @@ class ScanK final : public OpKernel {
       } catch (const CallError& e) {
         f.fail("step " + S(i) + ": " + e.what());
       }
-      stage_aliases(f, st, *res, n_tap);
+      stage_aliases(st, *res);
       const std::vector<Tensor>& out = st.outs;
 
       int o = 0;
@@ -217,7 +226,7 @@ class ScanK final : public OpKernel {
       }
       for (int j = 0; j < l.n_untraced; ++j) copy_out(f, untraced_out0 + j, out[o++]);
       if (l.as_while) go = scalar_double(out[o]) == 0;
-      for (int j = 0; j < n_traced; ++j) pos[j] = (pos[j] + 1) % store[j];
+      for (int j = 0; j < n_traced; ++j) pos[j] = pos[j] + 1 == store[j] ? 0 : pos[j] + 1;
     }
     finish_buffers(f, st, store, pos, i, n_steps);
   }
@@ -225,8 +234,8 @@ class ScanK final : public OpKernel {
   // Inner outputs that are views of memory this step writes (an input row
   // passed through, say) are copied aside first, as PyTensor's own
   // separate output storage would have them.
-  void stage_aliases(Frame& f, InnerState& st, const std::vector<Tensor>& res, int n_tap) const {
-    const int nout = f.num_outputs();
+  void stage_aliases(InnerState& st, const std::vector<Tensor>& res) const {
+    set_extents(st);
     for (size_t k = 0; k < res.size(); ++k) {
       const Tensor& v = res[k];
       const int64_t es = static_cast<int64_t>(dtype_size(v.dtype));
@@ -238,19 +247,27 @@ class ScanK final : public OpKernel {
       const char* p_lo = static_cast<const char*>(v.data) + lo_off * es;
       const char* p_hi = static_cast<const char*>(v.data) + (hi_off + 1) * es;
       bool alias = false;
-      for (int j = 0; j < nout && !alias && v.size() > 0; ++j) {
-        if (j >= n_tap && j < n_tap + l_.n_nit_sot) continue;  // nit-sot buffers are never inner inputs
-        const Tensor& b = *st.outp[j];
-        const char* lo = static_cast<const char*>(b.data);
-        const char* hi = lo + static_cast<size_t>(b.size()) * dtype_size(b.dtype);
-        alias = p_lo < hi && lo < p_hi;  // overlaps the buffer's extent
-      }
+      for (size_t j = 0; j < st.extent.size() && !alias && v.size() > 0; ++j)
+        alias = p_lo < st.extent[j].second && st.extent[j].first < p_hi;  // overlaps a buffer's extent
       if (!alias) {
         st.outs[k].set_view(v);
         continue;
       }
       st.outs[k].set_contiguous(v.dtype, v.shape, st.stage[k].reserve(static_cast<size_t>(v.size() * es)));
       copy_convert(st.outs[k], v);
+    }
+  }
+
+  // The memory this step may write that inner inputs may view: the tapped
+  // buffers and the untraced states (nit-sot buffers are never inner inputs).
+  void set_extents(InnerState& st) const {
+    st.extent.clear();
+    const int n_tap = l_.n_tap(), u0 = n_tap + l_.n_nit_sot;
+    for (int j = 0; j < static_cast<int>(st.outp.size()); ++j) {
+      if (j >= n_tap && j < u0) continue;
+      const Tensor& b = *st.outp[j];
+      const char* lo = static_cast<const char*>(b.data);
+      st.extent.emplace_back(lo, lo + static_cast<size_t>(b.size()) * dtype_size(b.dtype));
     }
   }
 
