@@ -80,3 +80,39 @@ def run_threads(work, n):
         t.start()
     for t in threads:
         t.join()
+
+
+def check_logp_from_threads(native, prog, ref, points, calls):
+    """Thread k calls prog's nutpie logp pointer `calls` times at points[k] (ctypes
+    drops the GIL, so they run at once); each last result must equal ref(points[k])."""
+    handle = prog.nutpie_handle()
+    results, errors = {}, []
+
+    def work(k):
+        try:
+            for _ in range(calls):
+                rc, lp, g = call_logp(native.logp_address, handle, points[k])
+                assert rc == 0
+            results[k] = (lp, g)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    run_threads(work, len(points))
+    assert not errors
+    for k, (lp, g) in results.items():
+        want_lp, want_g = ref(points[k])
+        np.testing.assert_allclose(lp, want_lp, rtol=1e-13)
+        np.testing.assert_allclose(g, want_g, rtol=1e-13)
+
+
+def nutpie_point(model, x0):
+    """nutpie's flat point x0 as {value variable name: array}, in the model's order."""
+    ip = model.initial_point()
+    point, k = {}, 0
+    for v in model.value_vars:
+        shape = np.shape(ip[v.name])
+        n = int(np.prod(shape))
+        point[v.name] = x0[k:k + n].reshape(shape)
+        k += n
+    assert k == len(x0)
+    return point

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
-from native_helpers import ROOT, call_logp, require_native, run_threads
+from native_helpers import ROOT, check_logp_from_threads, require_native, run_threads
 
 import pytensor
 import pytensor.tensor as pt  # noqa: E402
@@ -182,25 +182,7 @@ def test_c_abi_entry_from_threads_without_the_gil():
     assert [n["attrs"]["op"] for n in doc["nodes"] if n["op"] == "PythonCallback"]
     prog = native.Program.from_document(doc, payload, callbacks=callbacks)
     ref = pytensor.function([x], [logp, grad], mode=PY)
-    handle = prog.nutpie_handle()
-    points = [np.linspace(-1, 1, 5) * k for k in range(6)]
-    results, errors = {}, []
-
-    def work(k):
-        try:
-            for _ in range(100):
-                rc, lp, g = call_logp(native.logp_address, handle, points[k])  # ctypes drops the GIL
-                assert rc == 0
-            results[k] = (lp, g)
-        except Exception as e:  # noqa: BLE001
-            errors.append(e)
-
-    run_threads(work, 6)
-    assert not errors
-    for k, (lp, g) in results.items():
-        want_lp, want_g = ref(points[k])
-        np.testing.assert_allclose(lp, want_lp, rtol=1e-13)
-        np.testing.assert_allclose(g, want_g, rtol=1e-13)
+    check_logp_from_threads(native, prog, ref, [np.linspace(-1, 1, 5) * k for k in range(6)], calls=100)
 
 
 def test_graph_file_with_a_callback_needs_the_python_host(tmp_path):

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from native_helpers import call_logp, require_native
+from native_helpers import call_logp, nutpie_point, require_native
 
 import pymc as pm
 import nutpie
@@ -61,18 +61,10 @@ def test_custom_op_model_logp_matches_and_four_chains_sample():
     assert {cb.op_name for cb in compiled.logp_program.callbacks} == {"SquaredNorm"}
 
     logp = model.compile_logp(jacobian=True, mode=pytensor.compile.mode.Mode(linker="py", optimizer="fast_run"))
-    ip = model.initial_point()
     x0 = np.asarray(compiled.initial_point_func(0), dtype="float64")
     rc, lp, grad = call_logp(native.logp_address, compiled.logp_program.nutpie_handle(), x0)
     assert rc == 0 and np.all(np.isfinite(grad))
-    point, k = {}, 0  # nutpie's flat point: the value variables in order
-    for v in model.value_vars:
-        shape = np.shape(ip[v.name])
-        n = int(np.prod(shape))
-        point[v.name] = x0[k:k + n].reshape(shape)
-        k += n
-    assert k == len(x0)
-    np.testing.assert_allclose(lp, logp(point), rtol=1e-10)
+    np.testing.assert_allclose(lp, logp(nutpie_point(model, x0)), rtol=1e-10)
 
     idata = nutpie.sample(compiled, draws=100, tune=100, chains=4, cores=4, progress_bar=False, seed=2)
     post = idata.posterior

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from native_helpers import call_logp, require_native
+from native_helpers import call_logp, nutpie_point, require_native
 
 import arviz
 import pymc as pm
@@ -41,18 +41,10 @@ def test_garch11_runs_natively_matches_and_its_posterior_agrees_with_numba():
     assert not compiled.logp_program.callbacks
 
     logp = model.compile_logp(jacobian=True, mode=pytensor.compile.mode.Mode(linker="py", optimizer="fast_run"))
-    ip = model.initial_point()
     x0 = np.asarray(compiled.initial_point_func(0), dtype="float64")
     rc, lp, grad = call_logp(native.logp_address, compiled.logp_program.nutpie_handle(), x0)
     assert rc == 0 and np.all(np.isfinite(grad))
-    point, k = {}, 0  # nutpie's flat point: the value variables in order
-    for v in model.value_vars:
-        shape = np.shape(ip[v.name])
-        n = int(np.prod(shape))
-        point[v.name] = x0[k:k + n].reshape(shape)
-        k += n
-    assert k == len(x0)
-    np.testing.assert_allclose(lp, logp(point), rtol=1e-10)
+    np.testing.assert_allclose(lp, logp(nutpie_point(model, x0)), rtol=1e-10)
 
     kw = dict(draws=600, tune=400, chains=4, cores=4, progress_bar=False)
     ours = nutpie.sample(compiled, seed=2, **kw).posterior

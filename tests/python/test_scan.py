@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from native_helpers import call_logp, require_native, run_threads
+from native_helpers import check_logp_from_threads, require_native
 
 import pytensor
 import pytensor.tensor as pt  # noqa: E402
@@ -146,25 +146,7 @@ def test_threads_share_a_program_with_a_scan_through_the_c_abi():
     doc, payload = ember.export_graph(fn)
     prog = native.Program.from_document(doc, payload)
     ref = pytensor.function([x], out, mode=PY)
-    handle = prog.nutpie_handle()
-    points = [np.linspace(-1, 1, 5) * k for k in range(6)]
-    results, errors = {}, []
-
-    def work(k):
-        try:
-            for _ in range(200):
-                rc, lp, g = call_logp(native.logp_address, handle, points[k])  # ctypes drops the GIL
-                assert rc == 0
-            results[k] = (lp, g)
-        except Exception as e:  # noqa: BLE001
-            errors.append(e)
-
-    run_threads(work, 6)
-    assert not errors
-    for k, (lp, g) in results.items():
-        want_lp, want_g = ref(points[k])
-        np.testing.assert_allclose(lp, want_lp, rtol=1e-13)
-        np.testing.assert_allclose(g, want_g, rtol=1e-13)
+    check_logp_from_threads(native, prog, ref, [np.linspace(-1, 1, 5) * k for k in range(6)], calls=200)
 
 
 def test_every_jit_mode_gives_the_same_bits():
