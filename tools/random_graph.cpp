@@ -370,6 +370,40 @@ json loop_graph(const interp::ScalarLoop& l, const std::vector<Array>& inputs, c
   return one_node_graph(loop_json(l), output_dtypes(l.body), inputs, one, zero_d);
 }
 
+json scan_graph(const Composite& c, const std::vector<Array>& inputs) {
+  json g = elemwise_graph(c, inputs);
+  const std::vector<DType> outs = output_dtypes(c);
+  const int64_t n = inputs.empty() ? 1 : inputs[0].size();
+  json inner_vars = json::array(), inner_in = json::array(), inner_out = json::array();
+  for (DType t : c.inputs) {
+    inner_in.push_back({{"var", static_cast<int>(inner_vars.size())}});
+    inner_vars.push_back({{"dtype", std::string(dtype_name(t))}, {"shape", json::array()}});
+  }
+  for (DType t : outs) {
+    inner_out.push_back(static_cast<int>(inner_vars.size()));
+    inner_vars.push_back({{"dtype", std::string(dtype_name(t))}, {"shape", json::array()}});
+  }
+  json node_in = json::array();
+  for (const json& i : inner_in) node_in.push_back(i["var"]);
+  const json inner = {{"format", "ember-graph"}, {"version", 1}, {"variables", inner_vars}, {"inputs", inner_in},
+                      {"outputs", inner_out}, {"constants", json::array()},
+                      {"nodes", {{{"op", "Elemwise"}, {"inputs", node_in}, {"outputs", inner_out},
+                                  {"attrs", {{"scalar_op", composite_json(c)}}}}}}};
+  // Outer: n_steps and one length per output, as constants; the sequences
+  // are elemwise_graph's input constants.
+  json& node = g["nodes"][0];
+  const int steps = static_cast<int>(g["variables"].size());
+  g["variables"].push_back({{"dtype", "int64"}, {"shape", json::array()}});
+  g["constants"].push_back({{"var", steps}, {"data", {n}}});
+  json scan_in = json::array({steps});
+  for (const json& v : node["inputs"]) scan_in.push_back(v);
+  for (size_t k = 0; k < outs.size(); ++k) scan_in.push_back(steps);
+  node = {{"op", "Scan"}, {"inputs", scan_in}, {"outputs", node["outputs"]},
+          {"attrs", {{"n_seqs", static_cast<int>(inputs.size())}, {"n_nit_sot", static_cast<int>(outs.size())},
+                     {"inner", inner}}}};
+  return g;
+}
+
 std::string random_tensor_graph(Rng& rng) {
   // Variables carry static shapes; dims of size 1 broadcast in Elemwise.
   struct V { int id; std::vector<int64_t> shape; };

@@ -72,6 +72,11 @@ nlohmann::json elemwise_graph(const interp::Composite& c, const std::vector<Arra
 nlohmann::json loop_graph(const interp::ScalarLoop& l, const std::vector<Array>& inputs,
                           const std::vector<bool>& one = {}, bool zero_d = false);
 
+// c applied element by element through a Scan: the inputs (n elements
+// each, constants) are its sequences, the inner graph one 0-d Elemwise of c,
+// its outputs nit-sot vectors of n.
+nlohmann::json scan_graph(const interp::Composite& c, const std::vector<Array>& inputs);
+
 // A small random tensor graph (Elemwise, DimShuffle, Sum, ...) as a JSON
 // document; its inputs are float64 with static shapes.
 std::string random_tensor_graph(Rng& rng);
