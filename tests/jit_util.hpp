@@ -10,6 +10,8 @@
 
 #include "interp/composite.hpp"
 #include "interp/kernel.hpp"
+#include "interp/scalar_op.hpp"
+#include "interp/vm.hpp"
 
 namespace ember::test {
 
@@ -95,6 +97,80 @@ inline std::string compare(const Buf& a, const Buf& b) {
 inline constexpr DType kAllDTypes[] = {DType::Float64, DType::Float32, DType::Int64, DType::Int32,
                                        DType::Int16,   DType::Int8,    DType::UInt8, DType::Bool,
                                        DType::UInt16,  DType::UInt32};
+
+// Whether the interpreter takes c (validate() and the bytecode compiler).
+inline bool valid(const interp::Composite& c) {
+  if (!c.validate().empty()) return false;
+  try {
+    interp::Interpreted::compile(c);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
+// One-node Composite of op over input dtypes `ins`, result dtype `out`.
+inline interp::Composite one_node(interp::ScalarOp op, std::vector<DType> ins, DType out) {
+  interp::Composite c;
+  c.inputs = ins;
+  std::vector<int32_t> args;
+  for (size_t k = 0; k < ins.size(); ++k) args.push_back(static_cast<int32_t>(k));
+  c.nodes.push_back({op, out, args});
+  c.outputs.push_back(static_cast<int32_t>(ins.size()));
+  return c;
+}
+
+// A random Composite of up to max_nodes nodes, deep rather than wide, with
+// special-value constants, over the first eight dtypes of kAllDTypes (f32:
+// false leaves out float32). Float ops on integers give float64, or (with
+// f32_results) float64 or float32 at random.
+inline interp::Composite random_composite(std::mt19937_64& rng, int max_nodes, bool f32, bool f32_results) {
+  using namespace interp;
+  std::vector<DType> pool;
+  for (DType t : kAllDTypes)
+    if (f32 || t != DType::Float32) pool.push_back(t);
+  pool.resize(f32 ? 8 : 7);
+  const size_t nd = pool.size();
+  Composite c;
+  const int ni = 1 + static_cast<int>(rng() % 3);
+  for (int k = 0; k < ni; ++k) c.inputs.push_back(pool[rng() % nd]);
+  const auto specials = special_doubles();
+  for (int k = 0; k < 2; ++k) {
+    ScalarConst sc;
+    sc.dtype = pool[rng() % nd];
+    if (dtype_is_float(sc.dtype)) sc.f = specials[rng() % specials.size()];
+    else sc.i = sc.dtype == DType::Bool ? int64_t(rng() % 2) : int64_t(rng() % 9) - 4;
+    if (sc.dtype == DType::Float32) sc.f = static_cast<float>(sc.f);
+    c.constants.push_back(sc);
+  }
+  const int target = 1 + static_cast<int>(rng() % max_nodes);
+  for (int tries = 0; static_cast<int>(c.nodes.size()) < target && tries < target * 50; ++tries) {
+    const ScalarOpInfo& info = kScalarOps[rng() % kNumScalarOps];
+    const int arity = info.arity < 0 ? 2 + static_cast<int>(rng() % 3) : info.arity;
+    ScalarNode n{info.op, pool[rng() % nd], {}};
+    for (int k = 0; k < arity; ++k) {  // prefer recent values
+      const int32_t nv = c.num_values();
+      n.inputs.push_back(rng() % 3 ? nv - 1 - static_cast<int32_t>(rng() % std::min<int32_t>(nv, 4))
+                                   : static_cast<int32_t>(rng() % nv));
+    }
+    if (info.kind == OpKind::Float && !dtype_is_float(n.dtype))
+      n.dtype = !f32_results || rng() % 2 ? DType::Float64 : DType::Float32;
+    if (info.kind == OpKind::Compare || info.kind == OpKind::Predicate) n.dtype = DType::Bool;
+    // Validity is local to the node: check it alone (keeps big graphs cheap).
+    Composite alone;
+    ScalarNode local{n.op, n.dtype, {}};
+    for (int32_t v : n.inputs) {
+      local.inputs.push_back(static_cast<int32_t>(alone.inputs.size()));
+      alone.inputs.push_back(c.value_dtype(v));
+    }
+    alone.nodes.push_back(local);
+    alone.outputs.push_back(alone.num_values() - 1);
+    if (valid(alone)) c.nodes.push_back(n);
+  }
+  c.outputs.push_back(c.num_values() - 1);
+  if (c.nodes.size() > 2) c.outputs.push_back(c.first_node_value() + static_cast<int32_t>(rng() % c.nodes.size()));
+  return c;
+}
 
 // Runs kernels a and b of Composite c on the same n inputs (filled from rng
 // in order, input k with strides[k]; 0 broadcasts) into outputs of stride

@@ -16,6 +16,9 @@
 using namespace ember;
 using namespace ember::interp;
 using ember::test::Buf;
+using ember::test::one_node;
+using ember::test::random_composite;
+using ember::test::valid;
 
 namespace {
 
@@ -49,70 +52,6 @@ std::string check(const Composite& c, int tier, std::mt19937_64& rng, int pieces
     for (int k = 0; k < pieces; ++k) jit::dump_ir(bc, n * k / pieces, n * (k + 1) / pieces);
   }
   return e;
-}
-
-bool valid(const Composite& c) {
-  if (!c.validate().empty()) return false;
-  try {
-    Interpreted::compile(c);
-  } catch (const std::exception&) {
-    return false;
-  }
-  return true;
-}
-
-// One-node Composites of op over input dtypes `ins`, result dtype `out`.
-Composite one_node(ScalarOp op, std::vector<DType> ins, DType out) {
-  Composite c;
-  c.inputs = ins;
-  std::vector<int32_t> args;
-  for (size_t k = 0; k < ins.size(); ++k) args.push_back(static_cast<int32_t>(k));
-  c.nodes.push_back({op, out, args});
-  c.outputs.push_back(static_cast<int32_t>(ins.size()));
-  return c;
-}
-
-// Random Composite of up to `max_nodes` nodes with mixed dtypes.
-Composite random_composite(std::mt19937_64& rng, int max_nodes) {
-  Composite c;
-  const int ni = 1 + static_cast<int>(rng() % 3);
-  for (int k = 0; k < ni; ++k) c.inputs.push_back(kAll[rng() % 8]);
-  const auto specials = test::special_doubles();
-  for (int k = 0; k < 2; ++k) {
-    ScalarConst sc;
-    sc.dtype = kAll[rng() % 8];
-    if (dtype_is_float(sc.dtype)) sc.f = specials[rng() % specials.size()];
-    else sc.i = sc.dtype == DType::Bool ? int64_t(rng() % 2) : int64_t(rng() % 9) - 4;
-    if (sc.dtype == DType::Float32) sc.f = static_cast<float>(sc.f);
-    c.constants.push_back(sc);
-  }
-  const int target = 1 + static_cast<int>(rng() % max_nodes);
-  for (int tries = 0; static_cast<int>(c.nodes.size()) < target && tries < target * 50; ++tries) {
-    const ScalarOpInfo& info = kScalarOps[rng() % kNumScalarOps];
-    const int arity = info.arity < 0 ? 2 + static_cast<int>(rng() % 3) : info.arity;
-    ScalarNode n{info.op, kAll[rng() % 8], {}};
-    // Prefer recent values so the graph is deep, not wide.
-    for (int k = 0; k < arity; ++k) {
-      const int32_t nv = c.num_values();
-      n.inputs.push_back(rng() % 3 ? nv - 1 - static_cast<int32_t>(rng() % std::min<int32_t>(nv, 4))
-                                   : static_cast<int32_t>(rng() % nv));
-    }
-    if (info.kind == OpKind::Float && !dtype_is_float(n.dtype)) n.dtype = rng() % 2 ? DType::Float64 : DType::Float32;
-    if (info.kind == OpKind::Compare || info.kind == OpKind::Predicate) n.dtype = DType::Bool;
-    // Validity is local to the node: check it alone (keeps big graphs cheap).
-    Composite alone;
-    ScalarNode local{n.op, n.dtype, {}};
-    for (int32_t v : n.inputs) {
-      local.inputs.push_back(static_cast<int32_t>(alone.inputs.size()));
-      alone.inputs.push_back(c.value_dtype(v));
-    }
-    alone.nodes.push_back(local);
-    alone.outputs.push_back(alone.num_values() - 1);
-    if (valid(alone)) c.nodes.push_back(n);
-  }
-  c.outputs.push_back(c.num_values() - 1);
-  if (c.nodes.size() > 2) c.outputs.push_back(c.first_node_value() + static_cast<int32_t>(rng() % c.nodes.size()));
-  return c;
 }
 
 }  // namespace
@@ -152,7 +91,7 @@ TEST_CASE("jit_random_composites_with_special_values_match_interpreter", "[jit]"
   REQUIRE_JIT();
   std::mt19937_64 rng(7);
   for (int t = 0; t < 150; ++t) {
-    Composite c = random_composite(rng, 30);
+    Composite c = random_composite(rng, 30, true, true);
     const int tier = 1 + t % 2;
     const int pieces = 1 + t % 3;
     INFO("case " << t << " tier " << tier << " pieces " << pieces);
@@ -273,7 +212,7 @@ nlohmann::json composite_json(const Composite& c) {
 // Random Composite of two float64 inputs with one float64 output.
 Composite random_f64_composite(std::mt19937_64& rng, int max_nodes) {
   for (;;) {
-    Composite c = random_composite(rng, max_nodes);
+    Composite c = random_composite(rng, max_nodes, true, true);
     c.inputs = {DType::Float64, DType::Float64};
     c.outputs.resize(1);
     c.nodes.push_back({ScalarOp::Cast, DType::Float64, {c.outputs[0]}});

@@ -24,6 +24,9 @@
 using namespace ember;
 using namespace ember::interp;
 using ember::test::Buf;
+using ember::test::one_node;
+using ember::test::random_composite;
+using ember::test::valid;
 
 namespace {
 
@@ -73,16 +76,6 @@ std::string check_tier1(const Composite& c, std::mt19937_64& rng, int pieces = 1
   return compare_kernels(c, *vm, jk, rng);
 }
 
-bool valid(const Composite& c) {
-  if (!c.validate().empty()) return false;
-  try {
-    Interpreted::compile(c);
-  } catch (const std::exception&) {
-    return false;
-  }
-  return true;
-}
-
 bool uses_f32(const Composite& c) {
   for (DType t : c.inputs)
     if (t == DType::Float32) return true;
@@ -91,63 +84,6 @@ bool uses_f32(const Composite& c) {
   for (const auto& n : c.nodes)
     if (n.dtype == DType::Float32) return true;
   return false;
-}
-
-Composite one_node(ScalarOp op, std::vector<DType> ins, DType out) {
-  Composite c;
-  c.inputs = ins;
-  std::vector<int32_t> args;
-  for (size_t k = 0; k < ins.size(); ++k) args.push_back(static_cast<int32_t>(k));
-  c.nodes.push_back({op, out, args});
-  c.outputs.push_back(static_cast<int32_t>(ins.size()));
-  return c;
-}
-
-// Random Composite of up to max_nodes nodes over the non-float32 dtypes
-// (all of them emitted directly), with special-value constants.
-Composite random_composite(std::mt19937_64& rng, int max_nodes, bool f32) {
-  const int nd = f32 ? 8 : 7;
-  DType pool[8];
-  int j = 0;
-  for (DType t : kAll)
-    if (f32 || t != DType::Float32) pool[j++] = t;
-  Composite c;
-  const int ni = 1 + static_cast<int>(rng() % 3);
-  for (int k = 0; k < ni; ++k) c.inputs.push_back(pool[rng() % nd]);
-  const auto specials = test::special_doubles();
-  for (int k = 0; k < 2; ++k) {
-    ScalarConst sc;
-    sc.dtype = pool[rng() % nd];
-    if (dtype_is_float(sc.dtype)) sc.f = specials[rng() % specials.size()];
-    else sc.i = sc.dtype == DType::Bool ? int64_t(rng() % 2) : int64_t(rng() % 9) - 4;
-    if (sc.dtype == DType::Float32) sc.f = static_cast<float>(sc.f);
-    c.constants.push_back(sc);
-  }
-  const int target = 1 + static_cast<int>(rng() % max_nodes);
-  for (int tries = 0; static_cast<int>(c.nodes.size()) < target && tries < target * 50; ++tries) {
-    const ScalarOpInfo& info = kScalarOps[rng() % kNumScalarOps];
-    const int arity = info.arity < 0 ? 2 + static_cast<int>(rng() % 3) : info.arity;
-    ScalarNode n{info.op, pool[rng() % nd], {}};
-    for (int k = 0; k < arity; ++k) {
-      const int32_t nv = c.num_values();
-      n.inputs.push_back(rng() % 3 ? nv - 1 - static_cast<int32_t>(rng() % std::min<int32_t>(nv, 4))
-                                   : static_cast<int32_t>(rng() % nv));
-    }
-    if (info.kind == OpKind::Float && !dtype_is_float(n.dtype)) n.dtype = DType::Float64;
-    if (info.kind == OpKind::Compare || info.kind == OpKind::Predicate) n.dtype = DType::Bool;
-    Composite alone;
-    ScalarNode local{n.op, n.dtype, {}};
-    for (int32_t v : n.inputs) {
-      local.inputs.push_back(static_cast<int32_t>(alone.inputs.size()));
-      alone.inputs.push_back(c.value_dtype(v));
-    }
-    alone.nodes.push_back(local);
-    alone.outputs.push_back(alone.num_values() - 1);
-    if (valid(alone)) c.nodes.push_back(n);
-  }
-  c.outputs.push_back(c.num_values() - 1);
-  if (c.nodes.size() > 2) c.outputs.push_back(c.first_node_value() + static_cast<int32_t>(rng() % c.nodes.size()));
-  return c;
 }
 
 }  // namespace
@@ -247,7 +183,7 @@ TEST_CASE("direct_tier1_random_composites_with_special_values_match_interpreter_
   REQUIRE_JIT();
   std::mt19937_64 rng(5);
   for (int t = 0; t < 160; ++t) {
-    Composite c = random_composite(rng, t % 4 == 0 ? 120 : 30, t % 5 == 0);
+    Composite c = random_composite(rng, t % 4 == 0 ? 120 : 30, t % 5 == 0, false);
     const int pieces = 1 + t % 3;
     for (const char* mode : {"direct", "llvm"}) {
       if (t % 4 == 3 && std::string(mode) == "llvm") continue;  // LLVM compiles are slow
