@@ -43,16 +43,7 @@ int main(int argc, char** argv) {
     const auto t0 = clk::now();
     auto prev = t0;
     for (size_t k = 0; k < ns; ++k) {
-      const Step& st = p.steps[k];
-      if (st.guard < 0 || guard_open(p, *ws, st.guard)) {  // a lazy IfElse branch not taken: skipped
-        Frame f(*ws, st);
-        // As Program::run: fused nodes write to their planned arena places.
-        if (st.fused)
-          st.fused->run_planned(f, ws->fused_ops.data() + st.ops_at, st.live_in.data(),
-                                static_cast<int>(st.live_in.size()));
-        else
-          st.kernel->run(f);
-      }
+      run_step(p, *ws, p.steps[k]);  // as Program::run
       const auto now = clk::now();
       t[k].push_back(std::chrono::duration<double, std::nano>(now - prev).count());
       prev = now;

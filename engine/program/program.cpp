@@ -141,15 +141,7 @@ const std::vector<Tensor>& Program::run(Workspace& ws, std::span<const Tensor> a
     for (size_t k = 0; k < p.shared.size(); ++k) ws.values[p.shared[k].var] = ws.shared_snapshot[k]->t;
   }
   try {
-    for (const Step& st : p.steps) {
-      if (st.guard >= 0 && !guard_open(p, ws, st.guard)) continue;
-      Frame f(ws, st);
-      if (st.fused)
-        st.fused->run_planned(f, ws.fused_ops.data() + st.ops_at, st.live_in.data(),
-                              static_cast<int>(st.live_in.size()));
-      else
-        st.kernel->run(f);
-    }
+    for (const Step& st : p.steps) run_step(p, ws, st);
   } catch (const std::bad_alloc&) {
     throw CallError(p.graph.source + ": out of memory");
   }

@@ -12,6 +12,7 @@
 
 #include "ember/ember.hpp"
 #include "engine/graph/graph.hpp"
+#include "engine/ops/elemwise.hpp"
 #include "engine/ops/op.hpp"
 #include "engine/ops/workspace.hpp"
 #include "engine/program/lazy_branches.hpp"
@@ -42,6 +43,17 @@ struct ProgramImpl {
   // Builds the schedule, kernels and buffer plan. Throws LoadError.
   static std::unique_ptr<ProgramImpl> build(Graph g, const Options& o);
 };
+
+// One step of Program::run (skipped while its lazy branch's guard is shut):
+// fused nodes write to their planned arena places. Inline: the executor's loop.
+inline void run_step(const ProgramImpl& p, Workspace& ws, const Step& st) {
+  if (st.guard >= 0 && !guard_open(p, ws, st.guard)) return;
+  Frame f(ws, st);
+  if (st.fused)
+    st.fused->run_planned(f, ws.fused_ops.data() + st.ops_at, st.live_in.data(), static_cast<int>(st.live_in.size()));
+  else
+    st.kernel->run(f);
+}
 
 // A Program as the ops stage's Subprogram (engine/program/subprogram.cpp).
 std::unique_ptr<Subprogram> load_subprogram(Graph g, const Options& o);
