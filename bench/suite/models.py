@@ -285,11 +285,38 @@ def garch11_scan(rng, t=300):
     return model
 
 
+def hmm_scan(rng, t=200, k=3):
+    """A Gaussian hidden Markov model, marginalised by the forward algorithm in a pytensor Scan."""
+    import pytensor
+
+    trans = np.full((k, k), 0.1) + np.eye(k) * (1 - 0.1 * k)
+    states = [0]
+    for _ in range(t - 1):
+        states.append(rng.choice(k, p=trans[states[-1]]))
+    y = np.array([-2.0, 0.0, 2.5])[states] + rng.normal(0, 0.7, size=t)
+    with pm.Model() as model:
+        p_trans = pm.Dirichlet("p_trans", np.ones(k) * 2, shape=(k, k))
+        mu = pm.Normal("mu", 0, 3, shape=k, transform=pm.distributions.transforms.ordered,
+                       initval=np.linspace(-1, 1, k))
+        sigma = pm.HalfNormal("sigma", 1.0)
+        emit = pm.logp(pm.Normal.dist(mu, sigma), pt.as_tensor_variable(y)[:, None])  # (t, k)
+        log_trans = pt.log(p_trans)
+
+        def step(e_t, alpha, lt):
+            return e_t + pt.logsumexp(alpha[:, None] + lt, axis=0)
+
+        alpha, _ = pytensor.scan(step, sequences=[emit[1:]], outputs_info=[emit[0] - np.log(k)],
+                                 non_sequences=[log_trans])
+        pm.Potential("forward", pt.logsumexp(alpha[-1]))
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
     gp_latent, ar2, random_walk, stochastic_volatility, zero_sum_hierarchy, beta_regression, horseshoe,
     normal_mixture, weibull_survival, simplex_categorical, studentt_robust, zero_inflated_poisson, garch11_scan,
+    hmm_scan,
 ]}
 
 
