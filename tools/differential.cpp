@@ -310,11 +310,29 @@ nlohmann::json case_graph(const DiffCase& dc, const std::vector<bool>& one, bool
 
 namespace {
 
+// Loads the graph that make() writes (kept in r.graph while it fails), runs
+// it, and compares with want under `what`.
+template <class MakeGraph>
+bool check_graph(const DiffCase& dc, const std::vector<Array>& want, const char* what, MakeGraph make,
+                 DiffResult& r) {
+  std::vector<Array> got;
+  try {
+    r.graph = make().dump(1);
+    got = Program::from_json(r.graph)->call(std::span<const Tensor>());
+  } catch (const std::exception& e) {
+    r.ok = false;
+    r.message = std::string(what) + " failed: " + e.what();
+    return false;
+  }
+  if (!compare(dc, want, got, what, r)) return false;
+  r.graph.clear();
+  return true;
+}
+
 // The loaded-graph path: broadcast inputs sometimes as shape (1,), one
 // element sometimes as 0-d.
 bool check_loaded_graph(const DiffCase& dc, const std::vector<Array>& want, Rng& rng, DiffResult& r) {
-  std::vector<Array> got;
-  try {
+  return check_graph(dc, want, "loaded graph", [&] {
     std::vector<bool> one;
     // (At least one input keeps length n, so the output's shape is n.)
     bool full = false;
@@ -324,33 +342,13 @@ bool check_loaded_graph(const DiffCase& dc, const std::vector<Array>& want, Rng&
     }
     if (!full) one[0] = false;
     const bool zero_d = dc.n() == 1 && rng() % 2;
-    r.graph = case_graph(dc, one, zero_d).dump(1);
-    auto prog = Program::from_json(r.graph);
-    got = prog->call(std::span<const Tensor>());
-  } catch (const std::exception& e) {
-    r.ok = false;
-    r.message = std::string("loaded graph failed: ") + e.what();
-    return false;
-  }
-  if (!compare(dc, want, got, "loaded graph", r)) return false;
-  r.graph.clear();
-  return true;
+    return case_graph(dc, one, zero_d);
+  }, r);
 }
 
 // The Scan path: the Composite once per element, as a Scan's inner graph.
 bool check_scan_graph(const DiffCase& dc, const std::vector<Array>& want, DiffResult& r) {
-  std::vector<Array> got;
-  try {
-    r.graph = scan_graph(dc.c, dc.inputs).dump(1);
-    got = Program::from_json(r.graph)->call(std::span<const Tensor>());
-  } catch (const std::exception& e) {
-    r.ok = false;
-    r.message = std::string("Scan graph failed: ") + e.what();
-    return false;
-  }
-  if (!compare(dc, want, got, "Scan over elements", r)) return false;
-  r.graph.clear();
-  return true;
+  return check_graph(dc, want, "Scan over elements", [&] { return scan_graph(dc.c, dc.inputs); }, r);
 }
 
 DiffResult run_loop_case(const DiffCase& dc, const DiffOptions& o) {

@@ -159,6 +159,7 @@ class ScanK final : public OpKernel {
       if (store[n_tap + j] < 0) f.fail("nit-sot output " + S(j) + " has negative length " + S(store[n_tap + j]));
     }
     const int untraced_out0 = n_traced;
+    for (int j = 0; j < l.n_untraced; ++j) copy_out(f, untraced_out0 + j, f.in(l.untraced0() + j));
     if (n_steps == 0) {
       for (int j = 0; j < l.n_nit_sot; ++j) {
         Shape s;
@@ -166,14 +167,12 @@ class ScanK final : public OpKernel {
         for (int d = 0; d < s.ndim; ++d) s.dims[d] = 0;
         f.alloc_out(n_tap + j, s);
       }
-      for (int j = 0; j < l.n_untraced; ++j) copy_out(f, untraced_out0 + j, f.in(l.untraced0() + j));
       return;
     }
     for (int j = 0; j < n_traced; ++j) {
       if (store[j] == 0) f.fail("output " + S(j) + " has an empty buffer for " + S(n_steps) + " steps");
       pos[j] = pymod(-l.mintap[j], store[j]);
     }
-    for (int j = 0; j < l.n_untraced; ++j) copy_out(f, untraced_out0 + j, f.in(l.untraced0() + j));
 
     const int non_seq_arg0 = static_cast<int>(st.args.size()) - l.n_non_seqs;
     for (int k = 0; k < l.n_non_seqs; ++k) st.args[non_seq_arg0 + k].set_view(f.in(l.non_seq0() + k));
@@ -228,7 +227,7 @@ class ScanK final : public OpKernel {
       if (l.as_while) go = scalar_double(out[o]) == 0;
       for (int j = 0; j < n_traced; ++j) pos[j] = pos[j] + 1 == store[j] ? 0 : pos[j] + 1;
     }
-    finish_buffers(f, st, store, pos, i, n_steps);
+    finish_buffers(f, st, i, n_steps);
   }
 
   // Inner outputs that are views of memory this step writes (an input row
@@ -300,8 +299,8 @@ class ScanK final : public OpKernel {
 
   // Step 6 of Scan.perform: circular buffers rotated oldest first, unused
   // tails zeroed, and a while loop's outputs cut to the steps it ran.
-  void finish_buffers(Frame& f, InnerState& st, const std::vector<int64_t>& store,
-                      const std::vector<int64_t>& pos, int64_t steps_run, int64_t n_steps) const {
+  void finish_buffers(Frame& f, InnerState& st, int64_t steps_run, int64_t n_steps) const {
+    const std::vector<int64_t>&store = st.store, &pos = st.pos;
     const int n_traced = static_cast<int>(store.size());
     for (int j = l_.n_mit_mot; j < n_traced; ++j) {
       Tensor& buf = f.out(j);
