@@ -153,6 +153,15 @@ class _Graph:
             self._add_constant(k, arr)
         return k
 
+    def document(self, inputs, outputs, name=None):
+        """The graph document of what was emitted, with these input entries and output ids."""
+        doc = {"format": "ember-graph", "version": FORMAT_VERSION}
+        if name:
+            doc["name"] = name
+        doc.update(variables=self.variables, inputs=inputs, outputs=outputs, constants=self.constants,
+                   nodes=self.nodes)
+        return doc
+
     def _add_constant(self, k, arr):
         arr = np.ascontiguousarray(arr)
         if arr.size <= self.inline_limit:
@@ -607,8 +616,7 @@ def _scan(g, node):
     out_ids = [sub.var(v) for v in outs]
     if sub.problems:
         raise _Unsupported("inner graph: " + "; ".join(f"{p} ({w})" for p, w in sub.problems))
-    inner = {"format": "ember-graph", "version": FORMAT_VERSION, "variables": sub.variables,
-             "inputs": doc_inputs, "outputs": out_ids, "constants": sub.constants, "nodes": sub.nodes}
+    inner = sub.document(doc_inputs, out_ids)
     taps = lambda slices: [[int(t) for t in s] for s in slices]  # noqa: E731
     attrs = {"n_seqs": int(info.n_seqs), "mit_mot_in_slices": taps(info.mit_mot_in_slices),
              "mit_mot_out_slices": taps(info.mit_mot_out_slices), "mit_sot_in_slices": taps(info.mit_sot_in_slices),
@@ -886,12 +894,7 @@ def export_graph(obj, *, name=None, input_names=None, output_names=None, inline_
 
     if g.problems:
         raise UnsupportedGraphError(g.problems)
-    doc = {"format": "ember-graph", "version": FORMAT_VERSION}
-    if name:
-        doc["name"] = name
-    doc.update(variables=g.variables, inputs=doc_inputs, outputs=out_ids,
-               constants=g.constants, nodes=g.nodes)
-    return doc, bytes(g.payload)
+    return g.document(doc_inputs, out_ids, name), bytes(g.payload)
 
 
 def dumps(doc, payload=b"", binary=None):
