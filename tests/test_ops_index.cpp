@@ -162,3 +162,47 @@ TEST_CASE("advanced_subtensor_index_columns_pick_one_entry_per_row") {
     CHECK(msg.find("AdvancedSubtensor") != std::string::npos);
   }
 }
+
+// A gradient's chain of increments updates one buffer in place (the
+// planner hands each dying x to the next IncSubtensor), but never when
+// another operand views x or x is still needed: the values are NumPy's.
+TEST_CASE("inc_subtensor_chains_update_in_place_unless_x_is_viewed_or_kept") {
+  using nlohmann::json;
+  auto slice = [](json start, json stop) {
+    return json::array({{{"type", "slice"}, {"start", start}, {"stop", stop}, {"step", nullptr}}});
+  };
+  auto inc = [](json idx) { return json{{"idx_list", idx}, {"set_instead_of_inc", false}}; };
+  ember::test::GraphBuilder b;
+  const int a = b.input("float64", {6}), y = b.input("float64", {3}), c = b.input("float64", json::array());
+  // Chain: x = -a; x1 = inc(x[0], c); x2 = inc(x1[1:4], y).
+  const int x = b.ew("Neg", {a}, "float64", {6});
+  const int x1 = b.node("IncSubtensor", {x, c}, "float64", {6}, inc({{{"type", "index"}, {"value", 0}}}));
+  const int x2 = b.node("IncSubtensor", {x1, y}, "float64", {6}, inc(slice(1, 4)));
+  // Viewed: z = a * a; w = inc(z[1:], z[:-1]) reads z's old values.
+  const int z = b.ew("Mul", {a, a}, "float64", {6});
+  const int zv = b.node("Subtensor", {z}, "float64", {5}, {{"idx_list", slice(nullptr, -1)}});
+  const int w = b.node("IncSubtensor", {z, zv}, "float64", {6}, inc(slice(1, nullptr)));
+  // Kept: k = a + a is an output too, so inc(k[2], c) must copy it.
+  const int k = b.ew("Add", {a, a}, "float64", {6});
+  const int k1 = b.node("IncSubtensor", {k, c}, "float64", {6}, inc({{{"type", "index"}, {"value", 2}}}));
+  b.outputs = {x2, w, k, k1};
+  auto p = ember::Program::from_json(b.str());
+  using ember::Array;
+  using ember::Shape;
+  const std::vector<double> av = {1, -2, 3, -4, 5, -6}, yv = {10, 20, 30};
+  const double cv = 0.25;
+  Array aa = Array::of<double>(Shape{1, {6}}, av), ya = Array::of<double>(Shape{1, {3}}, yv);
+  Array ca = Array::of<double>(Shape{0, {}}, std::vector<double>{cv});
+  for (int call = 0; call < 3; ++call) {  // steady calls reuse the buffers
+    auto out = p->call({aa.t, ya.t, ca.t});
+    for (int i = 0; i < 6; ++i) {
+      INFO("call " << call << " element " << i);
+      const double e2 = -av[i] + (i == 0 ? cv : 0) + (i >= 1 && i < 4 ? yv[i - 1] : 0);
+      CHECK(out[0].data<double>()[i] == e2);
+      const double ew = av[i] * av[i] + (i >= 1 ? av[i - 1] * av[i - 1] : 0);
+      CHECK(out[1].data<double>()[i] == ew);
+      CHECK(out[2].data<double>()[i] == av[i] + av[i]);
+      CHECK(out[3].data<double>()[i] == av[i] + av[i] + (i == 2 ? cv : 0));
+    }
+  }
+}

@@ -57,6 +57,10 @@ class OpKernel {
   // Input whose memory output `out` may alias (a view), or -1. The buffer
   // planner keeps that input's memory alive as long as the output.
   virtual int may_view(int /*out*/) const { return -1; }
+  // Input whose buffer output `out` may take over (an update in place), or
+  // -1. The planner hands it over only when that input dies at this step;
+  // the kernel sees its output at the input's address and skips the copy.
+  virtual int may_overwrite(int /*out*/) const { return -1; }
 };
 
 // Load-time view of one node, with attribute readers that throw LoadError

@@ -189,6 +189,14 @@ class Gather1K : public OpKernel {
   ConstIndex ci_;
 };
 
+// Output 0 as a copy of x, or x's own buffer when the planner handed it over
+// (may_overwrite): x then dies here, and its values already are the copy.
+Tensor& out_as_copy(Frame& f, const Tensor& x) {
+  Tensor& o = f.alloc_out(0, x.dtype, x.shape);
+  if (o.data != x.data) copy_convert(o, x);
+  return o;
+}
+
 // out = x; out[idx] = y, or += y (sequentially, so duplicates accumulate like
 // np.add.at), or with ignore_duplicates out[idx] = x[idx] + y (last wins).
 class IncK : public OpKernel {
@@ -197,13 +205,13 @@ class IncK : public OpKernel {
   IncK(IndexSpec s, Mode m) : s_(std::move(s)), mode_(m) {}
   // AdvancedIncSubtensor1: one index vector (input 2) along axis 0.
   IncK(IndexSpec s, Mode m, ConstIndex ci) : s_(std::move(s)), mode_(m), one_(true), ci_(std::move(ci)) {}
+  int may_overwrite(int) const override { return 0; }
 
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
     const Tensor& y = f.in(1);
     if (one_ && x.ndim() == 1 && y.dtype == x.dtype && y.ndim() <= 1) return run1(f, x, y);
-    Tensor& o = f.alloc_out(0, x.dtype, x.shape);
-    copy_convert(o, x);
+    Tensor& o = out_as_copy(f, x);
     Resolved r;
     // y converted to x's dtype when they differ.
     const bool conv = y.dtype != x.dtype;
@@ -307,8 +315,7 @@ class IncK : public OpKernel {
       }
       ys = y.strides[0];
     }
-    Tensor& o = f.alloc_out(0, x.dtype, x.shape);
-    copy_convert(o, x);
+    Tensor& o = out_as_copy(f, x);
     const int64_t dim = x.dim(0);
     dtype_dispatch(x.dtype, [&](auto tag) {
       using T = decltype(tag);

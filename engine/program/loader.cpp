@@ -81,21 +81,46 @@ int plan_buffers(ProgramImpl& p) {
         end[st.in[src]] = std::max(end[st.in[src]], end[st.out[o]]);
     }
   }
-  std::vector<int> free_slots;
+  // root[v]: the variable whose buffer v's memory may be (through views).
+  std::vector<int> root(g.vars.size());
+  for (size_t v = 0; v < root.size(); ++v) root[v] = static_cast<int>(v);
+  for (const Step& st : p.steps)
+    for (size_t o = 0; o < st.out.size(); ++o) {
+      const int src = st.kernel->may_view(static_cast<int>(o));
+      if (src >= 0 && src < static_cast<int>(st.in.size())) root[st.out[o]] = root[st.in[src]];
+    }
+  std::vector<int> free_slots, slot_of(g.vars.size(), -1);
   std::vector<std::vector<int>> release_at(nsteps);
   int nslots = 0;
+  // The slot of the input that output o of step s may update in place, when
+  // that input owns its buffer, dies here and no other operand views it; else -1.
+  auto takeover = [&](int s, int o) {
+    const Step& st = p.steps[s];
+    const int src = st.kernel->may_overwrite(o);
+    if (src < 0 || src >= static_cast<int>(st.in.size())) return -1;
+    const int v = st.in[src];
+    if (slot_of[v] < 0 || end[v] != s || root[v] != v) return -1;
+    for (size_t j = 0; j < st.in.size(); ++j)  // no other operand may read that memory
+      if (static_cast<int>(j) != src && root[st.in[j]] == v) return -1;
+    auto& rel = release_at[s];
+    auto it = std::find(rel.begin(), rel.end(), slot_of[v]);
+    if (it == rel.end()) return -1;
+    rel.erase(it);
+    return slot_of[v];
+  };
   for (int s = 0; s < nsteps; ++s) {
     Step& st = p.steps[s];
     st.out_slot.resize(st.out.size());
     for (size_t o = 0; o < st.out.size(); ++o) {
-      int slot;
-      if (!free_slots.empty()) {
+      int slot = takeover(s, static_cast<int>(o));
+      if (slot < 0 && !free_slots.empty()) {
         slot = free_slots.back();
         free_slots.pop_back();
-      } else {
+      } else if (slot < 0) {
         slot = nslots++;
       }
       st.out_slot[o] = slot;
+      slot_of[st.out[o]] = slot;
       const int e = std::max(end[st.out[o]], s);  // unused outputs die at once
       if (e < nsteps) release_at[e].push_back(slot);
     }
