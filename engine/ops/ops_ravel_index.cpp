@@ -96,7 +96,7 @@ class UnravelKernel final : public OpKernel {
     for (int64_t i = 0, m = idx.size(); i < m; ++i) {
       const int64_t v = index_at(idx, i);
       if (v < 0 || v >= size)
-        f.fail("index " + std::to_string(v) + " is out of bounds for array with size " + std::to_string(size));
+        f.fail("index " + std::to_string(v) + " is out of range for dims of size " + std::to_string(size));
       for (int d = 0; d < n_; ++d) out[d][i] = v / mult[d] % dims[d];
     }
   }
