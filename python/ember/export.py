@@ -586,6 +586,15 @@ def _sort(name):
     return handler
 
 
+def _unique(g, node):
+    op = node.op
+    if op.axis is not None:
+        raise _Unsupported("Unique along an axis")
+    return "Unique", [node.inputs[0]], {"return_index": bool(op.return_index),
+                                        "return_inverse": bool(op.return_inverse),
+                                        "return_counts": bool(op.return_counts)}
+
+
 def _inner_fgraph(op):
     """(inputs, outputs) of a private copy of op's inner graph (OpFromGraph, Scan)."""
     from pytensor.graph.basic import clone
@@ -680,6 +689,13 @@ HANDLERS = {
     "Argmax": _argmax,
     "SortOp": _sort("SortOp"),
     "ArgSortOp": _sort("ArgSortOp"),
+    "Repeat": _simple("Repeat", lambda op: {"axis": int(op.axis)}),
+    "SearchsortedOp": _simple("SearchsortedOp", lambda op: {"side": str(op.side)}),
+    "Unique": _unique,
+    "Nonzero": _simple("Nonzero"),
+    "RavelMultiIndex": _simple("RavelMultiIndex", lambda op: {"mode": str(op.mode), "order": str(op.order)}),
+    "UnravelIndex": _simple("UnravelIndex", lambda op: {"order": str(op.order)}),
+    "Bartlett": _simple("Bartlett"),
     "Eye": _simple("Eye"),
     "FillDiagonal": _simple("FillDiagonal"),
     "FillDiagonalOffset": _simple("FillDiagonalOffset"),
