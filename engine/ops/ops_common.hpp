@@ -6,6 +6,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "engine/ops/op.hpp"
 #include "ember/tensor.hpp"
@@ -25,6 +26,13 @@ template <class T> struct Uninit {
 // that are contiguous with their inner neighbour in every operand. Returns the
 // new rank (0 means a single element); dims/strides are rewritten in place.
 int coalesce_dims(int ndim, int64_t* dims, int nops, int64_t (*strides)[kMaxRank]);
+
+// NumPy's sort order: NaNs after every number (and equal to each other).
+template <class T>
+bool nan_last_less(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) return a < b || (b != b && a == a);
+  else return a < b;
+}
 
 // Calls f(a, b) for every element pair of two same-shaped strided views, C order.
 template <class A, class B, class F>

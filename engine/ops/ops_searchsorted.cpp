@@ -22,12 +22,6 @@ using Common = std::conditional_t<
         (std::is_same_v<A, uint64_t> && std::is_signed_v<B>) || (std::is_same_v<B, uint64_t> && std::is_signed_v<A>),
     double, std::conditional_t<std::is_unsigned_v<A> && std::is_unsigned_v<B>, uint64_t, int64_t>>;
 
-template <class C>
-bool lt(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) return a < b || (b != b && a == a);
-  else return a < b;
-}
-
 class SearchsortedKernel final : public OpKernel {
  public:
   explicit SearchsortedKernel(bool right) : right_(right) {}
@@ -71,7 +65,7 @@ class SearchsortedKernel final : public OpKernel {
   template <class C, class V, class Get>
   void search(int64_t m, int64_t n, int64_t* out, Get&& get, const Tensor& v) const {
     // NumPy's comparison for the side: left x[i] < key, right x[i] <= key.
-    auto cmp = [&](C a, C b) { return right_ ? !lt<C>(b, a) : lt<C>(a, b); };
+    auto cmp = [&](C a, C b) { return right_ ? !nan_last_less<C>(b, a) : nan_last_less<C>(a, b); };
     int64_t lo = 0, hi = n;
     C last = static_cast<C>(v.at<V>(0));
     for (int64_t i = 0; i < m; ++i) {

@@ -13,12 +13,6 @@
 namespace ember {
 namespace {
 
-template <class T>
-bool less(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) return a < b || (b != b && a == a);
-  else return a < b;
-}
-
 class SortKernel final : public OpKernel {
  public:
   SortKernel(bool arg, int axis) : arg_(arg), axis_(axis) {}
@@ -53,7 +47,7 @@ class SortKernel final : public OpKernel {
         const T* s = xp + off;
         const int64_t st = g.stride;
         std::iota(idx, idx + n, int64_t{0});
-        std::stable_sort(idx, idx + n, [&](int64_t a, int64_t b) { return less<T>(s[a * st], s[b * st]); });
+        std::stable_sort(idx, idx + n, [&](int64_t a, int64_t b) { return nan_last_less<T>(s[a * st], s[b * st]); });
         const int64_t o = g.out_offset(gi);
         if (arg_) {
           int64_t* yp = y.ptr<int64_t>() + o;

@@ -16,12 +16,6 @@ namespace ember {
 namespace {
 
 template <class T>
-bool less(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) return a < b || (b != b && a == a);
-  else return a < b;
-}
-
-template <class T>
 bool same(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) return a == b || (a != a && b != b);
   else return a == b;
@@ -47,7 +41,7 @@ class UniqueKernel final : public OpKernel {
       using T = decltype(t);
       const T* xp = reinterpret_cast<const T*>(mem);
       std::iota(perm, perm + n, int64_t{0});
-      std::stable_sort(perm, perm + n, [&](int64_t a, int64_t b) { return less<T>(xp[a], xp[b]); });
+      std::stable_sort(perm, perm + n, [&](int64_t a, int64_t b) { return nan_last_less<T>(xp[a], xp[b]); });
       int64_t k = 0;
       for (int64_t i = 0; i < n; ++i) k += i == 0 || !same<T>(xp[perm[i]], xp[perm[i - 1]]);
       Shape ks = flat;

@@ -32,6 +32,26 @@ def require_native():
     return native
 
 
+def check_outputs(mode, ref_mode, inputs, outputs, args, compare, op=None):
+    """Compiles outputs with mode and ref_mode, calls both with args and
+    checks each output's dtype and shape, then compare(got, want). With op,
+    also that an op of that class survived the rewrites (so its kernel ran)."""
+    import pytensor
+
+    f = pytensor.function(inputs, outputs, mode=mode)
+    if op is not None:
+        assert any(type(n.op).__name__ == op for n in f.maker.fgraph.toposort()), op
+    ref = pytensor.function(inputs, outputs, mode=ref_mode)
+    got, want = f(*args), ref(*args)
+    if not isinstance(got, list):
+        got, want = [got], [want]
+    for g, w in zip(got, want, strict=True):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
+        compare(g, w)
+    return f
+
+
 LOGP_SIG = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_uint64, ctypes.POINTER(ctypes.c_double),
                             ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double), ctypes.c_void_p)
 EXPAND_SIG = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_uint64, ctypes.c_uint64, ctypes.POINTER(ctypes.c_double),

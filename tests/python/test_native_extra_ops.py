@@ -6,7 +6,7 @@ dtype for dtype, and bad input as a call error."""
 import numpy as np
 import pytest
 
-from native_helpers import require_native
+from native_helpers import check_outputs, require_native
 
 import pytensor
 import pytensor.tensor as pt  # noqa: E402
@@ -22,18 +22,7 @@ rng = np.random.default_rng(11)
 
 
 def check(inputs, outputs, args, op=None):
-    f = pytensor.function(inputs, outputs, mode=STRICT)
-    if op is not None:  # the op survived the rewrites, so the kernel ran
-        assert any(type(n.op).__name__ == op for n in f.maker.fgraph.toposort()), op
-    ref = pytensor.function(inputs, outputs, mode=PY)
-    got, want = f(*args), ref(*args)
-    if not isinstance(got, list):
-        got, want = [got], [want]
-    for g, w in zip(got, want, strict=True):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
-        np.testing.assert_array_equal(g, w)
-    return f
+    return check_outputs(STRICT, PY, inputs, outputs, args, np.testing.assert_array_equal, op=op)
 
 
 @pytest.mark.covers("Repeat")

@@ -7,7 +7,7 @@ bad input."""
 import numpy as np
 import pytest
 
-from native_helpers import require_native
+from native_helpers import check_outputs, require_native
 
 import pytensor
 import pytensor.tensor as pt  # noqa: E402
@@ -22,16 +22,8 @@ rng = np.random.default_rng(7)
 
 
 def check(inputs, outputs, args, rtol=1e-13, atol=0.0):
-    f = pytensor.function(inputs, outputs, mode=STRICT)
-    ref = pytensor.function(inputs, outputs, mode=PY)
-    got, want = f(*args), ref(*args)
-    if not isinstance(got, list):
-        got, want = [got], [want]
-    for g, w in zip(got, want, strict=True):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
-    return f
+    return check_outputs(STRICT, PY, inputs, outputs, args,
+                         lambda g, w: np.testing.assert_allclose(g, w, rtol=rtol, atol=atol))
 
 
 @pytest.mark.covers("Softmax", "LogSoftmax", "SoftmaxGrad")
