@@ -1,5 +1,6 @@
 #include "jit/codegen.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -19,8 +20,16 @@ namespace {
 
 class Gen {
  public:
-  Gen(LLVMContext& c, Module& m, const Bytecode& bc, int lanes, bool isolate, bool const_mem)
-      : C(c), M(m), B(c), bc_(bc), W(lanes), isolate_(isolate), const_mem_(const_mem) {
+  Gen(LLVMContext& c, Module& m, const Bytecode& bc, const Layout& l, bool isolate, bool const_mem)
+      : C(c),
+        M(m),
+        B(c),
+        bc_(bc),
+        W(l.lanes),
+        cell_bytes_(static_cast<uint64_t>(l.cell_bytes)),
+        align_(std::min<uint64_t>(kCellAlign, cell_bytes_)),
+        isolate_(isolate),
+        const_mem_(const_mem) {
     const auto ec = ElementCount::getFixed(W);
     f64 = VectorType::get(Type::getDoubleTy(C), ec);
     f32 = VectorType::get(Type::getFloatTy(C), ec);
@@ -110,9 +119,9 @@ class Gen {
 
   bool is_input(int32_t s) const { return s >= bc_.num_consts() && s < bc_.first_reg(); }
   // The block-sized cell of a register slot (jit.hpp: cell_index).
-  uint64_t cell_off(int32_t s) const { return static_cast<uint64_t>(cell_index(bc_, s)) * kCellBytes; }
+  uint64_t cell_off(int32_t s) const { return static_cast<uint64_t>(cell_index(bc_, s)) * cell_bytes_; }
   uint64_t tmp_off(int t) const {
-    return static_cast<uint64_t>(bc_.num_regs + static_cast<int>(bc_.inputs.size()) + t) * kCellBytes;
+    return static_cast<uint64_t>(bc_.num_regs + static_cast<int>(bc_.inputs.size()) + t) * cell_bytes_;
   }
   // Lanes of group g start at byte 8*W*g of a cell whatever the class (f32
   // lanes fill its first half), so a group never touches another's bytes:
@@ -120,8 +129,8 @@ class Gen {
   // `g` is the address of the current group in cell 0 (loop() computes it
   // once per iteration), so each access is one constant-offset GEP.
   Value* at(uint64_t off, Value* g) { return off ? B.CreateConstGEP1_64(i8, g, off) : g; }
-  Value* load(Type* t, Value* p) { return B.CreateAlignedLoad(t, p, Align(kCellAlign)); }
-  void store(Value* v, Value* p) { B.CreateAlignedStore(v, p, Align(kCellAlign)); }
+  Value* load(Type* t, Value* p) { return B.CreateAlignedLoad(t, p, Align(align_)); }
+  void store(Value* v, Value* p) { B.CreateAlignedStore(v, p, Align(align_)); }
 
   // For each instruction, the index of the last instruction reading its
   // result before it is overwritten (code.size() for outputs; -1 if none).
@@ -481,6 +490,7 @@ class Gen {
   IRBuilder<> B;
   const Bytecode& bc_;
   const int W;
+  const uint64_t cell_bytes_, align_;  // Layout: bytes between cells; alignment of a group
   const bool isolate_;
   const bool const_mem_;  // tier 1: vector constants loaded from globals
   Type *f64, *f32, *i64, *s64, *i8, *ptr;
@@ -495,9 +505,9 @@ class Gen {
 }  // namespace
 
 std::unique_ptr<Module> emit_chunk(LLVMContext& ctx, const Bytecode& bc, int lo, int hi, const std::string& name,
-                                   int lanes, int max_run, bool isolate, bool const_mem) {
+                                   const Layout& layout, int max_run, bool isolate, bool const_mem) {
   auto m = std::make_unique<Module>(name, ctx);
-  Gen(ctx, *m, bc, lanes, isolate, const_mem).run(lo, hi, name, max_run);
+  Gen(ctx, *m, bc, layout, isolate, const_mem).run(lo, hi, name, max_run);
   return m;
 }
 

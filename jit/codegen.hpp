@@ -8,12 +8,13 @@
 #include <llvm/IR/Module.h>
 
 #include "interp/bytecode.hpp"
+#include "jit/jit.hpp"
 
 namespace ember::jit {
 
 // Emits `void name(i64 m, char* scratch)` computing instructions [lo, hi)
 // of bc for the m (0 < m <= kBlock) elements of one block, on vectors of
-// `lanes` lanes over the scratch cells of jit.hpp (padding lanes compute
+// layout.lanes lanes over the scratch cells of jit.hpp (padding lanes compute
 // garbage that is never stored). Throws std::runtime_error for an opcode
 // it cannot emit. Fused loops hold at most max_run instructions: one huge
 // basic block makes instruction selection and scheduling superlinear.
@@ -21,7 +22,7 @@ namespace ember::jit {
 // the head of its own basic block. `const_mem` (tier 1) loads vector
 // constants from constant globals: FastISel cannot materialize them.
 std::unique_ptr<llvm::Module> emit_chunk(llvm::LLVMContext& ctx, const interp::Bytecode& bc, int lo, int hi,
-                                         const std::string& name, int lanes, int max_run, bool isolate,
+                                         const std::string& name, const Layout& layout, int max_run, bool isolate,
                                          bool const_mem);
 
 }  // namespace ember::jit

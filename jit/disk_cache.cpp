@@ -151,7 +151,7 @@ void DiskCache::trim() const {
 }
 
 std::string cache_key(const interp::Bytecode& bc, int lo, int hi, int tier, const std::string& cpu,
-                      const std::string& llvm_version) {
+                      const std::string& llvm_version, bool one_element) {
   XXH3_state_t* s = XXH3_createState();
   XXH3_128bits_reset(s);
   auto add = [&](const void* p, size_t n) { XXH3_128bits_update(s, p, n); };
@@ -164,8 +164,9 @@ std::string cache_key(const interp::Bytecode& bc, int lo, int hi, int tier, cons
   add_str(EMBER_VERSION);
   add_str(llvm_version);
   add_str(cpu);
-  // Lanes: the kernel's cell layout must match the object's.
-  const int64_t hdr[8] = {lo, hi, tier, kBlock, kCellBytes, lanes(tier), bc.num_regs,
+  // The kernel's cell layout must match the object's.
+  const Layout l = layout(tier, one_element);
+  const int64_t hdr[8] = {lo, hi, tier, kBlock, l.cell_bytes, l.lanes, bc.num_regs,
                           static_cast<int64_t>(bc.code.size())};
   add(hdr, sizeof hdr);
   for (size_t k = 0; k < bc.constants.size(); ++k) {

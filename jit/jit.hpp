@@ -24,7 +24,8 @@ inline constexpr int64_t kCellBytes = (kBlock + 24) * 8;
 static_assert(kCellBytes % 64 == 0 && kBlock % 16 == 0);
 
 // Scratch layout: registers, then inputs (cells JitKernel gathers an input
-// into when it is not read in place), then 4 float64 temporaries for math calls.
+// into when it is not read in place), then 4 float64 temporaries for math
+// calls; cell k at byte k * Layout::cell_bytes.
 inline int32_t cell_index(const interp::Bytecode& bc, int32_t slot) {
   return slot >= bc.first_reg() ? slot - bc.first_reg() : bc.num_regs + (slot - bc.num_consts());
 }
@@ -32,17 +33,28 @@ inline int32_t cell_index(const interp::Bytecode& bc, int32_t slot) {
 // 8*(i/W)*W + size*(i%W): float32 lanes fill the first half of a group.
 int lanes(int tier);
 
+// A kernel's scratch layout. Block kernels: lanes(tier) lanes, cells
+// kCellBytes apart. One-element kernels (Composites every call of which is
+// one element: fused and 0-d nodes) run blocks of m = 1 only, so each cell
+// holds one 8-byte lane and the cells are packed: a Composite of a thousand
+// registers then touches a few KB instead of one page per register.
+struct Layout {
+  int lanes;
+  int64_t cell_bytes;
+};
+Layout layout(int tier, bool one_element);
+
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
 // of m elements. The chunk ABI (codegen version "codegen-8"):
 //   void chunk(int64_t m, char* scratch, const char* const* in)
-// - 0 < m <= kBlock; every piece of a kernel gets the same m, scratch and
+// - 0 < m <= kBlock (m == 1 for one-element kernels); every piece of a kernel gets the same m, scratch and
 //   in for a block, in order. The chunk computes ceil(m / W) groups of
 //   W = lanes(tier) lanes. Padding lanes past m compute garbage that is never
 //   stored to the caller, so a chunk may read all W * ceil(m / W) lanes of
 //   every input it uses (and of any cell).
 // - scratch: kCellAlign-aligned, scratch_bytes(bc) long, this thread's.
 //   Register slot r lives in cell cell_index(bc, r) at byte
-//   cell_index * kCellBytes, in its class's layout (below); values pass
+//   cell_index * cell_bytes, in its class's layout (below); values pass
 //   between pieces of a block in these cells. Input cells follow the
 //   registers, then 4 float64 temporaries. The chunk writes register and
 //   temporary cells only; outputs stay in their register cells for the
@@ -91,7 +103,7 @@ bool available();
 std::string cpu_id();
 std::string llvm_version();
 
-size_t scratch_bytes(const interp::Bytecode& bc);
+size_t scratch_bytes(const interp::Bytecode& bc, const Layout& l);
 
 // Tier 1 uses the direct x86-64 emitter (jit/emit_x86.hpp) rather than LLVM:
 // the host has AVX2 and EMBER_JIT_T1 is not "llvm" (read at every call).
@@ -102,10 +114,11 @@ bool direct_tier1();
 // gives direct code, which has no object for the disk cache).
 bool direct_chunk(const interp::Bytecode& bc, int lo, int hi);
 
-// Compiles [lo, hi) of bc at tier 1 (quick) or 2 (optimized). Throws
-// std::runtime_error or std::bad_alloc; never leaves partial state behind.
+// Compiles [lo, hi) of bc at tier 1 (quick) or 2 (optimized), for blocks or
+// (one_element) for one element a block (Layout). Throws std::runtime_error
+// or std::bad_alloc; never leaves partial state behind.
 Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, CompileStats* st = nullptr,
-                    bool keep_object = false);
+                    bool keep_object = false, bool one_element = false);
 // Links an object produced by compile_chunk (e.g. from the disk cache).
 // Throws std::runtime_error if the object is unusable.
 Piece load_object(const std::string& object, CompileStats* st = nullptr);
@@ -113,11 +126,13 @@ Piece load_object(const std::string& object, CompileStats* st = nullptr);
 // Prints the IR of [lo, hi) to stderr (debugging).
 void dump_ir(const interp::Bytecode& bc, int lo, int hi);
 
-// A compiled Composite: pieces run one after another on each block.
+// A compiled Composite: pieces run one after another on each block. A
+// one-element kernel runs a call of n > 1 elements one at a time.
 class JitKernel : public interp::ElemKernel {
  public:
-  JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int tier);
+  JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int tier, bool one_element = false);
   int tier() const { return tier_; }
+  bool one_element() const { return one_; }
   size_t code_bytes() const;
   const std::vector<Piece>& pieces() const { return pieces_; }
 
@@ -136,6 +151,7 @@ class JitKernel : public interp::ElemKernel {
   std::vector<Slot> ins_, outs_;
   size_t scratch_;
   int tier_, lanes_;
+  bool one_;
 };
 
 // Fault injection for tests: the next N compiles fail / throw bad_alloc.

@@ -121,19 +121,28 @@ int lanes(int tier) {
   return tier >= 2 ? t2 : 4;
 }
 
-size_t scratch_bytes(const interp::Bytecode& bc) {
-  return static_cast<size_t>(bc.num_regs + bc.inputs.size() + 4) * kCellBytes;
+Layout layout(int tier, bool one_element) {
+  return one_element ? Layout{1, 8} : Layout{lanes(tier), kCellBytes};
 }
 
-JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int tier)
-    : pieces_(std::move(pieces)), scratch_(scratch_bytes(bc)), tier_(tier), lanes_(lanes(tier)) {
+size_t scratch_bytes(const interp::Bytecode& bc, const Layout& l) {
+  return static_cast<size_t>(bc.num_regs + bc.inputs.size() + 4) * static_cast<size_t>(l.cell_bytes);
+}
+
+JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int tier, bool one_element)
+    : pieces_(std::move(pieces)),
+      scratch_(scratch_bytes(bc, layout(tier, one_element))),
+      tier_(tier),
+      lanes_(layout(tier, one_element).lanes),
+      one_(one_element) {
   fn = &run_fn;
+  const int64_t cb = layout(tier, one_element).cell_bytes;
   for (size_t k = 0; k < bc.inputs.size(); ++k)
-    ins_.push_back({bc.inputs[k], static_cast<int64_t>(bc.num_regs + k) * kCellBytes, {}, -1});
+    ins_.push_back({bc.inputs[k], static_cast<int64_t>(bc.num_regs + k) * cb, {}, -1});
   for (const interp::OutputRef& o : bc.outputs) {
     if (o.slot < bc.num_consts()) outs_.push_back({o.dtype, -1, bc.constants[o.slot], -1});
     else
-      outs_.push_back({o.dtype, static_cast<int64_t>(cell_index(bc, o.slot)) * kCellBytes, {},
+      outs_.push_back({o.dtype, static_cast<int64_t>(cell_index(bc, o.slot)) * cb, {},
                        o.slot < bc.first_reg() ? o.slot - bc.num_consts() : -1});
   }
 }
@@ -216,6 +225,20 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
     const Slot* o = k->outs_.data();
     for (size_t j = 0, e = k->outs_.size(); j < e; ++j)
       store_one(o[j].dt, o[j].cell >= 0 ? s + o[j].cell : nullptr, o[j].k, out[j].data);
+    return;
+  }
+  if (k->one_) {
+    // Compiled for one element a block: element by element (no caller does
+    // this today; the kernel stays correct if one does).
+    const size_t no = k->outs_.size();
+    std::vector<interp::StridedPtr> e1(ni + no);
+    for (int64_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < ni; ++j)
+        e1[j] = {static_cast<char*>(in[j].data) + i * in[j].stride * int64_t(dtype_size(x[j].dt)), 0};
+      for (size_t j = 0; j < no; ++j)
+        e1[ni + j] = {static_cast<char*>(out[j].data) + i * out[j].stride * int64_t(dtype_size(k->outs_[j].dt)), 0};
+      run_fn(self, 1, e1.data(), e1.data() + ni);
+    }
     return;
   }
   const int w = k->lanes_;

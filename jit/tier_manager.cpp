@@ -148,6 +148,7 @@ struct TierEntry {
   bool no_retry[3] = {};
   bool skipped[3] = {};    // the tier cannot fit the budget (until configure)
   bool direct_ok = false;  // tier 1's direct emitter takes the whole bytecode
+  bool one_element = false;  // SwapTarget::one_element
   int failures = 0, compiles = 0, evictions = 0;
   int best_tier = 0;       // the highest tier that won its A/B measurement
   double penalty = 1;      // raises the hotness bar after an eviction
@@ -393,14 +394,15 @@ struct TierManager::Impl {
       // Tier 1's direct code is not cached: emitting it costs less than
       // looking a file up (docs/jit.md). Chunks it declines go to LLVM and
       // its cache as before.
-      const bool direct = p.tier == 1 && jit::direct_chunk(bc, lo, hi);
+      const bool one = p.e->one_element;
+      const bool direct = p.tier == 1 && !one && jit::direct_chunk(bc, lo, hi);
       const int b = direct ? kDirect : p.tier;
       const double ni = std::max(1, hi - lo);
       jit::CompileStats cs;
       std::string key;
       bool loaded = false;
       if (cache && !direct) {
-        key = jit::cache_key(bc, lo, hi, p.tier, cpu, jit::llvm_version());
+        key = jit::cache_key(bc, lo, hi, p.tier, cpu, jit::llvm_version(), one);
         if (auto obj = cache->get(key)) {
           try {
             pieces.push_back(jit::load_object(*obj, &cs));
@@ -419,7 +421,7 @@ struct TierManager::Impl {
       }
       if (!loaded) {
         hit = false;
-        pieces.push_back(jit::compile_chunk(bc, lo, hi, p.tier, &cs, cache != nullptr && !direct));
+        pieces.push_back(jit::compile_chunk(bc, lo, hi, p.tier, &cs, cache != nullptr && !direct, one));
         if (cache && !direct && !cs.object.empty() && !cache->put(key, cs.object)) {
           std::lock_guard<std::mutex> g(mu);
           ++totals.cache_write_failures;
@@ -441,7 +443,7 @@ struct TierManager::Impl {
       code_so_far += cs.code_bytes;
     }
     st.compile_seconds = secs;
-    return std::make_shared<jit::JitKernel>(bc, std::move(pieces), p.tier);
+    return std::make_shared<jit::JitKernel>(bc, std::move(pieces), p.tier, p.e->one_element);
   }
 
   // Updates counters, ends measurements, frees retired code; returns the
@@ -685,7 +687,8 @@ std::shared_ptr<TierEntry> TierManager::attach(const SwapTarget& k, std::shared_
   e->st.instructions = static_cast<int>(e->vm->bytecode().code.size());
   e->st.name = "composite" + std::to_string(impl_->entries.size());
   const auto& bc = e->vm->bytecode();
-  e->direct_ok = !bc.code.empty() && jit::direct_chunk(bc, 0, static_cast<int>(bc.code.size()));
+  e->one_element = k.one_element();
+  e->direct_ok = !e->one_element && !bc.code.empty() && jit::direct_chunk(bc, 0, static_cast<int>(bc.code.size()));
   impl_->entries.push_back(e);
   if (impl_->cfg.mode == JitMode::Eager) {
     if (jit::available() && !bc.code.empty()) {

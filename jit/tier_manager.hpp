@@ -25,6 +25,9 @@ class SwapTarget {
  public:
   virtual const interp::Composite& composite() const = 0;
   virtual void set_active(const interp::ElemKernel* k) const = 0;
+  // Every call is one element (a fused or 0-d node): compiled code then
+  // uses the one-element layout (jit/jit.hpp: Layout).
+  virtual bool one_element() const { return false; }
 
  protected:
   ~SwapTarget() = default;

@@ -39,14 +39,16 @@ std::string compare_kernels(const Composite& c, const ElemKernel& vm, const Elem
   return "";
 }
 
-// Compiles c at `tier` in `pieces` chunks and compares with the interpreter.
-std::string check(const Composite& c, int tier, std::mt19937_64& rng, int pieces = 1) {
+// Compiles c at `tier` in `pieces` chunks (for blocks, or for one element a
+// block) and compares with the interpreter.
+std::string check(const Composite& c, int tier, std::mt19937_64& rng, int pieces = 1, bool one = false) {
   auto vm = Interpreted::compile(c);
   const Bytecode& bc = vm->bytecode();
   std::vector<jit::Piece> ps;
   const int n = static_cast<int>(bc.code.size());
-  for (int k = 0; k < pieces; ++k) ps.push_back(jit::compile_chunk(bc, n * k / pieces, n * (k + 1) / pieces, tier));
-  jit::JitKernel jk(bc, std::move(ps), tier);
+  for (int k = 0; k < pieces; ++k)
+    ps.push_back(jit::compile_chunk(bc, n * k / pieces, n * (k + 1) / pieces, tier, nullptr, false, one));
+  jit::JitKernel jk(bc, std::move(ps), tier, one);
   std::string e = compare_kernels(c, *vm, jk, rng);
   if (!e.empty() && std::getenv("EMBER_JIT_DUMP")) {
     for (int k = 0; k < pieces; ++k) jit::dump_ir(bc, n * k / pieces, n * (k + 1) / pieces);
@@ -100,6 +102,37 @@ TEST_CASE("jit_random_composites_with_special_values_match_interpreter", "[jit]"
   }
 }
 
+// One-element kernels (fused and 0-d nodes): one lane, packed cells. Each
+// op and dtype combination once, tiers alternating; calls of more than one
+// element run element by element.
+TEST_CASE("jit_one_element_kernels_match_interpreter_bitwise", "[jit]") {
+  REQUIRE_JIT();
+  std::mt19937_64 rng(43);
+  int covered = 0, k = 0;
+  for (const ScalarOpInfo& info : kScalarOps) {
+    int combos = 0;
+    const int arity = info.arity < 0 ? 3 : info.arity;
+    for (DType out : kAll) {
+      for (DType in0 : kAll) {
+        std::vector<DType> ins(arity, in0);
+        Composite c = one_node(info.op, ins, out);
+        if (!valid(c)) continue;
+        ++combos;
+        const int tier = 1 + k++ % 2;
+        INFO(info.name << " out " << dtype_name(out) << " in0 " << dtype_name(in0) << " tier " << tier);
+        REQUIRE(check(c, tier, rng, 1, true) == "");
+      }
+    }
+    covered += combos > 0;
+  }
+  CHECK(covered == kNumScalarOps);
+  for (int t = 0; t < 60; ++t) {
+    Composite c = random_composite(rng, 40, true, true);
+    INFO("random case " << t);
+    REQUIRE(check(c, 1 + t % 2, rng, 1 + t % 3, true) == "");
+  }
+}
+
 TEST_CASE("jit_outputs_that_are_inputs_or_constants_match_interpreter_bitwise", "[jit]") {
   REQUIRE_JIT();
   std::mt19937_64 rng(9);
@@ -116,10 +149,11 @@ TEST_CASE("jit_outputs_that_are_inputs_or_constants_match_interpreter_bitwise", 
     c.nodes.push_back({ScalarOp::Maximum, dt, {0, 1}});
     c.outputs = {0, 2, 3, 1};
     if (!valid(c)) continue;
-    for (int tier : {1, 2}) {
-      INFO(dtype_name(dt) << " tier " << tier);
-      CHECK(check(c, tier, rng) == "");
-    }
+    for (int tier : {1, 2})
+      for (bool one : {false, true}) {
+        INFO(dtype_name(dt) << " tier " << tier << " one element " << one);
+        CHECK(check(c, tier, rng, 1, one) == "");
+      }
   }
 }
 

@@ -56,6 +56,8 @@ class ElemwiseKernel final : public OpKernel, public SwapTarget {
   void run_planned(Frame& f, interp::StridedPtr* ops, const int32_t* live, int nlive) const;
 
   const interp::Composite& composite() const override { return composite_; }
+  // Fused nodes, 0-d nodes and nodes whose output is statically all 1s.
+  bool one_element() const override { return fused() || ndim_ == 0 || all_ones_; }
   const interp::Interpreted& interpreter() const { return *vm_; }
   // The kernel calls start with. The swapper keeps the old one alive until
   // no call can still be inside it: a call counts itself in (TierManager::
