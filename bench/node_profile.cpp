@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   for (int c = 0; c < calls; ++c) {
     const auto t0 = clk::now();
     auto prev = t0;
+    RunGuard guard(*ws);  // as Program::run
     for (size_t k = 0; k < ns; ++k) {
       run_step(p, *ws, p.steps[k]);  // as Program::run
       const auto now = clk::now();

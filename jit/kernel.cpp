@@ -35,6 +35,18 @@ void scatter_f32(const char* cell, int64_t m, char* p, int64_t stride, int w) {
   }
 }
 
+// m 8-byte elements: blocks are often a few dozen elements, where memcpy's
+// `rep movs` costs more than the copy.
+inline void copy8(char* d, const char* p, int64_t m) {
+  if (m > 64) {
+    std::memcpy(d, p, static_cast<size_t>(m) * 8);
+    return;
+  }
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) std::memcpy(d + 8 * i, p + 8 * i, 32);
+  for (; i < m; ++i) std::memcpy(d + 8 * i, p + 8 * i, 8);
+}
+
 template <class T> void widen_int(const char* p, int64_t stride, int64_t m, int64_t* r) {
   const T* x = reinterpret_cast<const T*>(p);
   for (int64_t i = 0; i < m; ++i) r[i] = x[i * stride];
@@ -47,7 +59,7 @@ void gather(DType dt, const char* p, int64_t stride, int64_t m, char* cell, int 
     case DType::Int64:
     case DType::UInt64:
       if (stride == 1) {
-        std::memcpy(cell, p, m * 8);
+        copy8(cell, p, m);
       } else {
         for (int64_t i = 0; i < m; ++i) std::memcpy(cell + 8 * i, p + 8 * i * stride, 8);
       }
@@ -216,15 +228,22 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
   const Slot* x = k->ins_.data();
   if (n == 1) {
     // 0-d calls (most Composites of small models): one element per operand,
-    // no block loop, no per-element loops or memcpy calls.
+    // no block loop, no per-element loops or memcpy calls. A one-element
+    // kernel's lane 0 of a float64 or int64 input is the caller's element
+    // itself (8-byte aligned): read in place.
     for (size_t j = 0; j < ni; ++j) {
+      if (k->one_ && (x[j].dt == DType::Float64 || x[j].dt == DType::Int64) &&
+          reinterpret_cast<uintptr_t>(in[j].data) % 8 == 0) {
+        ip[j] = static_cast<const char*>(in[j].data);
+        continue;
+      }
       load_one(x[j].dt, in[j].data, s + x[j].cell);
       ip[j] = s + x[j].cell;
     }
     for (const Piece& p : k->pieces_) p.fn(1, s, ip);
     const Slot* o = k->outs_.data();
     for (size_t j = 0, e = k->outs_.size(); j < e; ++j)
-      store_one(o[j].dt, o[j].cell >= 0 ? s + o[j].cell : nullptr, o[j].k, out[j].data);
+      store_one(o[j].dt, o[j].in >= 0 ? ip[o[j].in] : o[j].cell >= 0 ? s + o[j].cell : nullptr, o[j].k, out[j].data);
     return;
   }
   if (k->one_) {

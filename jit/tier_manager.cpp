@@ -110,8 +110,7 @@ std::string JitStats::to_json() const {
 }
 
 struct TierEntry {
-  // Call path (lock-free).
-  std::atomic<int64_t> inflight{0};
+  // Call path (lock-free; timed calls only: TierManager::count_timed).
   std::atomic<uint64_t> calls{0}, elements{0}, ns{0};
 
   // Everything below is guarded by the manager's mutex.
@@ -122,6 +121,8 @@ struct TierEntry {
 #ifdef EMBER_WITH_JIT
   std::shared_ptr<jit::JitKernel> current, previous;  // previous: kept while `current` is measured
   std::vector<std::shared_ptr<jit::JitKernel>> retired;
+  // Runs in progress when code was retired: (epoch, its odd value then).
+  std::vector<std::pair<std::shared_ptr<RunEpoch>, uint64_t>> waits;
 #endif
   bool measuring = false;
   // Speed of the kernel in use: ns/element of each scan interval it ran in
@@ -170,6 +171,10 @@ struct TierManager::Impl {
   size_t queued = 0;
   JitStats totals;
   PeakModel model;
+  // Every live Workspace's run epoch (own lock: workspaces are made on
+  // callers' threads; taken inside `mu` when code is retired).
+  std::mutex epochs_mu;
+  std::vector<std::weak_ptr<RunEpoch>> epochs;
   bool noted[3] = {};  // a "tier skipped" note was written for this budget
   // Per-tier compile model (CPU µs = chunks x base + per instruction x n),
   // recalibrated from measurements. The fixed part dominates the small
@@ -283,12 +288,14 @@ struct TierManager::Impl {
   };
 
   void install_locked(TierEntry& e, std::shared_ptr<jit::JitKernel> k, bool measure) {
-    if (e.previous) e.retired.push_back(std::move(e.previous));
+    std::shared_ptr<jit::JitKernel> old_previous = std::move(e.previous), old_current;
     e.previous = measure ? e.current : nullptr;
-    if (!measure && e.current) e.retired.push_back(e.current);
+    if (!measure) old_current = e.current;
     e.current = std::move(k);
     e.tier = e.current->tier();
     e.owner->set_active(e.current.get());
+    retire_locked(e, std::move(old_previous));
+    retire_locked(e, std::move(old_current));
     e.measuring = measure;
     e.ab_n[0] = e.ab_n[1] = 0;
     e.ab_side = 1;
@@ -316,8 +323,8 @@ struct TierManager::Impl {
     ++e.evictions;
     e.st.evictions = e.evictions;
     e.owner->set_active(e.vm.get());
-    if (e.current) e.retired.push_back(std::move(e.current));
-    if (e.previous) e.retired.push_back(std::move(e.previous));
+    retire_locked(e, std::move(e.current));
+    retire_locked(e, std::move(e.previous));
     e.current = e.previous = nullptr;
     e.tier = 0;
     e.measuring = false;
@@ -328,8 +335,27 @@ struct TierManager::Impl {
     free_retired_locked(e);
   }
 
+  // Call after the store of the kernel that replaces k: runs that begin
+  // later cannot load k, so only those in progress now are waited for.
+  void retire_locked(TierEntry& e, std::shared_ptr<jit::JitKernel> k) {
+    if (!k) return;
+    e.retired.push_back(std::move(k));
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::lock_guard<std::mutex> g(epochs_mu);
+    for (const auto& w : epochs)
+      if (auto r = w.lock()) {
+        const uint64_t v = r->n.load(std::memory_order_seq_cst);
+        if (v & 1) e.waits.emplace_back(std::move(r), v);
+      }
+  }
+
   void free_retired_locked(TierEntry& e) {
-    if (!e.retired.empty() && e.inflight.load(std::memory_order_seq_cst) == 0) e.retired.clear();
+    if (e.retired.empty()) return;
+    auto& w = e.waits;
+    w.erase(std::remove_if(w.begin(), w.end(),
+                           [](const auto& x) { return x.first->n.load(std::memory_order_acquire) != x.second; }),
+            w.end());
+    if (w.empty()) e.retired.clear();
   }
 
   // Interpreter ns per second that a resident kernel saves, and that a
@@ -488,7 +514,7 @@ struct TierManager::Impl {
           ++totals.rejected_slower;
           ++totals.tiers[e.tier].rejected_slower;
           e.owner->set_active(replaced(e));
-          e.retired.push_back(std::move(e.current));
+          retire_locked(e, std::move(e.current));
           e.current = std::move(e.previous);
           e.tier = old_tier;
           e.nwin = e.wpos = 0;
@@ -497,7 +523,7 @@ struct TierManager::Impl {
           e.owner->set_active(e.current.get());
           e.best_tier = std::max(e.best_tier, e.tier);
           e.nwin = e.wpos = 0;
-          if (e.previous) e.retired.push_back(std::move(e.previous));
+          retire_locked(e, std::move(e.previous));
         }
         free_retired_locked(e);
       }
@@ -652,26 +678,19 @@ JitConfig TierManager::config() const {
   return impl_->cfg;
 }
 
-void TierManager::enter(TierEntry* e) { e->inflight.fetch_add(1, std::memory_order_seq_cst); }
-
-bool TierManager::enter_sampled(TierEntry* e) {
-  e->inflight.fetch_add(1, std::memory_order_seq_cst);
-  return e->calls.fetch_add(1, std::memory_order_relaxed) % kSample == 0;
+void TierManager::count_timed(TierEntry* e, int64_t elements, int64_t ns) {
+  e->calls.fetch_add(kSample, std::memory_order_relaxed);
+  e->elements.fetch_add(static_cast<uint64_t>(elements) * kSample, std::memory_order_relaxed);
+  e->ns.fetch_add(static_cast<uint64_t>(ns) * kSample, std::memory_order_relaxed);
 }
 
-void TierManager::leave_sampled(TierEntry* e, bool timed, int64_t elements, int64_t ns) {
-  if (timed) {
-    e->elements.fetch_add(static_cast<uint64_t>(elements) * kSample, std::memory_order_relaxed);
-    e->ns.fetch_add(static_cast<uint64_t>(ns) * kSample, std::memory_order_relaxed);
-  }
-  e->inflight.fetch_sub(1, std::memory_order_release);
-}
-
-void TierManager::leave(TierEntry* e, int64_t elements, int64_t ns) {
-  e->calls.fetch_add(1, std::memory_order_relaxed);
-  e->elements.fetch_add(static_cast<uint64_t>(elements), std::memory_order_relaxed);
-  e->ns.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
-  e->inflight.fetch_sub(1, std::memory_order_release);
+std::shared_ptr<RunEpoch> TierManager::register_run_epoch() {
+  auto r = std::make_shared<RunEpoch>();
+  std::lock_guard<std::mutex> g(impl_->epochs_mu);
+  auto& v = impl_->epochs;
+  v.erase(std::remove_if(v.begin(), v.end(), [](const auto& w) { return w.expired(); }), v.end());
+  v.push_back(r);
+  return r;
 }
 
 std::shared_ptr<TierEntry> TierManager::attach(const SwapTarget& k, std::shared_ptr<const interp::Interpreted> vm) {
@@ -717,6 +736,7 @@ void TierManager::detach(const std::shared_ptr<TierEntry>& e) {
   e->current.reset();
   e->previous.reset();
   e->retired.clear();
+  e->waits.clear();
 #endif
 }
 

@@ -50,6 +50,11 @@ struct JitConfig {
 // (guarded by the manager's mutex).
 struct TierEntry;
 
+// A Workspace's run count: odd while a run on it is in progress.
+struct RunEpoch {
+  std::atomic<uint64_t> n{0};
+};
+
 // Per-Composite statistics.
 struct CompositeStats {
   std::string name;
@@ -112,19 +117,29 @@ class TierManager {
   // Blocks until no compile is queued or running (tests, benchmarks).
   void quiesce();
 
-  // Call-path hooks (lock-free): a call enters before reading the active
-  // kernel and leaves after its last use.
-  static void enter(TierEntry* e);
-  static void leave(TierEntry* e, int64_t elements, int64_t ns);
-  // The same, timing only one call in kSample per kernel (reading the clock
-  // twice costs more than a small Composite's whole call): enter_sampled says
-  // whether to time this call; leave_sampled counts a timed call's elements
-  // and ns kSample times, so the counters stay unbiased estimates. The
-  // counter is the kernel's own: a per-thread one would alias with the
-  // program's node count and time the same nodes every call.
-  static constexpr uint64_t kSample = 16;
-  static bool enter_sampled(TierEntry* e);
-  static void leave_sampled(TierEntry* e, bool timed, int64_t elements, int64_t ns);
+  // Run epochs: a Workspace of a Program with tiered kernels gets one, and
+  // Program::run brackets each run with begin_run / end_run. Replaced code
+  // is freed once every run that was in progress when it was replaced has
+  // ended (epoch-based reclamation): one fence per run, where counting each
+  // kernel call in and out cost three atomic increments per call, on cache
+  // lines that every chain's thread wrote.
+  std::shared_ptr<RunEpoch> register_run_epoch();
+  static void begin_run(RunEpoch* r) {
+    r->n.store(r->n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    // Ordered before this run's loads of active kernels (the service's
+    // store of a new one and its read of n are ordered the same way).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+  static void end_run(RunEpoch* r) { r->n.store(r->n.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+
+  // Sampled timing: a kernel times one call in kSample, decided by a tick of
+  // the caller's own (Workspace::ticks, one per step: a counter shared by the
+  // kernels of a program would alias with its node count and time the same
+  // nodes every call). A timed call counts kSample calls, its elements and
+  // ns kSample times, so the counters stay unbiased estimates.
+  static constexpr uint32_t kSample = 16;
+  static bool sample(uint32_t& tick) { return ++tick % kSample == 0; }
+  static void count_timed(TierEntry* e, int64_t elements, int64_t ns);
 
   ~TierManager();
 

@@ -1,6 +1,6 @@
 // The Elemwise call path's counters for the tier manager: the clock is read on
-// one call in TierManager::kSample, but calls must still be counted exactly
-// (elements are scaled from the timed calls: an estimate within one period).
+// one call in TierManager::kSample, which counts for kSample calls, so calls
+// and elements are estimates within one period of the truth.
 #include <cstdlib>
 
 #include <catch2/catch.hpp>
@@ -11,7 +11,7 @@
 
 using namespace ember;
 
-TEST_CASE("tier_counters_count_every_call_when_time_is_sampled") {
+TEST_CASE("tier_counters_estimate_calls_and_elements_within_one_sampling_period") {
 #ifndef EMBER_WITH_JIT
   SKIP("JIT compiled out: no tier counters");
 #else
@@ -35,8 +35,9 @@ TEST_CASE("tier_counters_count_every_call_when_time_is_sampled") {
     const int64_t period = static_cast<int64_t>(TierManager::kSample);
     int found = 0;
     for (const CompositeStats& s : TierManager::instance().stats().composites) {
-      if (s.calls != uint64_t(kCalls)) continue;
+      if (std::llabs(static_cast<int64_t>(s.calls) - kCalls) > period || s.calls == 0) continue;
       ++found;
+      CHECK(s.calls % period == 0);
       CHECK(std::llabs(static_cast<int64_t>(s.elements) - 3 * kCalls) <= 3 * period);
     }
     CHECK(found == 1);

@@ -58,12 +58,14 @@ class ElemwiseKernel final : public OpKernel, public SwapTarget {
   const interp::Composite& composite() const override { return composite_; }
   // Fused nodes, 0-d nodes and nodes whose output is statically all 1s.
   bool one_element() const override { return fused() || ndim_ == 0 || all_ones_; }
+  bool tiered() const { return tier_ != nullptr; }
   const interp::Interpreted& interpreter() const { return *vm_; }
   // The kernel calls start with. The swapper keeps the old one alive until
-  // no call can still be inside it: a call counts itself in (TierManager::
-  // enter) before loading `active_`, and both sides are seq_cst, so once the
-  // swapper has stored a new kernel and then seen the count at zero, no call
-  // can still hold the old one.
+  // no call can still be inside it: every run begins its workspace's epoch
+  // (TierManager::begin_run, a seq_cst fence) before loading `active_`, and
+  // the swapper stores a new kernel before reading the epochs, so once each
+  // run then in progress has ended, no call can still hold the old one.
+  // A program with tiered kernels therefore runs only through Program::run.
   const interp::ElemKernel* active() const { return active_.load(std::memory_order_seq_cst); }
   void set_active(const interp::ElemKernel* k) const override { active_.store(k, std::memory_order_seq_cst); }
 

@@ -80,4 +80,6 @@ void Frame::fail(const std::string& msg) const {
 
 void* Frame::scratch(size_t bytes) { return ws_.scratch.reserve(bytes); }
 
+uint32_t& Frame::tick() { return ws_.ticks[static_cast<size_t>(step_.index)]; }
+
 }  // namespace ember

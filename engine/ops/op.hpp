@@ -41,6 +41,8 @@ class Frame {
   [[noreturn]] void fail(const std::string& msg) const;
   // Scratch memory valid until the node finishes (per thread, reused).
   void* scratch(size_t bytes);
+  // This step's own counter in the workspace (TierManager::sample).
+  uint32_t& tick();
 
  private:
   Workspace& ws_;

@@ -303,25 +303,23 @@ bool run_packed(const interp::ElemKernel* k, const LoopNest& L, const int64_t* s
 }  // namespace
 
 namespace {
-// Counts a call in for the tier manager (hotness, per-tier speed, and when
-// replaced code may be freed). The clock is read on one call in
-// TierManager::kSample per kernel (two clock reads cost more than a small
-// Composite's whole call); calls stay exact, elements and ns are scaled.
+// Times one call in TierManager::kSample for the tier manager (hotness and
+// per-tier speed): two clock reads cost more than a small Composite's whole
+// call. Which code may be freed is the run epochs' business (Program::run).
 struct Hot {
   TierEntry* e;
   int64_t elements = 0;
   bool timed = false;
   std::chrono::steady_clock::time_point t0;
-  explicit Hot(TierEntry* te) : e(te) {
+  Hot(TierEntry* te, Frame& f) : e(te) {
     if (!e) return;
-    timed = TierManager::enter_sampled(e);
+    timed = TierManager::sample(f.tick());
     if (timed) t0 = std::chrono::steady_clock::now();
   }
   ~Hot() {
-    if (!e) return;
-    const int64_t ns =
-        timed ? std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count() : 0;
-    TierManager::leave_sampled(e, timed, elements, ns);
+    if (!timed) return;
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    TierManager::count_timed(e, elements, ns);
   }
 };
 }  // namespace
@@ -573,7 +571,7 @@ void ElemwiseKernel::run_fused(Frame& f, const interp::ElemKernel* k) const {
 }
 
 void ElemwiseKernel::run_planned(Frame& f, interp::StridedPtr* ops, const int32_t* live, int nlive) const {
-  Hot hot(tier_.get());
+  Hot hot(tier_.get(), f);
   hot.elements = 1;
   const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
   for (int j = 0; j < nlive; ++j) {
@@ -594,7 +592,7 @@ void ElemwiseKernel::run_planned(Frame& f, interp::StridedPtr* ops, const int32_
 
 void ElemwiseKernel::run(Frame& f) const {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
-  Hot hot(tier_.get());
+  Hot hot(tier_.get(), f);
   const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
   if (!fused_out_.empty()) {
     hot.elements = 1;

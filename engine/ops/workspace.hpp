@@ -16,10 +16,12 @@ namespace ember {
 class OpKernel;
 struct ProgramImpl;
 class ElemwiseKernel;
+struct RunEpoch;  // jit/tier_manager.hpp
 
 // One node of the static schedule.
 struct Step {
   int node = -1;                 // index in the graph's node list
+  int index = -1;                // position in the schedule (Workspace::ticks)
   int shown = -1;                // its number in messages (the file's, before passes); -1: node
   const OpKernel* kernel = nullptr;
   std::vector<int> in, out;      // variable ids
@@ -68,6 +70,8 @@ class Workspace {
   const std::string* source = nullptr;  // the graph's file name, for messages
   Buffer arena;  // fused nodes' outputs (Step::out_at)
   std::vector<interp::StridedPtr> fused_ops;  // fused nodes' operand tables (Step::ops_at)
+  std::vector<uint32_t> ticks;  // per step: sampled timing (TierManager::sample)
+  std::shared_ptr<RunEpoch> epoch;  // null unless the program has tiered kernels
 };
 
 }  // namespace ember

@@ -13,9 +13,12 @@ namespace ember {
 static void plan_fused(ProgramImpl& p);
 
 Program::Program(std::unique_ptr<ProgramImpl> impl) : impl_(std::move(impl)) {
-  for (Step& st : impl_->steps) {
+  for (size_t k = 0; k < impl_->steps.size(); ++k) {
+    Step& st = impl_->steps[k];
+    st.index = static_cast<int>(k);
     st.out_dtype.clear();
     for (int v : st.out) st.out_dtype.push_back(impl_->graph.vars[v].dtype);
+    if (const auto* e = dynamic_cast<const ElemwiseKernel*>(st.kernel)) impl_->tiered |= e->tiered();
   }
   plan_fused(*impl_);
 }
@@ -76,6 +79,10 @@ WorkspacePtr Program::make_workspace() const {
   ws->slots.resize(impl_->num_slots);
   for (size_t k = 0; k < impl_->const_vars.size(); ++k) ws->values[impl_->const_vars[k]] = impl_->const_values[k];
   ws->outputs.resize(impl_->outputs.size());
+  // Staggered: steps sampled on the same call would make every kSample-th call slow.
+  ws->ticks.resize(impl_->steps.size());
+  for (size_t k = 0; k < ws->ticks.size(); ++k) ws->ticks[k] = static_cast<uint32_t>(k % TierManager::kSample);
+  if (impl_->tiered) ws->epoch = TierManager::instance().register_run_epoch();
   if (impl_->fused_ops_size) {
     char* arena = static_cast<char*>(ws->arena.reserve(impl_->arena_bytes));
     std::memset(arena, 0, impl_->arena_bytes);
@@ -141,6 +148,7 @@ const std::vector<Tensor>& Program::run(Workspace& ws, std::span<const Tensor> a
     for (size_t k = 0; k < p.shared.size(); ++k) ws.values[p.shared[k].var] = ws.shared_snapshot[k]->t;
   }
   try {
+    RunGuard guard(ws);
     for (const Step& st : p.steps) run_step(p, ws, st);
   } catch (const std::bad_alloc&) {
     throw CallError(p.graph.source + ": out of memory");

@@ -32,6 +32,7 @@ struct ProgramImpl {
   int num_slots = 0;
   size_t arena_bytes = 0, fused_ops_size = 0;  // Workspace::arena / fused_ops sizes
   passes::PassReport pass_report;  // what the load-time graph passes did
+  bool tiered = false;  // some kernel is the tier manager's: runs keep an epoch (RunEpoch)
   std::vector<Guard> guards;  // lazy IfElse branches (Step::guard)
 
   mutable std::mutex shared_mu;  // guards shared_values
@@ -46,6 +47,19 @@ struct ProgramImpl {
 
 // One step of Program::run (skipped while its lazy branch's guard is shut):
 // fused nodes write to their planned arena places. Inline: the executor's loop.
+// Brackets a run in its workspace's epoch (TierManager::begin_run).
+struct RunGuard {
+  RunEpoch* r;
+  explicit RunGuard(Workspace& ws) : r(ws.epoch.get()) {
+    if (r) TierManager::begin_run(r);
+  }
+  ~RunGuard() {
+    if (r) TierManager::end_run(r);
+  }
+  RunGuard(const RunGuard&) = delete;
+  RunGuard& operator=(const RunGuard&) = delete;
+};
+
 inline void run_step(const ProgramImpl& p, Workspace& ws, const Step& st) {
   if (st.guard >= 0 && !guard_open(p, ws, st.guard)) return;
   Frame f(ws, st);
