@@ -20,7 +20,8 @@ namespace {
 
 class Gen {
  public:
-  Gen(LLVMContext& c, Module& m, const Bytecode& bc, const Layout& l, bool isolate, bool const_mem)
+  Gen(LLVMContext& c, Module& m, const Bytecode& bc, const Layout& l, const std::vector<bool>& uniform, bool isolate,
+      bool const_mem)
       : C(c),
         M(m),
         B(c),
@@ -28,6 +29,7 @@ class Gen {
         W(l.lanes),
         cell_bytes_(static_cast<uint64_t>(l.cell_bytes)),
         align_(std::min<uint64_t>(kCellAlign, cell_bytes_)),
+        uniform_(uniform),
         isolate_(isolate),
         const_mem_(const_mem) {
     const auto ec = ElementCount::getFixed(W);
@@ -66,6 +68,15 @@ class Gen {
           const int j = s - bc_.num_consts();
           in_base_[j] = B.CreateAlignedLoad(ptr, B.CreateConstGEP1_64(ptr, in, j), Align(8));
         }
+    // Uniform inputs: one element, splat once for the whole chunk.
+    uni_.assign(bc_.inputs.size(), nullptr);
+    for (size_t j = 0; j < bc_.inputs.size(); ++j) {
+      if (!in_base_[j] || !is_uniform_input(static_cast<int>(j))) continue;
+      const Cls c = interp::cls_of(bc_.inputs[j]);
+      Type* et = c == Cls::F64 ? Type::getDoubleTy(C) : c == Cls::F32 ? Type::getFloatTy(C) : s64;
+      Value* v = B.CreateAlignedLoad(et, in_base_[j], Align(c == Cls::F32 ? 4 : 8));
+      uni_[j] = B.CreateVectorSplat(W, v);
+    }
 
     // Runs of inline instructions become one fused loop over the block's
     // groups of W lanes; math calls work on whole blocks in scratch.
@@ -118,6 +129,8 @@ class Gen {
   }
 
   bool is_input(int32_t s) const { return s >= bc_.num_consts() && s < bc_.first_reg(); }
+  bool is_uniform_input(int j) const { return static_cast<size_t>(j) < uniform_.size() && uniform_[j]; }
+  bool is_uniform(int32_t s) const { return is_input(s) && is_uniform_input(s - bc_.num_consts()); }
   // The block-sized cell of a register slot (jit.hpp: cell_index).
   uint64_t cell_off(int32_t s) const { return static_cast<uint64_t>(cell_index(bc_, s)) * cell_bytes_; }
   uint64_t tmp_off(int t) const {
@@ -166,6 +179,11 @@ class Gen {
   Value* read(int32_t s, Cls c, Value* g) {
     if (s < bc_.num_consts()) return constant(s);
     if (auto it = vals_.find(s); it != vals_.end()) return it->second;
+    if (is_uniform(s)) {
+      Value* u = uni_[s - bc_.num_consts()];
+      if (u->getType() != cls_ty(c)) throw std::runtime_error("uniform input read in another class");
+      return u;
+    }
     // An input may be the caller's memory: only 8-byte aligned.
     Value* v = is_input(s) ? B.CreateAlignedLoad(cls_ty(c), B.CreateGEP(i8, in_base_[s - bc_.num_consts()], goff_), Align(8))
                            : load(cls_ty(c), at(cell_off(s), g));
@@ -221,7 +239,7 @@ class Gen {
     // Constants and float32 operands: widened into a float64 temporary first.
     std::vector<uint64_t> offs;  // byte offset of each argument in scratch (or ~0: an input's lanes)
     for (int k = 0; k < sig.nargs; ++k) {
-      if (sig.arg[k] == Cls::F64 && src[k] >= bc_.num_consts()) {
+      if (sig.arg[k] == Cls::F64 && src[k] >= bc_.num_consts() && !is_uniform(src[k])) {
         offs.push_back(is_input(src[k]) ? ~uint64_t{0} : cell_off(src[k]));
         continue;
       }
@@ -491,6 +509,7 @@ class Gen {
   const Bytecode& bc_;
   const int W;
   const uint64_t cell_bytes_, align_;  // Layout: bytes between cells; alignment of a group
+  const std::vector<bool>& uniform_;
   const bool isolate_;
   const bool const_mem_;  // tier 1: vector constants loaded from globals
   Type *f64, *f32, *i64, *s64, *i8, *ptr;
@@ -498,6 +517,7 @@ class Gen {
   Value *m_ = nullptr, *scratch_ = nullptr, *end_ = nullptr;
   Value* goff_ = nullptr;           // byte offset of the current group (in loop())
   std::vector<Value*> in_base_;     // per input: its lane base, if this chunk reads it
+  std::vector<Value*> uni_;         // per uniform input this chunk reads: its splat
   std::vector<int> last_read_;
   std::unordered_map<int32_t, Value*> vals_;
 };
@@ -505,9 +525,10 @@ class Gen {
 }  // namespace
 
 std::unique_ptr<Module> emit_chunk(LLVMContext& ctx, const Bytecode& bc, int lo, int hi, const std::string& name,
-                                   const Layout& layout, int max_run, bool isolate, bool const_mem) {
+                                   const Layout& layout, const std::vector<bool>& uniform, int max_run, bool isolate,
+                                   bool const_mem) {
   auto m = std::make_unique<Module>(name, ctx);
-  Gen(ctx, *m, bc, layout, isolate, const_mem).run(lo, hi, name, max_run);
+  Gen(ctx, *m, bc, layout, uniform, isolate, const_mem).run(lo, hi, name, max_run);
   return m;
 }
 

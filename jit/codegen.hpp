@@ -18,11 +18,13 @@ namespace ember::jit {
 // garbage that is never stored). Throws std::runtime_error for an opcode
 // it cannot emit. Fused loops hold at most max_run instructions: one huge
 // basic block makes instruction selection and scheduling superlinear.
-// `isolate` (for FastISel, tier 1) puts each op FastISel cannot select at
+// `uniform` (empty or per input): inputs read as one element and splat
+// (jit.hpp: KernelSpec). `isolate` (for FastISel, tier 1) puts each op FastISel cannot select at
 // the head of its own basic block. `const_mem` (tier 1) loads vector
 // constants from constant globals: FastISel cannot materialize them.
 std::unique_ptr<llvm::Module> emit_chunk(llvm::LLVMContext& ctx, const interp::Bytecode& bc, int lo, int hi,
-                                         const std::string& name, const Layout& layout, int max_run, bool isolate,
+                                         const std::string& name, const Layout& layout,
+                                         const std::vector<bool>& uniform, int max_run, bool isolate,
                                          bool const_mem);
 
 }  // namespace ember::jit

@@ -151,7 +151,7 @@ void DiskCache::trim() const {
 }
 
 std::string cache_key(const interp::Bytecode& bc, int lo, int hi, int tier, const std::string& cpu,
-                      const std::string& llvm_version, bool one_element) {
+                      const std::string& llvm_version, const KernelSpec& spec) {
   XXH3_state_t* s = XXH3_createState();
   XXH3_128bits_reset(s);
   auto add = [&](const void* p, size_t n) { XXH3_128bits_update(s, p, n); };
@@ -165,7 +165,7 @@ std::string cache_key(const interp::Bytecode& bc, int lo, int hi, int tier, cons
   add_str(llvm_version);
   add_str(cpu);
   // The kernel's cell layout must match the object's.
-  const Layout l = layout(tier, one_element);
+  const Layout l = layout(tier, spec.one_element);
   const int64_t hdr[8] = {lo, hi, tier, kBlock, l.cell_bytes, l.lanes, bc.num_regs,
                           static_cast<int64_t>(bc.code.size())};
   add(hdr, sizeof hdr);
@@ -183,6 +183,12 @@ std::string cache_key(const interp::Bytecode& bc, int lo, int hi, int tier, cons
     add(&o.slot, 4);
     add(&o.dtype, sizeof o.dtype);
   }
+  // Uniform inputs change how the chunk reads them.
+  for (size_t k = 0; k < spec.uniform.size(); ++k)
+    if (spec.uniform[k]) {
+      const uint64_t u = k;
+      add(&u, 8);
+    }
   const XXH128_hash_t h = XXH3_128bits_digest(s);
   XXH3_freeState(s);
   char buf[33];

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "interp/bytecode.hpp"
+#include "jit/jit.hpp"
 
 namespace ember::jit {
 
@@ -31,6 +32,6 @@ class DiskCache {
 // Structural key of instructions [lo, hi) of bc compiled at `tier` for this
 // CPU with this LLVM and ember version (hex of a 128-bit xxh3).
 std::string cache_key(const interp::Bytecode& bc, int lo, int hi, int tier, const std::string& cpu,
-                      const std::string& llvm_version, bool one_element = false);
+                      const std::string& llvm_version, const KernelSpec& spec = {});
 
 }  // namespace ember::jit

@@ -229,11 +229,11 @@ Piece compile_direct(const interp::Bytecode& bc, int lo, int hi, CompileStats* s
 }  // namespace
 
 Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, CompileStats* st, bool keep_object,
-                    bool one_element) {
+                    const KernelSpec& spec) {
   if (faults().fail_compiles.load() > 0 && faults().fail_compiles.fetch_sub(1) > 0)
     throw std::runtime_error("injected compile failure");
   if (faults().fail_allocs.load() > 0 && faults().fail_allocs.fetch_sub(1) > 0) throw std::bad_alloc();
-  if (tier == 1 && !one_element && direct_tier1()) {
+  if (tier == 1 && !spec.one_element && spec.uniform.empty() && direct_tier1()) {
     Piece p = compile_direct(bc, lo, hi, st);
     if (p.fn) return p;
   }
@@ -255,8 +255,8 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
   const auto t_emit = std::chrono::steady_clock::now();
   {
     auto ctx = std::make_unique<llvm::LLVMContext>();
-    auto m = emit_chunk(*ctx, bc, lo, hi, name, layout(tier, one_element), max_run(tier), isolate(tier),
-                        const_mem(tier));
+    auto m = emit_chunk(*ctx, bc, lo, hi, name, layout(tier, spec.one_element), spec.uniform, max_run(tier),
+                        isolate(tier), const_mem(tier));
     for (const auto& f : *m)
       for (const auto& b : f) nir += b.size();
     std::string err;
@@ -302,7 +302,7 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
 
 void dump_ir(const interp::Bytecode& bc, int lo, int hi) {
   llvm::LLVMContext ctx;
-  auto m = emit_chunk(ctx, bc, lo, hi, "ember_chunk", layout(2, false), max_run(2), false, false);
+  auto m = emit_chunk(ctx, bc, lo, hi, "ember_chunk", layout(2, false), {}, max_run(2), false, false);
   m->print(llvm::errs(), nullptr);
 }
 

@@ -44,6 +44,19 @@ struct Layout {
 };
 Layout layout(int tier, bool one_element);
 
+// What a kernel is compiled for. `one_element`: the one-element layout.
+// `uniform` (empty, or one flag per input): inputs every call broadcasts
+// (stride 0, known at load from static shapes). The chunk reads one
+// element of each, in[k] pointing at it in its class (lane 0 of a cell, or
+// the caller's float64 / int64 element), and splats it in registers: no
+// cell of copies to write and read back. A call that does not broadcast
+// such an input runs on the kernel's fallback (the interpreter).
+struct KernelSpec {
+  bool one_element = false;
+  std::vector<bool> uniform;
+  bool is_uniform(size_t k) const { return k < uniform.size() && uniform[k]; }
+};
+
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
 // of m elements. The chunk ABI (codegen version "codegen-8"):
 //   void chunk(int64_t m, char* scratch, const char* const* in)
@@ -118,7 +131,7 @@ bool direct_chunk(const interp::Bytecode& bc, int lo, int hi);
 // (one_element) for one element a block (Layout). Throws std::runtime_error
 // or std::bad_alloc; never leaves partial state behind.
 Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, CompileStats* st = nullptr,
-                    bool keep_object = false, bool one_element = false);
+                    bool keep_object = false, const KernelSpec& spec = {});
 // Links an object produced by compile_chunk (e.g. from the disk cache).
 // Throws std::runtime_error if the object is unusable.
 Piece load_object(const std::string& object, CompileStats* st = nullptr);
@@ -127,10 +140,12 @@ Piece load_object(const std::string& object, CompileStats* st = nullptr);
 void dump_ir(const interp::Bytecode& bc, int lo, int hi);
 
 // A compiled Composite: pieces run one after another on each block. A
-// one-element kernel runs a call of n > 1 elements one at a time.
+// one-element kernel runs a call of n > 1 elements one at a time; a call
+// that breaks the spec's uniform inputs runs on `fallback`.
 class JitKernel : public interp::ElemKernel {
  public:
-  JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int tier, bool one_element = false);
+  JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int tier, const KernelSpec& spec = {},
+            std::shared_ptr<const interp::ElemKernel> fallback = nullptr);
   int tier() const { return tier_; }
   bool one_element() const { return one_; }
   size_t code_bytes() const;
@@ -146,12 +161,14 @@ class JitKernel : public interp::ElemKernel {
     int64_t cell;
     interp::Cell k;
     int in;
+    bool uniform = false;  // inputs: KernelSpec::uniform
   };
   std::vector<Piece> pieces_;
   std::vector<Slot> ins_, outs_;
   size_t scratch_;
   int tier_, lanes_;
-  bool one_;
+  bool one_, any_uniform_ = false;
+  std::shared_ptr<const interp::ElemKernel> fallback_;
 };
 
 // Fault injection for tests: the next N compiles fail / throw bad_alloc.

@@ -141,16 +141,21 @@ size_t scratch_bytes(const interp::Bytecode& bc, const Layout& l) {
   return static_cast<size_t>(bc.num_regs + bc.inputs.size() + 4) * static_cast<size_t>(l.cell_bytes);
 }
 
-JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int tier, bool one_element)
+JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int tier, const KernelSpec& spec,
+                     std::shared_ptr<const interp::ElemKernel> fallback)
     : pieces_(std::move(pieces)),
-      scratch_(scratch_bytes(bc, layout(tier, one_element))),
+      scratch_(scratch_bytes(bc, layout(tier, spec.one_element))),
       tier_(tier),
-      lanes_(layout(tier, one_element).lanes),
-      one_(one_element) {
+      lanes_(layout(tier, spec.one_element).lanes),
+      one_(spec.one_element),
+      fallback_(std::move(fallback)) {
   fn = &run_fn;
-  const int64_t cb = layout(tier, one_element).cell_bytes;
-  for (size_t k = 0; k < bc.inputs.size(); ++k)
-    ins_.push_back({bc.inputs[k], static_cast<int64_t>(bc.num_regs + k) * cb, {}, -1});
+  const int64_t cb = layout(tier, spec.one_element).cell_bytes;
+  for (size_t k = 0; k < bc.inputs.size(); ++k) {
+    ins_.push_back({bc.inputs[k], static_cast<int64_t>(bc.num_regs + k) * cb, {}, -1, spec.is_uniform(k)});
+    any_uniform_ |= spec.is_uniform(k);
+  }
+  if (any_uniform_ && !fallback_) throw std::invalid_argument("JitKernel: uniform inputs need a fallback kernel");
   for (const interp::OutputRef& o : bc.outputs) {
     if (o.slot < bc.num_consts()) outs_.push_back({o.dtype, -1, bc.constants[o.slot], -1});
     else
@@ -260,6 +265,12 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
     }
     return;
   }
+  if (k->any_uniform_) {
+    // Compiled for these inputs broadcast: a call that does not is the
+    // fallback's (the interpreter's); one that does reads one element each.
+    for (size_t j = 0; j < ni; ++j)
+      if (x[j].uniform && in[j].stride != 0) return k->fallback_->run(n, in, out);
+  }
   const int w = k->lanes_;
   // Inputs read in place: contiguous, 8-byte elements already in their
   // class's cell layout, aligned. Blocks of at least kMinCut elements are
@@ -278,6 +289,16 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
   bool any_direct = false;
   for (size_t j = 0; j < ni; ++j) {
     any_direct |= direct(j);
+    if (x[j].uniform) {
+      // One element in its class: the caller's, or widened into lane 0.
+      if ((x[j].dt == DType::Float64 || x[j].dt == DType::Int64) && reinterpret_cast<uintptr_t>(in[j].data) % 8 == 0) {
+        ip[j] = static_cast<const char*>(in[j].data);
+      } else {
+        load_one(x[j].dt, in[j].data, s + x[j].cell);
+        ip[j] = s + x[j].cell;
+      }
+      continue;
+    }
     // Broadcast inputs: filled once per call (generated code never writes
     // an input); the first block is the largest.
     if (in[j].stride == 0) gather(x[j].dt, static_cast<const char*>(in[j].data), 0, std::min(n, kBlock), s + x[j].cell, w);
@@ -291,7 +312,9 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
     for (size_t j = 0; j < ni; ++j) {
       const int64_t es = static_cast<int64_t>(dtype_size(x[j].dt));
       const char* src = static_cast<const char*>(in[j].data) + base * in[j].stride * es;
-      if (in[j].stride == 0) {
+      if (x[j].uniform) {
+        // ip[j] set once above
+      } else if (in[j].stride == 0) {
         ip[j] = s + x[j].cell;
       } else if (whole && direct(j)) {
         ip[j] = src;

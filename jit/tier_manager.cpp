@@ -150,6 +150,7 @@ struct TierEntry {
   bool skipped[3] = {};    // the tier cannot fit the budget (until configure)
   bool direct_ok = false;  // tier 1's direct emitter takes the whole bytecode
   bool one_element = false;  // SwapTarget::one_element
+  std::vector<bool> uniform;  // SwapTarget::uniform_inputs, less inputs that are outputs
   int failures = 0, compiles = 0, evictions = 0;
   int best_tier = 0;       // the highest tier that won its A/B measurement
   double penalty = 1;      // raises the hotness bar after an eviction
@@ -422,13 +423,16 @@ struct TierManager::Impl {
       // its cache as before.
       const bool one = p.e->one_element;
       const bool direct = p.tier == 1 && !one && jit::direct_chunk(bc, lo, hi);
+      // Uniform inputs at tier 2 only: every piece of a kernel must agree,
+      // and tier 1 mixes direct and LLVM pieces.
+      const jit::KernelSpec spec{one, p.tier >= 2 ? p.e->uniform : std::vector<bool>{}};
       const int b = direct ? kDirect : p.tier;
       const double ni = std::max(1, hi - lo);
       jit::CompileStats cs;
       std::string key;
       bool loaded = false;
       if (cache && !direct) {
-        key = jit::cache_key(bc, lo, hi, p.tier, cpu, jit::llvm_version(), one);
+        key = jit::cache_key(bc, lo, hi, p.tier, cpu, jit::llvm_version(), spec);
         if (auto obj = cache->get(key)) {
           try {
             pieces.push_back(jit::load_object(*obj, &cs));
@@ -447,7 +451,7 @@ struct TierManager::Impl {
       }
       if (!loaded) {
         hit = false;
-        pieces.push_back(jit::compile_chunk(bc, lo, hi, p.tier, &cs, cache != nullptr && !direct, one));
+        pieces.push_back(jit::compile_chunk(bc, lo, hi, p.tier, &cs, cache != nullptr && !direct, spec));
         if (cache && !direct && !cs.object.empty() && !cache->put(key, cs.object)) {
           std::lock_guard<std::mutex> g(mu);
           ++totals.cache_write_failures;
@@ -469,7 +473,8 @@ struct TierManager::Impl {
       code_so_far += cs.code_bytes;
     }
     st.compile_seconds = secs;
-    return std::make_shared<jit::JitKernel>(bc, std::move(pieces), p.tier, p.e->one_element);
+    const jit::KernelSpec spec{p.e->one_element, p.tier >= 2 ? p.e->uniform : std::vector<bool>{}};
+    return std::make_shared<jit::JitKernel>(bc, std::move(pieces), p.tier, spec, p.vm);
   }
 
   // Updates counters, ends measurements, frees retired code; returns the
@@ -707,6 +712,11 @@ std::shared_ptr<TierEntry> TierManager::attach(const SwapTarget& k, std::shared_
   e->st.name = "composite" + std::to_string(impl_->entries.size());
   const auto& bc = e->vm->bytecode();
   e->one_element = k.one_element();
+  e->uniform = k.uniform_inputs();
+  for (const interp::OutputRef& o : bc.outputs)  // scattered from a whole block of lanes
+    if (o.slot >= bc.num_consts() && o.slot < bc.first_reg() && size_t(o.slot - bc.num_consts()) < e->uniform.size())
+      e->uniform[o.slot - bc.num_consts()] = false;
+  if (std::find(e->uniform.begin(), e->uniform.end(), true) == e->uniform.end()) e->uniform.clear();
   e->direct_ok = !e->one_element && !bc.code.empty() && jit::direct_chunk(bc, 0, static_cast<int>(bc.code.size()));
   impl_->entries.push_back(e);
   if (impl_->cfg.mode == JitMode::Eager) {

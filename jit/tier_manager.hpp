@@ -28,6 +28,9 @@ class SwapTarget {
   // Every call is one element (a fused or 0-d node): compiled code then
   // uses the one-element layout (jit/jit.hpp: Layout).
   virtual bool one_element() const { return false; }
+  // Per input: every call broadcasts it (empty: none known). Tier-2 code
+  // then reads it as one element (jit/jit.hpp: KernelSpec).
+  virtual std::vector<bool> uniform_inputs() const { return {}; }
 
  protected:
   ~SwapTarget() = default;

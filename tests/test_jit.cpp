@@ -46,9 +46,11 @@ std::string check(const Composite& c, int tier, std::mt19937_64& rng, int pieces
   const Bytecode& bc = vm->bytecode();
   std::vector<jit::Piece> ps;
   const int n = static_cast<int>(bc.code.size());
+  jit::KernelSpec spec;
+  spec.one_element = one;
   for (int k = 0; k < pieces; ++k)
-    ps.push_back(jit::compile_chunk(bc, n * k / pieces, n * (k + 1) / pieces, tier, nullptr, false, one));
-  jit::JitKernel jk(bc, std::move(ps), tier, one);
+    ps.push_back(jit::compile_chunk(bc, n * k / pieces, n * (k + 1) / pieces, tier, nullptr, false, spec));
+  jit::JitKernel jk(bc, std::move(ps), tier, spec);
   std::string e = compare_kernels(c, *vm, jk, rng);
   if (!e.empty() && std::getenv("EMBER_JIT_DUMP")) {
     for (int k = 0; k < pieces; ++k) jit::dump_ir(bc, n * k / pieces, n * (k + 1) / pieces);
@@ -131,6 +133,40 @@ TEST_CASE("jit_one_element_kernels_match_interpreter_bitwise", "[jit]") {
     INFO("random case " << t);
     REQUIRE(check(c, 1 + t % 2, rng, 1 + t % 3, true) == "");
   }
+}
+
+// Tier-2 kernels compiled with input 0 uniform (broadcast on every call)
+// read one element of it; calls that do not broadcast it run on the
+// fallback. Both match the interpreter bit for bit.
+TEST_CASE("jit_uniform_inputs_match_interpreter_bitwise_and_fall_back_when_not_broadcast", "[jit]") {
+  REQUIRE_JIT();
+  std::mt19937_64 rng(44);
+  int tested = 0;
+  for (int t = 0; t < 80; ++t) {
+    Composite c = random_composite(rng, 30, true, true);
+    if (c.inputs.empty()) continue;
+    auto vm = Interpreted::compile(c);
+    const Bytecode& bc = vm->bytecode();
+    jit::KernelSpec spec;
+    spec.uniform.assign(c.inputs.size(), false);
+    for (size_t k = 0; k < c.inputs.size(); k += 2) spec.uniform[k] = true;  // inputs 0, 2, ...
+    // An input that is an output is never uniform (the tier manager clears it).
+    for (const OutputRef& o : bc.outputs)
+      if (o.slot >= bc.num_consts() && o.slot < bc.first_reg()) spec.uniform[o.slot - bc.num_consts()] = false;
+    const int n = static_cast<int>(bc.code.size());
+    jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, n, 2, nullptr, false, spec)}, 2, spec, vm);
+    for (int64_t len : {1, 3, 20, 513, 1300}) {
+      for (bool broadcast : {true, false}) {
+        std::vector<int64_t> strides(c.inputs.size(), 1);
+        for (size_t k = 0; k < strides.size(); ++k)
+          if (spec.uniform[k] && broadcast) strides[k] = 0;
+        INFO("case " << t << " n " << len << " broadcast " << broadcast);
+        REQUIRE(test::run_both(c, *vm, jk, len, strides, 1, rng) == "");
+      }
+    }
+    ++tested;
+  }
+  CHECK(tested > 60);
 }
 
 TEST_CASE("jit_outputs_that_are_inputs_or_constants_match_interpreter_bitwise", "[jit]") {

@@ -59,6 +59,9 @@ class ElemwiseKernel final : public OpKernel, public SwapTarget {
   // Fused nodes, 0-d nodes and nodes whose output is statically all 1s.
   bool one_element() const override { return fused() || ndim_ == 0 || all_ones_; }
   bool tiered() const { return tier_ != nullptr; }
+  std::vector<bool> uniform_inputs() const override { return uniform_; }
+  // From the load: inputs statically of one element under an output that is not.
+  void set_uniform_inputs(std::vector<bool> u) { uniform_ = std::move(u); }
   const interp::Interpreted& interpreter() const { return *vm_; }
   // The kernel calls start with. The swapper keeps the old one alive until
   // no call can still be inside it: every run begins its workspace's epoch
@@ -79,6 +82,7 @@ class ElemwiseKernel final : public OpKernel, public SwapTarget {
   std::vector<Shape> fused_out_;  // non-empty: a fused node's output shapes
   std::vector<FusedInput> fused_in_;  // per input of a fused node
   std::vector<std::pair<int32_t, int32_t>> fused_dst_;
+  std::vector<bool> uniform_;
   void* fused_input(Frame& f, int i) const;
   void run_fused(Frame& f, const interp::ElemKernel* k) const;
   mutable std::atomic<const interp::ElemKernel*> active_;

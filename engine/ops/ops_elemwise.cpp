@@ -661,6 +661,20 @@ void check_static_broadcast(NodeContext& ctx, int nd) {
   }
 }
 
+// Inputs of statically one element while the output is not (all 1s, it is a
+// one-element node): every call broadcasts them.
+static std::vector<bool> uniform_inputs(const NodeContext& ctx, int nd) {
+  auto ones = [&](const Shape& s) {
+    for (int d = 0; d < s.ndim; ++d)
+      if (s.dims[d] != 1) return false;
+    return true;
+  };
+  std::vector<bool> u;
+  if (nd == 0 || ones(ctx.out(0).static_shape)) return u;
+  for (int i = 0; i < ctx.num_inputs(); ++i) u.push_back(ones(ctx.in(i).static_shape));
+  return u;
+}
+
 std::unique_ptr<OpKernel> make_scalar_loop(NodeContext& ctx);  // engine/ops/ops_scalar_loop.cpp
 
 std::unique_ptr<OpKernel> make_elemwise(NodeContext& ctx) {
@@ -691,6 +705,7 @@ std::unique_ptr<OpKernel> make_elemwise(NodeContext& ctx) {
   }
   auto k = std::make_unique<ElemwiseKernel>(std::move(c), std::move(vm), nd, ctx.options().parallel_threshold);
   k->set_static_output_shape(ctx.out(0).static_shape);
+  k->set_uniform_inputs(uniform_inputs(ctx, nd));
   k->attach_tier();
   return k;
 }
