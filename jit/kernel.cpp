@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "interp/config.hpp"
@@ -161,6 +162,9 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
     else
       outs_.push_back({o.dtype, static_cast<int64_t>(cell_index(bc, o.slot)) * cb, {},
                        o.slot < bc.first_reg() ? o.slot - bc.num_consts() : -1});
+    // Outputs are scattered from whole blocks of lanes; a uniform input has one.
+    if (outs_.back().in >= 0 && spec.is_uniform(static_cast<size_t>(outs_.back().in)))
+      throw std::invalid_argument("JitKernel: a uniform input cannot be an output");
   }
 }
 
