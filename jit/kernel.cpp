@@ -202,6 +202,15 @@ inline void load_one(DType dt, const void* p, char* cell) {
   }
 }
 
+// Where a chunk reads one element of an input: the caller's float64 or
+// int64 element itself when 8-byte aligned, else lane 0 of its cell.
+inline const char* one_lane(DType dt, const void* p, char* cell) {
+  if ((dt == DType::Float64 || dt == DType::Int64) && reinterpret_cast<uintptr_t>(p) % 8 == 0)
+    return static_cast<const char*>(p);
+  load_one(dt, p, cell);
+  return cell;
+}
+
 // Lane 0 of a cell (or the constant k) to one output element, as scatter() does.
 inline void store_one(DType dt, const char* cell, const interp::Cell& k, void* p) {
   if (!cell) cell = reinterpret_cast<const char*>(&k);  // a Cell keeps f32 at offset 0, like lane 0
@@ -241,9 +250,8 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
     // kernel's lane 0 of a float64 or int64 input is the caller's element
     // itself (8-byte aligned): read in place.
     for (size_t j = 0; j < ni; ++j) {
-      if (k->one_ && (x[j].dt == DType::Float64 || x[j].dt == DType::Int64) &&
-          reinterpret_cast<uintptr_t>(in[j].data) % 8 == 0) {
-        ip[j] = static_cast<const char*>(in[j].data);
+      if (k->one_) {
+        ip[j] = one_lane(x[j].dt, in[j].data, s + x[j].cell);
         continue;
       }
       load_one(x[j].dt, in[j].data, s + x[j].cell);
@@ -294,13 +302,7 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
   for (size_t j = 0; j < ni; ++j) {
     any_direct |= direct(j);
     if (x[j].uniform) {
-      // One element in its class: the caller's, or widened into lane 0.
-      if ((x[j].dt == DType::Float64 || x[j].dt == DType::Int64) && reinterpret_cast<uintptr_t>(in[j].data) % 8 == 0) {
-        ip[j] = static_cast<const char*>(in[j].data);
-      } else {
-        load_one(x[j].dt, in[j].data, s + x[j].cell);
-        ip[j] = s + x[j].cell;
-      }
+      ip[j] = one_lane(x[j].dt, in[j].data, s + x[j].cell);
       continue;
     }
     // Broadcast inputs: filled once per call (generated code never writes

@@ -416,16 +416,16 @@ struct TierManager::Impl {
     hit = true;
     double secs = 0;
     size_t code_so_far = 0;
+    // Uniform inputs at tier 2 only: every piece of a kernel must agree,
+    // and tier 1 mixes direct and LLVM pieces.
+    const bool one = p.e->one_element;
+    const jit::KernelSpec spec{one, p.tier >= 2 ? p.e->uniform : std::vector<bool>{}};
     for (int k = 0; k < p.chunks; ++k) {
       const int lo = static_cast<int>(int64_t(n) * k / p.chunks), hi = static_cast<int>(int64_t(n) * (k + 1) / p.chunks);
       // Tier 1's direct code is not cached: emitting it costs less than
       // looking a file up (docs/jit.md). Chunks it declines go to LLVM and
       // its cache as before.
-      const bool one = p.e->one_element;
       const bool direct = p.tier == 1 && !one && jit::direct_chunk(bc, lo, hi);
-      // Uniform inputs at tier 2 only: every piece of a kernel must agree,
-      // and tier 1 mixes direct and LLVM pieces.
-      const jit::KernelSpec spec{one, p.tier >= 2 ? p.e->uniform : std::vector<bool>{}};
       const int b = direct ? kDirect : p.tier;
       const double ni = std::max(1, hi - lo);
       jit::CompileStats cs;
@@ -473,7 +473,6 @@ struct TierManager::Impl {
       code_so_far += cs.code_bytes;
     }
     st.compile_seconds = secs;
-    const jit::KernelSpec spec{p.e->one_element, p.tier >= 2 ? p.e->uniform : std::vector<bool>{}};
     return std::make_shared<jit::JitKernel>(bc, std::move(pieces), p.tier, spec, p.vm);
   }
 
