@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference tables for the special functions of interp/math (erf.cpp, gamma.cpp,
+"""Reference tables for the special functions of interp/math (erf.cpp, gamma.cpp, polygamma.cpp,
 incomplete_gamma.cpp, betainc.cpp, bessel.cpp), computed with mpmath at 40
 significant digits from the exact double inputs.
 
@@ -150,6 +150,20 @@ def gamma_tables():
     write("trigamma", [x], lambda t: mp.polygamma(1, t))
 
 
+def polygamma_tables():
+    reseed("polygamma_tables")
+    orders = np.array([1, 2, 3, 4, 5, 6, 8, 11, 16, 25, 40, 70, 120, 165], dtype=np.float64)
+    m = 3000
+    n = orders[rng.integers(0, len(orders), m)]
+    x = np.concatenate([logu(1e-8, 1e8, m // 2), uni(0, 12, m // 4), logu(1e8, 1e200, m // 4)])
+    write("polygamma", [n, x], lambda k, t: mp.polygamma(int(k), t))
+    # x < 0: the value is a difference of terms of size n!/dist^(n+1) (dist to
+    # the nearest integer); the test measures against that.
+    n = orders[rng.integers(0, 7, 2000)]
+    x = np.concatenate([not_int(uni(-30, 0, 1000)), not_int(uni(-3, 0, 600)), not_int(-logu(30, 1e4, 400))])
+    write("polygamma_neg", [n, x], lambda k, t: mp.polygamma(int(k), t))
+
+
 def incgamma_tables():
     reseed("incgamma_tables")
     n = 3000
@@ -207,7 +221,7 @@ def bessel_tables():
 
 if __name__ == "__main__":
     import sys
-    groups = {"erf": erf_tables, "gamma": gamma_tables, "incgamma": incgamma_tables,
+    groups = {"erf": erf_tables, "gamma": gamma_tables, "polygamma": polygamma_tables, "incgamma": incgamma_tables,
               "betainc": betainc_tables, "bessel": bessel_tables}
     for g in sys.argv[1:] or groups:
         groups[g]()

@@ -40,10 +40,11 @@ struct Worst {
   std::vector<double> at;
 };
 
-// Runs the array function over a table of rows (inputs..., reference) and
-// returns the largest |y - ref| / scale(ref, inputs).
+// Runs the array function fn (by default the table's name) over a table of
+// rows (inputs..., reference) and returns the largest |y - ref| / scale(ref, inputs).
 template <class Scale>
-Worst table_error(const std::string& name, int nin, Scale scale) {
+Worst table_error(const std::string& name, int nin, Scale scale, std::string fn = "") {
+  if (fn.empty()) fn = name;
   std::vector<double> t = load_table(name);
   size_t n = t.size() / (nin + 1);
   REQUIRE(n > 1000);
@@ -54,12 +55,15 @@ Worst table_error(const std::string& name, int nin, Scale scale) {
     ref[i] = t[i * (nin + 1) + nin];
   }
   int64_t len = static_cast<int64_t>(n);
+  bool found = false;
   for (const m::Entry& e : m::kEntries) {
-    if (e.name != name) continue;
+    if (e.name != fn) continue;
+    found = true;
     if (e.f1) e.f1(len, in[0].data(), y.data());
     if (e.f2) e.f2(len, in[0].data(), in[1].data(), y.data());
     if (e.f3) e.f3(len, in[0].data(), in[1].data(), in[2].data(), y.data());
   }
+  REQUIRE(found);
   Worst w;
   for (size_t i = 0; i < n; ++i) {
     std::vector<double> args(nin);
@@ -96,6 +100,7 @@ TEST_CASE("special_functions_match_mpmath_tables", "[math]") {
   check_rel("erfcinv", 1, 1e-15);
   check_rel("tgamma", 1, 4e-15);
   check_rel("trigamma", 1, 1e-15);
+  check_rel("polygamma", 2, 1e-15);
   check_rel("i0", 1, 2e-15);
   check_rel("i1", 1, 3e-15);
   check_rel("i0e", 1, 1e-15);
@@ -177,6 +182,20 @@ TEST_CASE("erfc_and_erfcx_on_half_to_one_within_two_ulp", "[math]") {
   CHECK(cx.err <= 3.4e-16);
   CHECK(m::erfc(0.9950828912508003) == Approx(0.1593503886190018).epsilon(3.4e-16));
   CHECK(m::erfcx(0.9999999999999999) == Approx(0.42758357615580705).epsilon(3.4e-16));
+}
+
+TEST_CASE("polygamma_on_negative_x_error_against_the_terms", "[math]") {
+  // For x < 0 the value is a difference of terms of size n!/d^(n+1), d the
+  // distance to the nearest integers (cancelling next to the zeros of even
+  // orders): the error is measured against that size.
+  auto terms = [](double r, const std::vector<double>& a) {
+    double f = a[1] - std::floor(a[1]);
+    double t = std::tgamma(a[0] + 1) * (std::pow(f, -(a[0] + 1)) + std::pow(1 - f, -(a[0] + 1)));
+    return std::fmax(std::fabs(r), t);
+  };
+  Worst w = table_error("polygamma_neg", 2, terms, "polygamma");
+  CAPTURE(w.at);
+  CHECK(w.err <= 1e-15);
 }
 
 TEST_CASE("gammainc_of_zero_shape_is_one_as_scipy", "[math]") {
@@ -300,6 +319,40 @@ TEST_CASE("special_function_edge_values_match_scipy", "[math]") {
   }
 }
 
+TEST_CASE("polygamma_edge_values_match_scipy", "[math]") {
+  // scipy.special 1.17.1 / 1.18.1 (finite values also mpmath's): the product
+  // (-1)^(n+1) n! zeta(n+1, x),
+  // poles at x = 0, -1, ... and -inf, digamma for n = 0, NaN for n < 0.
+  struct Case { double n, x, want; };
+  const Case cases[] = {
+      {1, 0.0, kInf}, {1, -0.0, kInf}, {2, 0.0, -kInf}, {1, -3.0, kInf}, {2, -kInf, -kInf},
+      {1, kInf, 0.0}, {2, kInf, -0.0}, {171, 0.5, kInf}, {0, -0.0, kInf}, {3, 1e-300, kInf},
+      {2, 1e300, -0.0}, {1, 1e300, 1e-300}, {200, -2.3, kInf}, {1, 1e-5, 10000000001.644913},
+      {0, 1.0, -0.5772156649015329}, {2, -12.09375, 2426.001199755378},
+      {40, 1e6, -2.0398290041626778e-194}, {16, 2e16, -1.9953527343750007e-249}};
+  for (const Case& c : cases) {
+    INFO("n=" << c.n << " x=" << c.x);
+    double y = m::polygamma(c.n, c.x);
+    if (std::isinf(c.want) || c.want == 0) {
+      CHECK(same(y, c.want));
+    } else {
+      CHECK(y == Approx(c.want).epsilon(1e-14));
+    }
+  }
+  // Where SciPy's zeta(166, x) underflows to 0 the product is still normal:
+  // mpmath's value, not SciPy's 0.
+  CHECK(m::polygamma(165, 503.75) == Approx(5.254715121080765e-153).epsilon(1e-14));
+  // A value small against its terms (24 (2^5 + 2^5) here): the error is
+  // bounded against the terms (polygamma_on_negative_x_error_against_the_terms).
+  CHECK(std::fabs(m::polygamma(4, -0.5) - -3.4742498266672252) <= 2e-15 * 24 * 64);
+  for (double n : {-1.0, -2.0, 0.5, kNan, kInf})
+    CHECK(std::isnan(m::polygamma(n, 2.0)));
+  CHECK(std::isnan(m::polygamma(171, kInf)));
+  CHECK(std::isnan(m::polygamma(171, 1e9)));
+  CHECK(std::isnan(m::polygamma(1, kNan)));
+  CHECK(std::isnan(m::polygamma(0, kNan)));
+}
+
 namespace {
 
 uint64_t bits(double v) {
@@ -363,6 +416,12 @@ TEST_CASE("special_functions_same_bits_for_every_length_lane_alias_and_entry", "
   M1(Gamma, tgamma) M1(GammaLn, lgamma) M1(Psi, digamma) M1(TriGamma, trigamma)
   M1(I0, i0) M1(I1, i1) M1(I0e, i0e) M1(I1e, i1e) M1(J0, j0) M1(J1, j1)
   M2(GammaInc, gammainc) M2(GammaIncC, gammaincc) M3(BetaInc, betainc)
+  // polygamma's order: non-negative integers (and one negative, one fractional).
+  {
+    const double orders[17] = {1, 2, 0, 3, 5, 12, 1, 4, 40, 2, -1, 7, 1, 0.5, 3, 165, 2};
+    CHECK_BITS("polygamma", m::polygamma(orders[i], kMix[i]), m::polygamma(n, orders, kMix, y.data()),
+               ember_math_polygamma(n, orders, kMix, yc.data()));
+  }
 #undef M1
 #undef M2
 #undef M3

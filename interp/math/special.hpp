@@ -21,6 +21,7 @@ D tgamma(D x);
 D lgamma(D x);
 D digamma(D x);
 D trigamma(D x);
+D polygamma(D n, D x);
 D gammainc(D a, D x);
 D gammaincc(D a, D x);
 D i0(D x);

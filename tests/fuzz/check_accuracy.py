@@ -34,7 +34,7 @@ BOUND = {
     "Sinh": 2, "Cosh": 2, "Tanh": 2, "ArcSinh": 2, "ArcCosh": 2, "ArcTanh": 2,
     "Sigmoid": 2, "Softplus": 2, "Log1mexp": 2, "XlogX": 2, "XlogY0": 2, "Pow": 1,
     "Erf": 3, "Erfc": 6, "Erfcx": 6, "Erfinv": 4, "Erfcinv": 4,
-    "Gamma": 16, "GammaLn": 8, "Psi": 8, "TriGamma": 8,
+    "Gamma": 16, "GammaLn": 8, "Psi": 8, "TriGamma": 8, "PolyGamma": 8,
     "GammaInc": 64, "GammaIncC": 64, "BetaInc": 256,
     "I0": 6, "I1": 16, "I0e": 6, "I1e": 16, "J0": 8, "J1": 8,
 }
@@ -45,6 +45,11 @@ def scale(op, a, want):
     x = abs(a[0])
     if op in ("J0", "J1"):  # oscillating: against the envelope sqrt(2/(pi x))
         return max(abs(want), math.sqrt(2 / (math.pi * x)) if x > 1 else 1.0)
+    if op == "PolyGamma" and a[1] < 0:
+        # Past the fold into positive arguments (interp/math/polygamma.cpp) the
+        # value is a difference of terms of the size of n!/frac(x)^(n+1).
+        f = min(a[1] - math.floor(a[1]), math.ceil(a[1]) - a[1])
+        return max(abs(want), float(mp.factorial(int(a[0])) / mp.mpf(f) ** (int(a[0]) + 1)))
     if op in ("GammaLn", "Psi") and a[0] < 0:
         # Past the reflection the value is a difference of terms of the size of
         # f(1 - x) (lgamma(1 - x), or psi(1 - x) ~ log(1 - x)): absolute error.
@@ -149,6 +154,10 @@ def ref(op, a):
     if op in ("Psi", "TriGamma") and gamma_pole(x): return POLE
     if op == "Psi": return mp.digamma(x)
     if op == "TriGamma": return mp.polygamma(1, x)
+    if op == "PolyGamma":  # n a non-negative integer (PyTensor's n is discrete)
+        if x < 0 or x != math.floor(x): return None
+        if gamma_pole(y): return POLE
+        return mp.polygamma(int(x), y)
     if op in ("GammaInc", "GammaIncC"):
         if x < 0 or y < 0 or (x == 0 and y == 0): return None
         if x == 0:  # SciPy: gammainc(0, x > 0) = 1, gammaincc(0, x > 0) = 0
@@ -178,6 +187,8 @@ def too_costly(op, a):
         return any(abs(v) > 1e4 or (v != 0 and abs(v) < 1e-30) for v in a)
     if op in ("I0", "I1", "I0e", "I1e", "J0", "J1", "Gamma", "GammaLn", "Psi", "TriGamma"):
         return abs(a[0]) > 1e15
+    if op == "PolyGamma":  # n > 170: n! overflows (inf or NaN, tests/test_math_special.cpp)
+        return a[0] > 170 or abs(a[1]) > 1e15
     if op in ("Sin", "Cos", "Tan"):
         return False
     return False

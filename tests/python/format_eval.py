@@ -45,6 +45,7 @@ SCALAR = {
     "ArcTanh": np.arctanh, "Sigmoid": sp.expit, "Softplus": _softplus, "Log1mexp": _log1mexp,
     "Erf": sp.erf, "Erfc": sp.erfc, "Erfcx": sp.erfcx, "Erfinv": sp.erfinv, "Erfcinv": sp.erfcinv,
     "Gamma": sp.gamma, "GammaLn": sp.gammaln, "Psi": sp.digamma, "TriGamma": lambda x: sp.polygamma(1, x),
+    "PolyGamma": sp.polygamma,
     "GammaInc": sp.gammainc, "GammaIncC": sp.gammaincc, "I0": sp.i0, "I1": sp.i1, "I0e": sp.i0e,
     "I1e": sp.i1e, "J0": sp.j0, "J1": sp.j1, "BetaInc": sp.betainc, "XlogX": lambda x: sp.xlogy(x, x),
     "XlogY0": sp.xlogy, "Floor": np.floor, "Ceil": np.ceil, "Trunc": np.trunc,
