@@ -17,47 +17,59 @@ void check_x_out(const NodeContext& ctx, const IndexSpec& s) {
   expect_out_shape(ctx, 0, s.static_out);
 }
 
+// x[idx] for an IndexSpec of slices and integers only: a strided view of x
+// into o, built directly (no Resolved): these ops are frequent and cheap.
+void basic_view(Frame& f, const IndexSpec& s, const Tensor& x, Tensor& o) {
+  o.dtype = x.dtype;
+  int64_t off = 0;
+  int ax = 0, od = 0;
+  auto read = [&](const ScalarRef& r) -> int64_t {
+    return r.kind == ScalarRef::Literal ? r.lit : scalar_int(f.in(r.input));
+  };
+  for (const IdxEntry& e : s.entries) {
+    const int64_t dim = x.dim(ax), st = x.strides[ax];
+    if (e.kind == IdxEntry::Index) {
+      const int64_t v = read(e.value);
+      const int64_t n = normalize_index(v, dim);
+      if (n < 0) f.fail(index_error_msg(v, ax, dim));
+      off += n * st;
+    } else {
+      const int64_t step = e.step.kind == ScalarRef::None ? 1 : read(e.step);
+      if (step == 0) f.fail("slice step cannot be zero");
+      std::optional<int64_t> a, b;
+      if (e.start.kind != ScalarRef::None) a = read(e.start);
+      if (e.stop.kind != ScalarRef::None) b = read(e.stop);
+      const SliceRange sr = slice_range(a, b, step, dim);
+      off += sr.start * st;
+      o.shape.dims[od] = sr.len;
+      o.strides[od++] = st * step;
+    }
+    ++ax;
+  }
+  for (; ax < x.ndim(); ++ax, ++od) {
+    o.shape.dims[od] = x.dim(ax);
+    o.strides[od] = x.strides[ax];
+  }
+  o.shape.ndim = od;
+  o.data = static_cast<char*>(x.data) + off * int64_t(dtype_size(x.dtype));
+}
+
+// Slices and integers only (no arrays, no newaxis): basic_view applies.
+bool is_basic(const IndexSpec& s) {
+  if (s.has_array) return false;
+  for (const IdxEntry& e : s.entries)
+    if (e.kind != IdxEntry::Index && e.kind != IdxEntry::Slice) return false;
+  return true;
+}
+
 // Basic indexing: a strided view of x.
 class SubtensorK : public OpKernel {
  public:
   SubtensorK(IndexSpec s, const Shape& stat) : s_(std::move(s)), stat_(stat) {}
-  // Builds the view directly (no Resolved): this op is frequent and cheap.
   void run(Frame& f) const override {
-    const Tensor& x = f.in(0);
     Uninit<Tensor> ob;
     Tensor& o = *ob;
-    o.dtype = x.dtype;
-    int64_t off = 0;
-    int ax = 0, od = 0;
-    auto read = [&](const ScalarRef& r) -> int64_t {
-      return r.kind == ScalarRef::Literal ? r.lit : scalar_int(f.in(r.input));
-    };
-    for (const IdxEntry& e : s_.entries) {
-      const int64_t dim = x.dim(ax), st = x.strides[ax];
-      if (e.kind == IdxEntry::Index) {
-        const int64_t v = read(e.value);
-        const int64_t n = normalize_index(v, dim);
-        if (n < 0) f.fail(index_error_msg(v, ax, dim));
-        off += n * st;
-      } else {
-        const int64_t step = e.step.kind == ScalarRef::None ? 1 : read(e.step);
-        if (step == 0) f.fail("slice step cannot be zero");
-        std::optional<int64_t> a, b;
-        if (e.start.kind != ScalarRef::None) a = read(e.start);
-        if (e.stop.kind != ScalarRef::None) b = read(e.stop);
-        const SliceRange sr = slice_range(a, b, step, dim);
-        off += sr.start * st;
-        o.shape.dims[od] = sr.len;
-        o.strides[od++] = st * step;
-      }
-      ++ax;
-    }
-    for (; ax < x.ndim(); ++ax, ++od) {
-      o.shape.dims[od] = x.dim(ax);
-      o.strides[od] = x.strides[ax];
-    }
-    o.shape.ndim = od;
-    o.data = static_cast<char*>(x.data) + off * int64_t(dtype_size(x.dtype));
+    basic_view(f, s_, f.in(0), o);
     check_out_shape(f, 0, stat_, o.shape);
     f.set_out(0, o);
   }
@@ -202,7 +214,7 @@ Tensor& out_as_copy(Frame& f, const Tensor& x) {
 class IncK : public OpKernel {
  public:
   enum Mode { Inc, Set, IncNoDup };
-  IncK(IndexSpec s, Mode m) : s_(std::move(s)), mode_(m) {}
+  IncK(IndexSpec s, Mode m) : s_(std::move(s)), mode_(m), basic_(is_basic(s_)) {}
   // AdvancedIncSubtensor1: one index vector (input 2) along axis 0.
   IncK(IndexSpec s, Mode m, ConstIndex ci) : s_(std::move(s)), mode_(m), one_(true), ci_(std::move(ci)) {}
   int may_overwrite(int) const override { return 0; }
@@ -211,6 +223,7 @@ class IncK : public OpKernel {
     const Tensor& x = f.in(0);
     const Tensor& y = f.in(1);
     if (one_ && x.ndim() == 1 && y.dtype == x.dtype && y.ndim() <= 1) return run1(f, x, y);
+    if (basic_ && y.dtype == x.dtype) return run_basic(f, x, y);
     Tensor& o = out_as_copy(f, x);
     Resolved r;
     // y converted to x's dtype when they differ.
@@ -300,6 +313,35 @@ class IncK : public OpKernel {
     });
   }
 
+  // Slices and integers, y of x's dtype: the view of the output updated in
+  // place, each element once in the view's order (as the general path).
+  void run_basic(Frame& f, const Tensor& x, const Tensor& y) const {
+    Tensor& o = out_as_copy(f, x);
+    Uninit<Tensor> vb;
+    Tensor& v = *vb;
+    basic_view(f, s_, o, v);
+    auto yb = broadcast_view(y, v.shape);
+    if (!yb)
+      f.fail("shape mismatch: value array of shape " + y.shape.str() +
+             " could not be broadcast to indexing result of shape " + v.shape.str());
+    const bool set = mode_ == Set;
+    dtype_dispatch(x.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* d = v.ptr<T>();
+      const T* s = yb->ptr<const T>();
+      if (v.ndim() == 1) {
+        const int64_t n = v.dim(0), ds = v.strides[0], ss = yb->strides[0];
+        if (set)
+          for (int64_t k = 0; k < n; ++k) d[k * ds] = s[k * ss];
+        else
+          for (int64_t k = 0; k < n; ++k) d[k * ds] += s[k * ss];
+        return;
+      }
+      if (set) zip_each(v.shape, d, v.strides, s, yb->strides, [](T& a, const T& b) { a = b; });
+      else zip_each(v.shape, d, v.strides, s, yb->strides, [](T& a, const T& b) { a += b; });
+    });
+  }
+
   // One index vector into a vector x, y of x's dtype: the index read in its
   // own dtype (or the load-time ConstIndex), the bounds check in the loop.
   void run1(Frame& f, const Tensor& x, const Tensor& y) const {
@@ -386,6 +428,7 @@ class IncK : public OpKernel {
 
   IndexSpec s_;
   Mode mode_;
+  bool basic_ = false;  // is_basic(s_)
   bool one_ = false;
   ConstIndex ci_;
 };
