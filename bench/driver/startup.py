@@ -1,17 +1,15 @@
-"""Model to first gradient and to nutpie's first draw, cold and warm, in fresh processes; the report of it;
-and the steady-state cost of each graph preparation.
+"""Model to first gradient and to nutpie's first draw, cold and warm, in fresh processes; the report of it.
 
     python bench/driver/startup.py startup [--workloads seed:6x8,seed:15x20,radon,eight_schools]
-        [--backends ember,ember-stabilize,numba,jax] [--reps 3] [--out bench/results/startup.json]
+        [--backends ember,ember-fast_run,numba,jax] [--reps 3] [--out bench/results/startup.json]
     python bench/driver/startup.py report [--results bench/results/startup.json] [--md docs/benchmarks.md]
-    python bench/driver/startup.py throughput [--models radon,seed_lognormal,...] [--out FILE.json]
 
 startup: per workload (the seed grid's hierarchical LogNormal, `seed:GROUPSxSHARED`; radon; eight schools,
 non-centered; all from ember.testing.models) and repetition, each backend in turn (the order rotates per
 repetition) runs twice in fresh processes: "cold" with empty caches (EMBER_CACHE_DIR, NUMBA_CACHE_DIR, PyTensor's
 compiledir and JAX's compilation cache in a new temporary directory), then "warm" with the caches the cold run
-filled. Backends: `ember` (ember.nutpie.compile_pymc_model, its default preparation), `ember-stabilize` (the
-same with prepare="stabilize": no fast_run pass; cold only), `numba` and `jax` (nutpie.compile_pymc_model with
+filled. Backends: `ember` (ember.nutpie.compile_pymc_model, its default preparation), `ember-fast_run` (the
+same with prepare="fast_run": PyTensor's fast_run pass; cold only), `numba` and `jax` (nutpie.compile_pymc_model with
 that backend; JAX runs in .venv-jax, made by bench/driver/setup-jax.sh, and is skipped when that is absent).
 A child times, from a built pm.Model: ttfg = compile plus one logp+gradient call at the initial point;
 first draw = that plus nutpie.sample(draws=1, tune=1, chains=1). RSS growth = peak RSS minus the RSS after
@@ -19,11 +17,10 @@ importing pymc, nutpie and the backend. Ember's stage breakdown is `compiled.tim
 --out as it ends, so sizes can be added by later invocations; `report` takes medians of the primary stack's runs
 and writes the "Startup: model to first draw" section of docs/benchmarks.md between its markers.
 
-throughput: per model, ember Programs of both preparations ("stabilize", "fast_run") timed from one C loop over
-the nutpie-ABI pointer (ctimer.py), alternating short batches; the median ns per logp+gradient call of each.
+(The steady-state cost of each preparation, side by side: bench/suite/prepare_ab.py.)
 
 Run with the primary stack, e.g.
-  EMBER_NATIVE_DIR=build/py313/python/ember PYTHONPATH=python .venv/bin/python bench/driver/startup.py startup
+  EMBER_NATIVE_DIR=build/jit/python/ember PYTHONPATH=python .venv/bin/python bench/driver/startup.py startup
 """
 
 import argparse
@@ -41,7 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 RESULTS = os.path.join(ROOT, "bench", "results", "startup.json")
 JAX_PYTHON = os.path.join(ROOT, ".venv-jax", "bin", "python")
-MODES = {"ember": ("cold", "warm"), "ember-stabilize": ("cold",), "numba": ("cold", "warm"), "jax": ("cold", "warm")}
+MODES = {"ember": ("cold", "warm"), "ember-fast_run": ("cold",), "numba": ("cold", "warm"), "jax": ("cold", "warm")}
 EMBER_OWN = ("cache_key", "export", "cache_store", "load", "first_call")
 BEGIN, END = "<!-- startup:begin -->", "<!-- startup:end -->"
 
@@ -86,7 +83,7 @@ def child(args):
     model = _build(args.workload)
     t0 = time.perf_counter()
     if args.backend.startswith("ember"):
-        prepare = "stabilize" if args.backend == "ember-stabilize" else None
+        prepare = "fast_run" if args.backend == "ember-fast_run" else None
         compiled = enutpie.compile_pymc_model(model, prepare=prepare)  # ends with one logp+gradient call
     elif args.backend == "numba":
         sys.path.insert(0, HERE)
@@ -253,9 +250,9 @@ def report(args):
          "**warm**: a second process on the same model with the caches the cold run filled. **ttfg**: compile and "
          "one logp+gradient call at the initial point; **first draw**: that plus `nutpie.sample(draws=1, tune=1, "
          "chains=1)`. **RSS growth**: peak RSS minus RSS after importing pymc, nutpie and the backend. "
-         "`ember` is `ember.nutpie.compile_pymc_model` with its default preparation (PyTensor's `fast_run`); "
-         "`ember-stabilize` the same with `prepare=\"stabilize\"` (canonicalize and stabilize only, the rest in "
-         "ember's loader). Medians over `n` runs.", "",
+         "`ember` is `ember.nutpie.compile_pymc_model` with its default preparation (`prepare=\"stabilize\"`: "
+         "PyTensor's canonicalize, stabilize and specialize, the rest in ember's loader); `ember-fast_run` the same "
+         "with `prepare=\"fast_run\"` (PyTensor's whole fast_run pass). Medians over `n` runs.", "",
          "| workload | backend | mode | n | ttfg s | first draw s | RSS growth MB |", "|---|---|---|---|---|---|---|"]
     for w in workloads:
         for b in backends:
@@ -272,7 +269,7 @@ def report(args):
           "| workload | backend | mode | " + " | ".join(stages) + " | ember's own | sampler | first draw |",
           "|---" * (len(stages) + 6) + "|"]
     for w in workloads:
-        for b in ("ember", "ember-stabilize"):
+        for b in ("ember", "ember-fast_run"):
             for m in MODES[b]:
                 r = rows.get((w, b, m))
                 if r:
@@ -295,7 +292,7 @@ def report(args):
     for w in workloads:
         nc, nw = rows.get((w, "numba", "cold"), {}), rows.get((w, "numba", "warm"), {})
         jc, jw = rows.get((w, "jax", "cold"), {}), rows.get((w, "jax", "warm"), {})
-        for b in ("ember", "ember-stabilize"):
+        for b in ("ember", "ember-fast_run"):
             c = rows.get((w, b, "cold"))
             if not c:
                 continue
@@ -332,45 +329,6 @@ def report(args):
     print("wrote", args.md)
 
 
-def throughput(args):
-    sys.path.insert(0, HERE)
-    import ctimer
-
-    import ember.nutpie as enutpie
-    from ember import native
-    from ember.testing import models
-
-    lib = ctimer.load()
-    results = []
-    for name in args.models:
-        model = models.MODELS[name](seed=0)
-        progs = {}
-        for prep in ("stabilize", "fast_run"):
-            t0 = time.perf_counter()
-            c = enutpie.compile_pymc_model(model, prepare=prep, cache=False)
-            progs[prep] = (c, time.perf_counter() - t0)
-        x = progs["fast_run"][0].initial_point_func(0)
-        callers = {p: ctimer.Caller(lib, p, native.logp_address, c.logp_program.nutpie_handle(), x)
-                   for p, (c, _) in progs.items()}
-        n = {p: c.batch_size() for p, c in callers.items()}
-        t_end = time.perf_counter() + args.seconds
-        while time.perf_counter() < t_end:  # alternate, so load changes hit both alike
-            for p, c in callers.items():
-                c.batch(n[p])
-        row = {"model": name}
-        for p, c in callers.items():
-            row[p] = {"ns_per_call": statistics.median(c.wall), "nodes": progs[p][0].logp_program.num_nodes,
-                      "prepare_s": progs[p][1],
-                      "rewrites_s": progs[p][0].timings.get("rewrites"), "export_s": progs[p][0].timings.get("export")}
-        row["stabilize_over_fast_run"] = row["stabilize"]["ns_per_call"] / row["fast_run"]["ns_per_call"]
-        results.append(row)
-        print(f"{name:<24} stabilize {row['stabilize']['ns_per_call'] / 1e3:9.2f} us ({row['stabilize']['nodes']} nodes, "
-              f"prepare {row['stabilize']['prepare_s']:.1f} s)  fast_run {row['fast_run']['ns_per_call'] / 1e3:9.2f} us "
-              f"({row['fast_run']['nodes']} nodes, prepare {row['fast_run']['prepare_s']:.1f} s)  ratio "
-              f"{row['stabilize_over_fast_run']:.2f}", flush=True)
-    return results
-
-
 def _size(s):
     g, p = s.lower().split("x")
     return int(g), int(p)
@@ -384,7 +342,7 @@ def main(argv=None):
     c.add_argument("--workload", required=True)
     s = sub.add_parser("startup")
     s.add_argument("--workloads", default="seed:6x8,radon,eight_schools,seed:15x20,seed:18x24,seed:36x48")
-    s.add_argument("--backends", default="ember,ember-stabilize,numba,jax")
+    s.add_argument("--backends", default="ember,ember-fast_run,numba,jax")
     s.add_argument("--reps", type=int, default=3)
     s.add_argument("--first-rep", type=int, default=0, help="number of the first repetition (when adding runs)")
     s.add_argument("--timeout", type=float, default=1800)
@@ -395,11 +353,6 @@ def main(argv=None):
     r.add_argument("--python", default="3.13", help="the primary stack's Python version prefix")
     r.add_argument("--notes", default=os.path.join(ROOT, "bench", "results", "startup_notes.md"),
                    help="hand-written findings appended to the section")
-    t = sub.add_parser("throughput")
-    t.add_argument("--models", default="eight_schools_noncentered,radon,logistic_glm,seed_lognormal,seed_gamma,"
-                                       "seed_lognormal_large")
-    t.add_argument("--seconds", type=float, default=3.0)
-    t.add_argument("--out")
     args = p.parse_args(argv)
     if args.cmd == "child":
         return child(args)
@@ -407,13 +360,7 @@ def main(argv=None):
         args.workloads = args.workloads.split(",")
         args.backends = args.backends.split(",")
         return startup(args)
-    if args.cmd == "report":
-        return report(args)
-    args.models = args.models.split(",")
-    res = throughput(args)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(res, f, indent=1)
+    return report(args)
 
 
 if __name__ == "__main__":

@@ -146,11 +146,12 @@ def section(doc):
     return "\n".join(out)
 
 
-def splice(md_path, block):
+def splice(md_path, block, begin=BEGIN, end=END):
+    """Replaces the block between begin and end in md_path (appends it when absent)."""
     text = open(md_path).read() if os.path.exists(md_path) else ""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1]
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
     with open(md_path, "w") as f:

@@ -30,9 +30,10 @@ from .nutpie_lib import TESTED_NUTPIE, CompiledModel  # noqa: F401
 from .options import resolve_options
 
 # What PyTensor does after canonicalize + stabilize + gradient (ember/prepare.py).
-# fast_run fuses elementwise work into Composites, which Ember's loader does not
-# yet do for vector nodes: measured faster at steady state (docs/python.md).
-DEFAULT_PREPARE = "fast_run"
+# "stabilize": the rest (fusion, clean-up) is Ember's loader's; its programs
+# run as fast as fast_run's and are prepared in a fraction of the time
+# (docs/python.md, bench/suite/prepare_ab.py).
+DEFAULT_PREPARE = "stabilize"
 
 
 def _check_nutpie():

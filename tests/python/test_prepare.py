@@ -266,10 +266,11 @@ def test_compile_and_sample_without_compiler_or_numba(tmp_path):
     assert "DRAWS 20" in out.stdout, out.stdout
 
 
-def test_compile_starts_no_compiler_where_one_is_installed():
-    """With g++ on PATH and PyTensor free to use it: no process is started
-    while compiling (PyTensor's BLAS probe test-compiles C when a C-only
-    rewrite asks for its flags)."""
+def test_compile_starts_no_compiler_where_one_is_installed(tmp_path):
+    """With g++ on PATH and PyTensor free to use it (an empty compile cache):
+    no process is started while compiling. PyTensor's BLAS probe test-compiles
+    C when a C-only rewrite asks for its flags; PyTensor 3 links the inner
+    functions of an LKJ prior's initial-point draw with C thunks."""
     script = textwrap.dedent("""
         import subprocess, pymc, pytensor, nutpie
         import ember.nutpie as en
@@ -286,10 +287,11 @@ def test_compile_starts_no_compiler_where_one_is_installed():
         model = models.seed_gamma(seed=0)
         for prepare in ("stabilize", "fast_run"):
             en.compile_pymc_model(model, prepare=prepare, cache=False)
+        en.compile_pymc_model(models.mvnormal_lkj(seed=0), cache=False).initial_point_func(1)
         print("STARTED", started)
     """)
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    env.pop("PYTENSOR_FLAGS", None)
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
+               PYTENSOR_FLAGS=f"compiledir={tmp_path / 'pytensor'}")
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=1200)
     assert out.returncode == 0, out.stderr[-4000:]
     assert "STARTED []" in out.stdout, out.stdout[-2000:]
