@@ -22,7 +22,7 @@
 #include "interp/dtype.hpp"
 #include "jit/jit.hpp"
 #include "jit/tier_manager.hpp"
-#include "tests/test_util.hpp"
+#include "test_util.hpp"
 
 using namespace ember;
 

@@ -10,7 +10,7 @@ where ref is the exact result rounded to nearest double and err is
 |(got - ref)/ulp(ref) - err|. Non-finite or zero refs have err = 0 and must be
 matched exactly. Inputs cover each function's domain plus edge regions.
 
-Usage: python3 tests/gen_math_reference.py [function ...]   (default: all)
+Usage: python3 tests/gen/gen_math_reference.py [function ...]   (default: all)
 Other scripts (gen_math_reference_special.py) may import write_table/ulp.
 """
 import math
@@ -22,7 +22,7 @@ import mpmath
 import numpy as np
 
 mpmath.mp.prec = 256
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "math")
+OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "math")
 N = 1500  # points per unary function
 
 

@@ -10,8 +10,8 @@
 #include "interp/bytecode.hpp"
 #include "interp/vm.hpp"
 #include "jit/jit.hpp"
-#include "tests/jit_util.hpp"
-#include "tests/test_util.hpp"
+#include "jit_util.hpp"
+#include "test_util.hpp"
 
 using namespace ember;
 using namespace ember::interp;

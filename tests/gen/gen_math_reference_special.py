@@ -6,9 +6,9 @@ significant digits from the exact double inputs.
 Writes tests/data/math/<function>.bin: raw little-endian float64 rows of
 (inputs..., reference). Points whose reference is not a normal double
 (|ref| < 2.2e-308, overflow, NaN) are left out; edge values are tested
-separately against SciPy in tests/test_math_special.cpp.
+separately against SciPy in tests/unit/test_math_special.cpp.
 
-Run: python3 tests/gen_math_reference_special.py   (needs numpy, mpmath)
+Run: python3 tests/gen/gen_math_reference_special.py   (needs numpy, mpmath)
 """
 import os
 
@@ -16,7 +16,7 @@ import mpmath as mp
 import numpy as np
 
 mp.mp.dps = 40
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "math")
+OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "math")
 rng = np.random.default_rng(0)
 
 

@@ -1,5 +1,5 @@
 // Elementary functions of the math library: accuracy against mpmath tables
-// (tests/gen_math_reference.py), NumPy/C99 special values, and bit-identity of
+// (tests/gen/gen_math_reference.py), NumPy/C99 special values, and bit-identity of
 // the array path, the scalar path, any lane position and in-place calls.
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // Special functions of interp/math: accuracy against mpmath tables
-// (tests/gen_math_reference_special.py), edge values against SciPy, and
+// (tests/gen/gen_math_reference_special.py), edge values against SciPy, and
 // identical bits whatever the array length, lane, aliasing or entry point.
 #include <catch2/catch.hpp>
 
