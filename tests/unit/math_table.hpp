@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "test_paths.hpp"
+
 struct MathTable {
   uint32_t arity = 0;
   std::vector<double> in[3], ref;
@@ -17,7 +19,7 @@ struct MathTable {
 };
 
 inline MathTable load_math_table(const std::string& name) {
-  const std::string path = std::string(EMBER_TEST_DATA) + "/math/" + name + ".bin";
+  const std::string path = ember::test::data_path("math/" + name + ".bin");
   std::ifstream f(path, std::ios::binary);
   INFO("reference table " << path);
   REQUIRE(f.good());
