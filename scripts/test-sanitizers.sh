@@ -20,7 +20,7 @@ builds="${EMBER_SAN_BUILD_ROOT:-$root/build}"
 status=0
 TIMEFORMAT="%R s wall, %U s user + %S s sys"
 
-# alloc_dealloc_mismatch=0: tests/test_executor.cpp replaces the global
+# alloc_dealloc_mismatch=0: tests/unit/test_executor.cpp replaces the global
 # operator new/delete with malloc/free (to count allocations), which ASan
 # otherwise reports as new-vs-free in every test of the binary.
 export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:alloc_dealloc_mismatch=0"

@@ -27,7 +27,7 @@ mp.mp.prec = 120
 # functions are measured against the correctly rounded result. Special
 # functions too, except where the value is a difference of O(1) terms next
 # to a zero of the function (scale() below): there the error is absolute, in
-# ulps of the scale, as in tests/test_math_special.cpp.
+# ulps of the scale, as in tests/unit/test_math_special.cpp.
 BOUND = {
     "Exp": 1, "Exp2": 1, "Expm1": 1, "Log": 1, "Log2": 2, "Log10": 2, "Log1p": 1,
     "Sin": 1, "Cos": 1, "Tan": 1, "ArcSin": 1, "ArcCos": 1, "ArcTan": 1, "ArcTan2": 2,
@@ -187,7 +187,7 @@ def too_costly(op, a):
         return any(abs(v) > 1e4 or (v != 0 and abs(v) < 1e-30) for v in a)
     if op in ("I0", "I1", "I0e", "I1e", "J0", "J1", "Gamma", "GammaLn", "Psi", "TriGamma"):
         return abs(a[0]) > 1e15
-    if op == "PolyGamma":  # n > 170: n! overflows (inf or NaN, tests/test_math_special.cpp)
+    if op == "PolyGamma":  # n > 170: n! overflows (inf or NaN, tests/unit/test_math_special.cpp)
         return a[0] > 170 or abs(a[1]) > 1e15
     if op in ("Sin", "Cos", "Tan"):
         return False

@@ -1,5 +1,5 @@
 // Runs a NumPy fixture from tests/data/ops_index (written by
-// tests/gen_fixtures_ops_index.py): loads its graph, calls it on each run's
+// tests/gen/gen_fixtures_ops_index.py): loads its graph, calls it on each run's
 // inputs and compares outputs bit for bit, or checks the expected error.
 #pragma once
 #include <cstring>

@@ -1,5 +1,5 @@
 // The model suite's graphs as PyTensor hands them over without fast_run
-// (tests/data/models_unfused, python/scripts/export_models_unfused.py:
+// (tests/data/models_unfused, tests/gen/export_models_unfused.py:
 // canonicalize + stabilize, pt.grad) through the load-time passes: the bits
 // of the unpassed graph, PyTensor's values of the fast_run graph
 // (tests/data/models/<name>.values.json) to 1e-12, and at tail points finite

@@ -10,6 +10,7 @@
 
 #include "interp/config.hpp"
 #include "interp/option_parse.hpp"
+#include "test_paths.hpp"
 
 using namespace ember;
 using Catch::Matchers::Contains;
@@ -22,7 +23,7 @@ namespace {
 // stdout plus stderr.
 std::pair<int, std::string> ember_cmd(const std::string& env, const std::string& args) {
   std::string out;
-  FILE* f = ::popen((env + " " + EMBER_BINARY + " " + args + " 2>&1").c_str(), "r");
+  FILE* f = ::popen((env + " " + ember::test::ember_binary() + " " + args + " 2>&1").c_str(), "r");
   REQUIRE(f);
   char buf[4096];
   size_t n;
@@ -127,7 +128,7 @@ TEST_CASE("ember_config_lists_every_variable_of_the_table", "[config]") {
 }
 
 TEST_CASE("an_unknown_EMBER_variable_draws_one_warning", "[config]") {
-  const std::string graph = std::string(EMBER_TEST_DATA) + "/models/eight_schools_centered.embg";
+  const std::string graph = ember::test::data_path("models/eight_schools_centered.embg");
   for (const std::string& args : {std::string("config"), "run " + graph + " --random-inputs 1 --jit off"}) {
     auto [rc, out] = ember_cmd("EMBER_JIT_MEMROY=64M", args);
     INFO(out);
@@ -137,7 +138,7 @@ TEST_CASE("an_unknown_EMBER_variable_draws_one_warning", "[config]") {
 }
 
 TEST_CASE("bad_jit_values_name_their_source", "[config]") {
-  const std::string graph = std::string(EMBER_TEST_DATA) + "/models/eight_schools_centered.embg";
+  const std::string graph = ember::test::data_path("models/eight_schools_centered.embg");
   SECTION("environment: a warning, then the default") {
     auto [rc, out] = ember_cmd("EMBER_JIT_MEMORY=lots EMBER_JIT=sometimes", "run " + graph + " --random-inputs 1");
     INFO(out);

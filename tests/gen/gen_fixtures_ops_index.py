@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "ops_index")
+OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "ops_index")
 rng = np.random.default_rng(20261129)
 
 

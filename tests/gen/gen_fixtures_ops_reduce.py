@@ -1,12 +1,12 @@
 """Writes tests/data/ops_reduce/*.json: one-node Ember graphs for the
 reduction, CumOp and linear-algebra ops, their inputs, and the results NumPy
-and SciPy give (or the error they raise). Read by tests/test_ops_reduce.cpp
-and tests/test_ops_linalg.cpp.
+and SciPy give (or the error they raise). Read by tests/unit/test_ops_reduce.cpp
+and tests/unit/test_ops_linalg.cpp.
 
 Each file: {"cases": [{"name", "graph", "inputs": [array], "outputs": [array]
 | "error": substring, "rtol"}]}, array = {"dtype", "shape", "data"} with
 floats' non-finite values as "nan"/"inf"/"-inf" (or "gen": "mod", see gen_mod).
-Run: python3 tests/gen_fixtures_ops_reduce.py
+Run: python3 tests/gen/gen_fixtures_ops_reduce.py
 """
 import itertools
 import json
@@ -15,7 +15,7 @@ import os
 import numpy as np
 import scipy.linalg as sla
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "ops_reduce")
+OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "ops_reduce")
 rng = np.random.default_rng(20261129)
 
 

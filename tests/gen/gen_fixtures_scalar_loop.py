@@ -9,9 +9,9 @@ branch, and two references per output:
   "pytensor": PyTensor's default (C) backend, which runs the same series
               ("rtol_pytensor": its C psi is only ~1e-9 accurate).
 
-Read by tests/test_scalar_loop.cpp. Run with PyTensor 2.38 and mpmath (the
+Read by tests/unit/test_scalar_loop.cpp. Run with PyTensor 2.38 and mpmath (the
 exporter reads the tables a build generates in <build>/python/ember):
-  EMBER_NATIVE_DIR=build/jit/python/ember PYTHONPATH=python .venv/bin/python tests/gen_fixtures_scalar_loop.py
+  EMBER_NATIVE_DIR=build/jit/python/ember PYTHONPATH=python .venv/bin/python tests/gen/gen_fixtures_scalar_loop.py
 """
 import json
 import os
@@ -23,7 +23,7 @@ import pytensor.tensor as pt
 
 from ember.export import export_graph
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "scalar_loop")
+OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "scalar_loop")
 mpmath.mp.dps = 30
 
 # (k, x): both gammainc_grad series, its gammaincc branches (x >= k and

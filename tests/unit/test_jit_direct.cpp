@@ -18,8 +18,8 @@
 #include "interp/vm.hpp"
 #include "jit/emit_x86.hpp"
 #include "jit/jit.hpp"
-#include "tests/jit_util.hpp"
-#include "tests/test_util.hpp"
+#include "jit_util.hpp"
+#include "test_util.hpp"
 
 using namespace ember;
 using namespace ember::interp;

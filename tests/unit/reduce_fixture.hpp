@@ -1,5 +1,5 @@
 // Runs the NumPy/SciPy fixture cases of tests/data/ops_reduce (written by
-// tests/gen_fixtures_ops_reduce.py): one-node graphs, inputs, expected
+// tests/gen/gen_fixtures_ops_reduce.py): one-node graphs, inputs, expected
 // outputs or the error expected.
 #pragma once
 #include <algorithm>

@@ -22,18 +22,18 @@
 #include "interp/dtype.hpp"
 #include "jit/jit.hpp"
 #include "jit/tier_manager.hpp"
-#include "tests/test_util.hpp"
+#include "test_util.hpp"
 
 using namespace ember;
 
 #ifdef EMBER_WITH_JIT
 namespace {
 
-const std::string kGraph = std::string(EMBER_TEST_DATA) + "/models/seed_lognormal.embg";
+const std::string kGraph = test::data_path("models/seed_lognormal.embg");
 
 std::pair<int, std::string> run_cli(const std::string& args) {
   std::string out;
-  FILE* f = ::popen((std::string(EMBER_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  FILE* f = ::popen((test::ember_binary() + " " + args + " 2>&1").c_str(), "r");
   REQUIRE(f);
   char buf[4096];
   size_t n;

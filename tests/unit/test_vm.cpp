@@ -1,4 +1,4 @@
-// The VM against an independent scalar evaluator (tests/vm_ref.hpp): every
+// The VM against an independent scalar evaluator (tests/unit/vm_ref.hpp): every
 // scalar op for every dtype combination, broadcast and stride patterns,
 // scalar path vs vector path on random Composites with special values,
 // mixed-dtype constants, several outputs, many threads.

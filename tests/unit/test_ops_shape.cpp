@@ -1,4 +1,4 @@
-// Shape and layout ops: NumPy fixtures from tests/gen_fixtures_ops_index.py, compared
+// Shape and layout ops: NumPy fixtures from tests/gen/gen_fixtures_ops_index.py, compared
 // bit for bit (these ops only move or convert data), and graphs the loader
 // must reject.
 #include <catch2/catch.hpp>

@@ -12,6 +12,7 @@
 
 #include "ember/ember.hpp"
 #include "jit/jit.hpp"
+#include "test_paths.hpp"
 
 // An explicit, counted skip. Catch2 2 has no SKIP (Catch2 3 does, and then
 // its own is used): this one prints "EMBER_SKIPPED: <reason>" and leaves the
@@ -43,8 +44,6 @@ inline std::string temp_path(const std::string& name) {
   std::filesystem::remove_all(p);
   return p.string();
 }
-
-inline std::string data_path(const std::string& name) { return std::string(EMBER_TEST_DATA) + "/" + name; }
 
 inline std::string read_text(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -2,15 +2,15 @@
 """The "dense" column of docs/math.md: the elementary functions' worst ulp
 over a run FACTOR times denser than the checked-in tables.
 
-Draws each table's points (tests/gen_math_reference.py, the same
+Draws each table's points (tests/gen/gen_math_reference.py, the same
 distributions) FACTOR times from another seed, computes the exact results
 with mpmath at 256 bits, runs Ember's op over them with `ember run` (an
 Elemwise graph; every tier gives the same bits), and prints the worst error
-in ulps as tests/test_math_elementary.cpp measures it. Special results
+in ulps as tests/unit/test_math_elementary.cpp measures it. Special results
 (non-finite or zero) must match exactly. Not run by CI: mpmath needs about
 a minute per function at the default factor.
 
-Usage: python tests/math_dense.py --ember build/jit/ember [--factor 25] [--seed 7] [name ...]
+Usage: python tests/gen/math_dense.py --ember build/jit/ember [--factor 25] [--seed 7] [name ...]
 """
 import argparse
 import json

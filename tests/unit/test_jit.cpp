@@ -10,8 +10,8 @@
 #include "interp/bytecode.hpp"
 #include "interp/vm.hpp"
 #include "jit/jit.hpp"
-#include "tests/jit_util.hpp"
-#include "tests/test_util.hpp"
+#include "jit_util.hpp"
+#include "test_util.hpp"
 
 using namespace ember;
 using namespace ember::interp;
@@ -648,11 +648,13 @@ TEST_CASE("jit_direct_tier_measured_peak_stays_under_a_small_budget_with_splits"
 
 #include <nlohmann/json.hpp>
 
+#include "test_paths.hpp"
+
 namespace timeline_test {
 
 std::pair<int, std::string> run_ember(const std::string& args) {
   std::string out;
-  FILE* f = ::popen((std::string(EMBER_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  FILE* f = ::popen((ember::test::ember_binary() + " " + args + " 2>&1").c_str(), "r");
   REQUIRE(f);
   char buf[4096];
   size_t n;
@@ -722,7 +724,7 @@ TEST_CASE("ember_run_timeline_eager_lists_every_composite_once_at_the_top_tier",
   // Load-time fusion off (the child inherits it): then the program runs the
   // 27 Composites the graph passes leave in this graph, and eager compiles all.
   setenv("EMBER_FUSE", "0", 1);
-  auto [rc, out] = run_ember("run " + std::string(EMBER_TEST_DATA) + "/models/seed_lognormal.embg --random-inputs 1 --repeat 3 "
+  auto [rc, out] = run_ember("run " + ember::test::data_path("models/seed_lognormal.embg") + " --random-inputs 1 --repeat 3 "
                              "--jit eager --no-cache --timeline --stats " + stats);
   unsetenv("EMBER_FUSE");
   INFO(out);
@@ -751,7 +753,7 @@ TEST_CASE("ember_run_timeline_auto_changes_chain_and_match_the_final_stats", "[j
   std::string out;
   for (int repeat : {20000, 100000, 500000}) {
     int rc;
-    std::tie(rc, out) = run_ember("run " + std::string(EMBER_TEST_DATA) + "/models/seed_lognormal.embg --random-inputs 1 "
+    std::tie(rc, out) = run_ember("run " + ember::test::data_path("models/seed_lognormal.embg") + " --random-inputs 1 "
                                   "--repeat " + std::to_string(repeat) + " --jit auto --no-cache --timeline --stats " + stats);
     INFO(out);
     REQUIRE(rc == 0);
@@ -765,7 +767,7 @@ TEST_CASE("ember_run_timeline_auto_changes_chain_and_match_the_final_stats", "[j
 #endif
 
 TEST_CASE("ember_run_timeline_with_the_jit_off_prints_no_tier_changes", "[jit]") {
-  auto [rc, out] = run_ember("run " + std::string(EMBER_TEST_DATA) + "/models/seed_lognormal.embg --random-inputs 1 --repeat 50 "
+  auto [rc, out] = run_ember("run " + ember::test::data_path("models/seed_lognormal.embg") + " --random-inputs 1 --repeat 50 "
                              "--jit off --timeline");
   INFO(out);
   REQUIRE(rc == 0);

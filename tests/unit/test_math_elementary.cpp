@@ -1,5 +1,5 @@
 // Elementary functions of the math library: accuracy against mpmath tables
-// (tests/gen_math_reference.py), NumPy/C99 special values, and bit-identity of
+// (tests/gen/gen_math_reference.py), NumPy/C99 special values, and bit-identity of
 // the array path, the scalar path, any lane position and in-place calls.
 #include <catch2/catch.hpp>
 
@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <random>
 #include <string>
@@ -15,6 +14,7 @@
 
 #include "interp/math/math.hpp"
 #include "interp/math/simd.hpp"
+#include "math_table.hpp"
 
 namespace {
 
@@ -41,40 +41,6 @@ const Fn kFns[] = {F1(exp),   F1(exp2),    F1(expm1),    F1(log),     F1(log2), 
 #undef F1
 #undef F2
 
-struct Table {
-  uint32_t arity = 0;
-  std::vector<double> in[2], ref;
-  std::vector<float> err;
-};
-
-Table load_table(const std::string& name) {
-  std::string path = std::string(EMBER_TEST_DATA) + "/math/" + name + ".bin";
-  std::ifstream f(path, std::ios::binary);
-  INFO("reference table " << path);
-  REQUIRE(f.good());
-  char magic[8];
-  uint32_t hdr[2];
-  f.read(magic, 8);
-  f.read(reinterpret_cast<char*>(hdr), 8);
-  REQUIRE(std::memcmp(magic, "EMBMATH1", 8) == 0);
-  Table t;
-  t.arity = hdr[0];
-  for (uint32_t i = 0; i < hdr[1]; ++i) {
-    double v;
-    for (uint32_t a = 0; a < t.arity; ++a) {
-      f.read(reinterpret_cast<char*>(&v), 8);
-      t.in[a].push_back(v);
-    }
-    f.read(reinterpret_cast<char*>(&v), 8);
-    t.ref.push_back(v);
-    float e;
-    f.read(reinterpret_cast<char*>(&e), 4);
-    t.err.push_back(e);
-  }
-  REQUIRE(f.good());
-  return t;
-}
-
 double ulp_of(double r) {
   r = std::fabs(r);
   if (r < std::numeric_limits<double>::min()) return std::ldexp(1.0, -1074);
@@ -89,7 +55,7 @@ struct Accuracy {
   int special_mismatches = 0;
 };
 
-Accuracy measure(const Fn& fn, const Table& t) {
+Accuracy measure(const Fn& fn, const MathTable& t) {
   std::size_t n = t.ref.size();
   std::vector<double> got(n);
   if (fn.a1) fn.a1(int64_t(n), t.in[0].data(), got.data());
@@ -173,7 +139,7 @@ void exp_one_ulp_high(int64_t n, const double* x, double* y) {
 TEST_CASE("math_elementary_worst_ulp_within_the_documented_bounds_against_mpmath", "[math]") {
   for (const Fn& fn : kFns) {
     DYNAMIC_SECTION(fn.name) {
-      Table t = load_table(fn.name);
+      MathTable t = load_math_table(fn.name);
       REQUIRE(t.arity == (fn.a1 ? 1u : 2u));
       Accuracy acc = measure(fn, t);
       std::printf("math %-9s worst %.3f ulp over %zu points (at %.17g %.17g)\n", fn.name,
@@ -187,7 +153,7 @@ TEST_CASE("math_elementary_worst_ulp_within_the_documented_bounds_against_mpmath
 
 // The bounds can fail: an exp one ulp high is caught.
 TEST_CASE("math_elementary_bounds_catch_an_exp_one_ulp_high", "[math]") {
-  Table t = load_table("exp");
+  MathTable t = load_math_table("exp");
   Accuracy acc = measure(Fn{"exp", exp_one_ulp_high, nullptr, nullptr, nullptr}, t);
   INFO("worst " << acc.worst << " ulp");
   CHECK(acc.worst > documented_bound("exp"));
@@ -196,7 +162,7 @@ TEST_CASE("math_elementary_bounds_catch_an_exp_one_ulp_high", "[math]") {
 TEST_CASE("pow_integer_and_half_integer_exponents_correctly_rounded_but_for_ties", "[math]") {
   // |y| <= 16 integer or half-integer: binary powering in double-double (plus
   // sqrt x as a double-double), one final rounding, so within 0.5 ulp + tiny.
-  Table t = load_table("pow_small_exponent");
+  MathTable t = load_math_table("pow_small_exponent");
   const Fn& pw = kFns[23];
   REQUIRE(std::string(pw.name) == "pow");
   Accuracy acc = measure(pw, t);

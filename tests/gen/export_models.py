@@ -8,7 +8,7 @@ For each model writes
                       cross-checked against nutpie's numba function and
                       PyMC's own unrewritten logp/dlogp)
 
-Run: EMBER_NATIVE_DIR=build/jit/python/ember .venv/bin/python python/scripts/export_models.py [names...]
+Run: EMBER_NATIVE_DIR=build/jit/python/ember .venv/bin/python tests/gen/export_models.py [names...]
 """
 
 import argparse

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 rng = np.random.default_rng(20261129)
 J, N = 8, 200
 g = rng.integers(0, J, size=N)
@@ -145,7 +145,7 @@ def build():
 
 def main():
     graph = build()
-    with open(os.path.join(HERE, "data", "hierarchical_logp.json"), "w") as f:
+    with open(os.path.join(DATA, "hierarchical_logp.json"), "w") as f:
         json.dump(graph, f, indent=1)
     points = []
     for _ in range(10):
@@ -157,7 +157,7 @@ def main():
                        for e in np.eye(J + 2)])
         assert np.allclose(fd, gr, rtol=1e-6, atol=1e-6), (fd, gr)
         points.append({"x": x.tolist(), "logp": float(lp), "grad": gr.tolist()})
-    with open(os.path.join(HERE, "data", "hierarchical_expected.json"), "w") as f:
+    with open(os.path.join(DATA, "hierarchical_expected.json"), "w") as f:
         json.dump(points, f, indent=1)
 
 

@@ -7,7 +7,7 @@
 
 #include "ember/ember.hpp"
 #include "jit/tier_manager.hpp"
-#include "tests/test_util.hpp"
+#include "test_util.hpp"
 
 using namespace ember;
 

@@ -9,7 +9,7 @@ handed fast_run. PyMC's parameter checks become `switch(cond, logp, -inf)` as
 PyMC's compile does in every mode. The inputs are laid out as in
 tests/data/models/<name>.embg, whose values.json is the reference for both.
 
-Run: .venv/bin/python python/scripts/export_models_unfused.py [names...]
+Run: .venv/bin/python tests/gen/export_models_unfused.py [names...]
 """
 
 import argparse

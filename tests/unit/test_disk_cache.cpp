@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "jit/disk_cache.hpp"
-#include "tests/test_util.hpp"
+#include "test_util.hpp"
 
 namespace fs = std::filesystem;
 using ember::jit::DiskCache;

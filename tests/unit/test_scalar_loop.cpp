@@ -1,5 +1,5 @@
 // Elemwise{ScalarLoop}: PyTensor's gradients that use it against mpmath and
-// PyTensor's C backend (tests/gen_fixtures_scalar_loop.py), the loop's
+// PyTensor's C backend (tests/gen/gen_fixtures_scalar_loop.py), the loop's
 // semantics on hand-written loops with values worked out by hand, and
 // load-time rejection of malformed loops.
 #include <cmath>

@@ -306,7 +306,7 @@ TEST_CASE("c_abi_load_reports_missing_file_bad_json_and_wrong_signature", "[call
 
 TEST_CASE("ember_run_reports_bad_inputs_with_a_clear_error_and_non_zero_exit", "[call_boundary]") {
   TempDir d;
-  const std::string ember = EMBER_BINARY;
+  const std::string ember = test::ember_binary();
   const std::string graph = d.write("g.json", kThreeOps);
   std::string y = npy_header("<f8", "(2,)");
   const double yv[2] = {1, 2};

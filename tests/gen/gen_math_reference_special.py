@@ -3,20 +3,22 @@
 incomplete_gamma.cpp, betainc.cpp, bessel.cpp), computed with mpmath at 40
 significant digits from the exact double inputs.
 
-Writes tests/data/math/<function>.bin: raw little-endian float64 rows of
-(inputs..., reference). Points whose reference is not a normal double
-(|ref| < 2.2e-308, overflow, NaN) are left out; edge values are tested
-separately against SciPy in tests/test_math_special.cpp.
+Writes tests/data/math/<function>.bin (format in math_table.py). Points whose
+reference is not a normal double (|ref| < 2.2e-308, overflow, NaN) are left
+out; edge values are tested separately against SciPy in
+tests/unit/test_math_special.cpp.
 
-Run: python3 tests/gen_math_reference_special.py   (needs numpy, mpmath)
+Run: python3 tests/gen/gen_math_reference_special.py [group ...]   (needs numpy, mpmath)
 """
 import os
 
 import mpmath as mp
 import numpy as np
 
+import math_table
+
 mp.mp.dps = 40
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "math")
+OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "math")
 rng = np.random.default_rng(0)
 
 
@@ -51,11 +53,10 @@ def write(name, cols, f):
         d = float(v)
         if not np.isfinite(d) or abs(d) < 2.2250738585072014e-308:
             continue
-        rows.append(list(map(float, args)) + [d])
-    arr = np.array(rows, dtype="<f8")
+        rows.append((tuple(map(float, args)), d, float((v - mp.mpf(d)) / math_table.ulp(d))))
     os.makedirs(OUT, exist_ok=True)
-    arr.tofile(os.path.join(OUT, name + ".bin"))
-    print(f"{name}: {len(arr)} points")
+    math_table.write(os.path.join(OUT, name + ".bin"), len(cols), rows)
+    print(f"{name}: {len(rows)} points")
 
 
 def extra(name):

@@ -1,5 +1,5 @@
 // Special functions of interp/math: accuracy against mpmath tables
-// (tests/gen_math_reference_special.py), edge values against SciPy, and
+// (tests/gen/gen_math_reference_special.py), edge values against SciPy, and
 // identical bits whatever the array length, lane, aliasing or entry point.
 #include <catch2/catch.hpp>
 
@@ -8,12 +8,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "interp/math/math.hpp"
+#include "math_table.hpp"
 
 namespace {
 
@@ -25,35 +25,24 @@ using F3 = void (*)(int64_t, const double*, const double*, const double*, double
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
-std::vector<double> load_table(const std::string& name) {
-  std::string path = std::string(EMBER_TEST_DATA) + "/math/" + name + ".bin";
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  REQUIRE(f.good());
-  std::vector<double> v(static_cast<size_t>(f.tellg()) / sizeof(double));
-  f.seekg(0);
-  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(double)));
-  return v;
-}
-
 struct Worst {
   double err = 0;
   std::vector<double> at;
 };
 
-// Runs the array function fn (by default the table's name) over a table of
-// rows (inputs..., reference) and returns the largest |y - ref| / scale(ref, inputs).
+// Runs the array function fn (by default the table's name) over a table with
+// nin inputs and returns the largest |y - ref| / scale(ref, inputs).
 template <class Scale>
 Worst table_error(const std::string& name, int nin, Scale scale, std::string fn = "") {
   if (fn.empty()) fn = name;
-  std::vector<double> t = load_table(name);
-  size_t n = t.size() / (nin + 1);
+  MathTable t = load_math_table(name);
+  REQUIRE(t.arity == static_cast<uint32_t>(nin));
+  size_t n = t.ref.size();
   REQUIRE(n > 1000);
   std::vector<std::vector<double>> in(3, std::vector<double>(n));  // 3: every arity below compiles
-  std::vector<double> ref(n), y(n);
-  for (size_t i = 0; i < n; ++i) {
-    for (int k = 0; k < nin; ++k) in[k][i] = t[i * (nin + 1) + k];
-    ref[i] = t[i * (nin + 1) + nin];
-  }
+  for (int k = 0; k < nin; ++k) in[k] = t.in[k];
+  const std::vector<double>& ref = t.ref;
+  std::vector<double> y(n);
   int64_t len = static_cast<int64_t>(n);
   bool found = false;
   for (const m::Entry& e : m::kEntries) {

@@ -1,4 +1,4 @@
-// Subtensor family: NumPy fixtures from tests/gen_fixtures_ops_index.py, compared
+// Subtensor family: NumPy fixtures from tests/gen/gen_fixtures_ops_index.py, compared
 // bit for bit (these ops only move or convert data), and graphs the loader
 // must reject.
 #include <atomic>
