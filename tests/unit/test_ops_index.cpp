@@ -206,3 +206,52 @@ TEST_CASE("inc_subtensor_chains_update_in_place_unless_x_is_viewed_or_kept") {
     }
   }
 }
+
+// Slices and integers only: the output's view, updated in place. Rank-2 views
+// with a negative step, y broadcast along a dim, an index read from an input,
+// set and increment; the values are NumPy's (written out by hand).
+TEST_CASE("inc_subtensor_of_slices_and_integers_updates_strided_views") {
+  using nlohmann::json;
+  auto sl = [](json start, json stop, json step) {
+    return json{{"type", "slice"}, {"start", start}, {"stop", stop}, {"step", step}};
+  };
+  ember::test::GraphBuilder b;
+  const int x = b.input("float64", {4, 5}), y = b.input("float64", {1, 3}), i = b.input("int64", json::array());
+  const int s = b.input("float64", json::array());
+  // x[1:4, ::-2] += y (y's one row to every row of the view).
+  const int a = b.node("IncSubtensor", {x, y}, "float64", {4, 5},
+                       {{"idx_list", {sl(1, 4, nullptr), sl(nullptr, nullptr, -2)}}, {"set_instead_of_inc", false}});
+  // x[i, 1:] = s; x[:, -1] += s.
+  const int c = b.node("IncSubtensor", {x, s, i}, "float64", {4, 5},
+                       {{"idx_list", {{{"type", "index"}, {"value", {{"input", 2}}}}, sl(1, nullptr, nullptr)}},
+                        {"set_instead_of_inc", true}});
+  const int d = b.node("IncSubtensor", {x, s}, "float64", {4, 5},
+                       {{"idx_list", {sl(nullptr, nullptr, nullptr), {{"type", "index"}, {"value", -1}}}},
+                        {"set_instead_of_inc", false}});
+  b.outputs = {a, c, d};
+  auto p = ember::Program::from_json(b.str());
+  using ember::Array;
+  using ember::Shape;
+  std::vector<double> xv(20);
+  for (int k = 0; k < 20; ++k) xv[k] = 0.25 * k - 2;
+  const std::vector<double> yv = {100, 200, 300};
+  const int64_t iv = -3;  // row 1
+  const double sv = 7.5;
+  Array xa = Array::of<double>(Shape{2, {4, 5}}, xv), ya = Array::of<double>(Shape{2, {1, 3}}, yv);
+  Array ia = Array::of<int64_t>(Shape{0, {}}, std::vector<int64_t>{iv});
+  Array sa = Array::of<double>(Shape{0, {}}, std::vector<double>{sv});
+  auto out = p->call({xa.t, ya.t, ia.t, sa.t});
+  for (int r = 0; r < 4; ++r)
+    for (int col = 0; col < 5; ++col) {
+      INFO("row " << r << " col " << col);
+      const double v = xv[r * 5 + col];
+      // ::-2 over 5 columns: 4, 2, 0 take y[0], y[1], y[2].
+      const double ea = r >= 1 && col % 2 == 0 ? v + yv[(4 - col) / 2] : v;
+      CHECK(out[0].data<double>()[r * 5 + col] == ea);
+      CHECK(out[1].data<double>()[r * 5 + col] == (r == 1 && col >= 1 ? sv : v));
+      CHECK(out[2].data<double>()[r * 5 + col] == (col == 4 ? v + sv : v));
+    }
+  // An index out of range is the node's error, as for Subtensor.
+  Array bad = Array::of<int64_t>(Shape{0, {}}, std::vector<int64_t>{4});
+  CHECK_THROWS_WITH(p->call({xa.t, ya.t, bad.t, sa.t}), Catch::Contains("out of bounds"));
+}
