@@ -31,8 +31,8 @@ from .options import resolve_options
 
 # What PyTensor does after canonicalize + stabilize + gradient (ember/prepare.py).
 # "stabilize": the rest (fusion, clean-up) is Ember's loader's; its programs
-# run as fast as fast_run's and are prepared in a fraction of the time
-# (docs/python.md, bench/suite/prepare_ab.py).
+# run about as fast as fast_run's (median ratio 1.0 over the model suite) and
+# are prepared faster (docs/benchmarks.md, bench/suite/prepare_ab.py).
 DEFAULT_PREPARE = "stabilize"
 
 
