@@ -99,7 +99,8 @@ def section(doc):
         med = lambda k: statistics.median(r[k] for r in ok)  # noqa: E731
         ratio = med("ratio")
         diff = max(max(r["rel_diff_logp"], r["rel_diff_grad"]) for r in ok)
-        rows.append((ratio, f"| {name} | {ratio:.3f} | {', '.join(f'{r['ratio']:.2f}' for r in ok)} | "
+        runs_txt = ", ".join(f"{r['ratio']:.2f}" for r in ok)
+        rows.append((ratio, f"| {name} | {ratio:.3f} | {runs_txt} | "
                             f"{med('us_fast_run'):.2f} | {med('us_stabilize'):.2f} | {med('prepare_s_fast_run'):.2f} | "
                             f"{med('prepare_s_stabilize'):.2f} | {diff:.1e} |"))
     rows.sort()
