@@ -277,31 +277,45 @@ void Fuser::grow(int root, int gid) {
       for (int u : users.of(v)) offer(u);
   };
   offer_neighbours(root);
-  while (!work.empty()) {
-    const int k = work.top().second;
-    work.pop();
-    Shape dims = known;
-    if (!merge_dims(k, dims)) continue;
-    // No path from k to the group through a non-member, nor back.
-    expand_back(ord[k]);
-    expand_fwd(ord[k]);
-    bool cycle = false;
-    for (int v : g.nodes[k].outputs)
-      for (int u : users.of(v)) cycle = cycle || (!member(u) && anc[u] == cur);
-    for (int v : g.nodes[k].inputs) {
-      const int p = e.producer(v);
-      cycle = cycle || (p >= 0 && !member(p) && desc[p] == cur);
+  // Candidates refused for a path through a non-member: tried again once
+  // members have joined since (the path may run through one of them: a
+  // later position's node is tried first, before the earlier one it reads).
+  std::vector<int> deferred;
+  size_t retried_at = 0;
+  for (;;) {
+    while (!work.empty()) {
+      const int k = work.top().second;
+      work.pop();
+      Shape dims = known;
+      if (!merge_dims(k, dims)) continue;
+      // No path from k to the group through a non-member, nor back.
+      expand_back(ord[k]);
+      expand_fwd(ord[k]);
+      bool cycle = false;
+      for (int v : g.nodes[k].outputs)
+        for (int u : users.of(v)) cycle = cycle || (!member(u) && anc[u] == cur);
+      for (int v : g.nodes[k].inputs) {
+        const int p = e.producer(v);
+        cycle = cycle || (p >= 0 && !member(p) && desc[p] == cur);
+      }
+      if (cycle) {
+        deferred.push_back(k);
+        continue;
+      }
+      int di = 0, dn = 0;
+      operand_delta(k, &di, &dn);
+      if (n_in + di + n_out + dn > kMaxOperands ||
+          n_scalar + static_cast<int>(comp[k].nodes.size()) > kMaxScalarNodes)
+        continue;
+      known = dims;
+      add(k);
+      mem.push_back(k);
+      offer_neighbours(k);
     }
-    if (cycle) continue;
-    int di = 0, dn = 0;
-    operand_delta(k, &di, &dn);
-    if (n_in + di + n_out + dn > kMaxOperands ||
-        n_scalar + static_cast<int>(comp[k].nodes.size()) > kMaxScalarNodes)
-      continue;
-    known = dims;
-    add(k);
-    mem.push_back(k);
-    offer_neighbours(k);
+    if (deferred.empty() || mem.size() == retried_at) break;
+    retried_at = mem.size();
+    for (int k : deferred) work.emplace(ord[k], k);
+    deferred.clear();
   }
   if (mem.size() < 2) return;
   std::sort(mem.begin(), mem.end());  // the graph's order: topological
