@@ -10,7 +10,8 @@
 // its consumers and the other readers of its operands), up to kMaxOperands
 // inputs + outputs and kMaxScalarNodes scalar nodes. A node joins only if no
 // path leaves the group and comes back, counting groups already formed as
-// single nodes: the graph of fused nodes stays acyclic. The check keeps a
+// single nodes: the graph of fused nodes stays acyclic. One refused for such
+// a path is tried again after others join (the path may run through them). The check keeps a
 // topological order of that graph (a formed group is one unit of it) and
 // marks the growing group's ancestors and descendants lazily, only as far
 // as the positions of the candidates tried, so each node is looked at a
