@@ -67,8 +67,6 @@ def child(name, reps, jit):
         for _ in range(20):
             c.batch(1, record=False)
     res["rel_diff_logp"], res["rel_diff_grad"] = agreement(*callers)
-    for c in callers:
-        c.wall = []
     alternate(callers, reps)
     for c in callers:
         res[f"us_{c.name}"] = round(float(np.median(c.wall)) / 1e3, 4)

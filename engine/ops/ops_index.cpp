@@ -324,20 +324,11 @@ class IncK : public OpKernel {
     if (!yb)
       f.fail("shape mismatch: value array of shape " + y.shape.str() +
              " could not be broadcast to indexing result of shape " + v.shape.str());
-    const bool set = mode_ == Set;
     dtype_dispatch(x.dtype, [&](auto tag) {
       using T = decltype(tag);
       T* d = v.ptr<T>();
       const T* s = yb->ptr<const T>();
-      if (v.ndim() == 1) {
-        const int64_t n = v.dim(0), ds = v.strides[0], ss = yb->strides[0];
-        if (set)
-          for (int64_t k = 0; k < n; ++k) d[k * ds] = s[k * ss];
-        else
-          for (int64_t k = 0; k < n; ++k) d[k * ds] += s[k * ss];
-        return;
-      }
-      if (set) zip_each(v.shape, d, v.strides, s, yb->strides, [](T& a, const T& b) { a = b; });
+      if (mode_ == Set) zip_each(v.shape, d, v.strides, s, yb->strides, [](T& a, const T& b) { a = b; });
       else zip_each(v.shape, d, v.strides, s, yb->strides, [](T& a, const T& b) { a += b; });
     });
   }
