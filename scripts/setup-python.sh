@@ -67,10 +67,10 @@ find_python() {  # find_python <label> <override> <minor-min> <minor-max>: print
   py_real "$best"
 }
 
-setup_venv() {  # setup_venv <dir> <interpreter> <requirements file>
-  local venv="$1" python="$2" req="$3" stamp want have
+setup_venv() {  # setup_venv <dir> <interpreter> <requirements file> [file installed with --no-deps]
+  local venv="$1" python="$2" req="$3" nodeps="${4:-}" stamp want have
   stamp="$venv/.ember-requirements"
-  want="$(printf 'python %s\n' "$(py_version "$python")"; cat "$req")"
+  want="$(printf 'python %s\n' "$(py_version "$python")"; cat "$req" ${nodeps:+"$nodeps"})"
   # A venv of another Python (e.g. an older .venv) is rebuilt, not patched.
   if [ -x "$venv/bin/python" ]; then
     have="$(py_version "$venv/bin/python")"
@@ -90,13 +90,16 @@ setup_venv() {  # setup_venv <dir> <interpreter> <requirements file>
   fi
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
+  if [ -n "$nodeps" ]; then
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r "$nodeps"
+  fi
   printf '%s\n' "$want" > "$stamp"
 }
 
 case "$which" in all|primary|py311) ;; *) echo "usage: $0 [all|primary|py311]" >&2; exit 2 ;; esac
 if [ "$which" != py311 ]; then
   py="$(find_python primary "${PYTHON:-}" 12 99 PYTHON)"
-  setup_venv "$ROOT/.venv" "$py" "$ROOT/python/requirements-pymc6.txt"
+  setup_venv "$ROOT/.venv" "$py" "$ROOT/python/requirements-pymc6.txt" "$ROOT/python/requirements-pymc6-nodeps.txt"
 fi
 if [ "$which" != primary ]; then
   py="$(find_python compatibility "${PYTHON311:-}" 11 11 PYTHON311)"

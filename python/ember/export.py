@@ -273,6 +273,20 @@ def _elemwise(g, node):
     return "Elemwise", list(node.inputs), {"scalar_op": scalar}
 
 
+class _AsElemwise:
+    """A scalar op applied to scalars, seen as an Elemwise over 0-d tensors."""
+
+    def __init__(self, node):
+        self.op, self.inputs, self.outputs = self, node.inputs, node.outputs
+        self.scalar_op = node.op
+
+
+def _scalar_apply(g, node):
+    """Scalar ops on ScalarType values: the shape arithmetic of a gradient Scan's
+    inner graph, which only fast_run's rewrites turn into tensor ops."""
+    return _elemwise(g, _AsElemwise(node))
+
+
 def _careduce(g, node):
     op = node.op
     attrs = {"axis": None if op.axis is None else [int(a) for a in op.axis]}
@@ -704,6 +718,7 @@ HANDLERS = {
     "PosDefMatrix": _simple("MatrixIsPositiveDefinite"),  # PyMC's op (LKJCorr)
     "IfElse": _simple("IfElse", lambda op: {"n_outs": int(op.n_outs)}),
     "Scan": _scan,
+    "ScalarOp": _scalar_apply,
 }
 
 
@@ -754,9 +769,28 @@ def _lazy_ifelse(g, node, where):
                     "outputs": [g.var(o) for o in node.outputs], "attrs": {"n_outs": len(node.outputs)}})
 
 
+class _CoreNode:
+    """A Blockwise node without batch dims, seen as its core op's node."""
+
+    def __init__(self, node):
+        self.op, self.inputs, self.outputs = node.op.core_op, node.inputs, node.outputs
+
+
+def _unbatched(node):
+    """A Blockwise without batch dims is its core op. PyTensor drops such Blockwises in
+    fast_run's specialize, never inside a Scan's inner graph (a Kalman filter's ARange,
+    AllocDiag and CholeskySolve)."""
+    op = node.op
+    if type(op).__name__ != "Blockwise" or op.batch_ndim(node) != 0:
+        return node
+    core = op.core_op
+    return _CoreNode(node) if _handler_for(core) is not None or _is_op_from_graph(core) else node
+
+
 def _emit_nodes(g, nodes, where_prefix):
     read = {i for n in nodes for i in n.inputs}
-    for k, node in enumerate(nodes):
+    for k, apply in enumerate(nodes):
+        node = _unbatched(apply)
         op = node.op
         where = f"{where_prefix}{k}"
         if type(op).__name__ == "MakeSlice":
@@ -779,11 +813,11 @@ def _emit_nodes(g, nodes, where_prefix):
             except Exception as e:  # noqa: BLE001 (any failure to inline may fall back)
                 if not (isinstance(e, _Unsupported) or g.callbacks is not None):
                     raise
-                if not _fallback(g, node, where, read):
+                if not _fallback(g, apply, where, read):
                     g.problems.append((f"{type(op).__name__}: {e}", where))
             continue
         if handler is None:
-            if not _fallback(g, node, where, read):
+            if not _fallback(g, apply, where, read):
                 g.problems.append((f"op {type(op).__name__}", f"{where} {op}"))
             continue
         try:
@@ -793,7 +827,7 @@ def _emit_nodes(g, nodes, where_prefix):
             entry = {"op": ename, "inputs": [g.var(i) for i in node_inputs],
                      "outputs": [g.var(o) for o in node.outputs]}
         except _Unsupported as e:
-            if not _fallback(g, node, where, read):
+            if not _fallback(g, apply, where, read):
                 g.problems.append((f"{type(op).__name__}: {e}", where))
             continue
         if attrs:

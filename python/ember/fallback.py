@@ -17,6 +17,7 @@ import os
 import threading
 import warnings
 import weakref
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -27,6 +28,33 @@ class FallbackWarning(UserWarning):
 
 _FALSE = ("0", "false", "off", "no")
 _TRUE = ("1", "true", "on", "yes")
+
+
+_inner_lock = threading.RLock()
+
+
+@contextmanager
+def python_inner_functions():
+    """PyTensor 3 links the inner functions of Scan and OpFromGraph with its
+    shared "vm"/"cvm" linkers, whatever the outer mode: with g++ on the machine
+    they compile C thunks (24 g++ runs for an LKJ prior's draw; 44 s for a
+    fallback Kalman-filter Scan), and the VM imports its C loop, which builds
+    it. Their C thunks and the compiler are off meanwhile (global state: one
+    thread at a time)."""
+    from pytensor import config
+    from pytensor.compile.mode import predefined_linkers
+
+    with _inner_lock:
+        saved = [(lk, lk.c_thunks) for lk in predefined_linkers.values()
+                 if isinstance(getattr(lk, "c_thunks", None), bool)]
+        try:
+            for lk, _ in saved:
+                lk.c_thunks = False
+            with config.change_flags(cxx=""):
+                yield
+        finally:
+            for lk, c in saved:
+                lk.c_thunks = c
 
 
 def fallback_enabled(fallback=None):
@@ -113,7 +141,8 @@ class NodeCallback:
         self._thunk = None
 
     def _make_thunk(self):
-        return self.node.op.make_thunk(self.node, self._storage, self._compute, [], impl="py")
+        with python_inner_functions():
+            return self.node.op.make_thunk(self.node, self._storage, self._compute, [], impl="py")
 
     def __call__(self, *arrays):
         try:

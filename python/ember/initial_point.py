@@ -18,10 +18,11 @@ RandomVariable ops) and goes into the program cache.
 import base64
 import copy
 import pickle
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+
+from .fallback import python_inner_functions
 
 
 @dataclass
@@ -217,27 +218,6 @@ class InitialPointPlan:
         return cls(list(d["names"]), stages, read_graph(d["final"]), int(d["n_rngs"]))
 
 
-@contextmanager
-def _python_inner_functions():
-    """PyTensor 3 links the inner functions of Scan and OpFromGraph with its
-    shared "vm"/"cvm" linkers, whatever the outer mode: with g++ on the machine
-    they compile C thunks (24 g++ runs for an LKJ prior's draw), and the VM
-    imports its C loop, which builds it. Their C thunks and the compiler are
-    off meanwhile."""
-    from pytensor import config
-    from pytensor.compile.mode import predefined_linkers
-
-    saved = [(lk, lk.c_thunks) for lk in predefined_linkers.values() if isinstance(getattr(lk, "c_thunks", None), bool)]
-    try:
-        for lk, _ in saved:
-            lk.c_thunks = False
-        with config.change_flags(cxx=""):
-            yield
-    finally:
-        for lk, c in saved:
-            lk.c_thunks = c
-
-
 class PyMCInitialPoint:
     """PyMC's make_initial_point_fn compiled for PyTensor's Python VM
     (FAST_COMPILE: no C thunks, no numba), for initial points Ember cannot run."""
@@ -251,7 +231,7 @@ class PyMCInitialPoint:
         names = sorted(getattr(rv, "name", rv) for rv in jitter_rvs or ())
         self.args = [overrides, names, default_strategy]
         jitter = {model[n] for n in names}
-        with _python_inner_functions():
+        with python_inner_functions():
             self.fn = make_initial_point_fn(model=model, overrides=overrides, jitter_rvs=jitter,
                                             default_strategy=default_strategy, return_transformed=True)
         self.stages = []

@@ -270,7 +270,8 @@ def test_compile_starts_no_compiler_where_one_is_installed(tmp_path):
     """With g++ on PATH and PyTensor free to use it (an empty compile cache):
     no process is started while compiling. PyTensor's BLAS probe test-compiles
     C when a C-only rewrite asks for its flags; PyTensor 3 links the inner
-    functions of an LKJ prior's initial-point draw with C thunks."""
+    functions of an LKJ prior's initial-point draw, and of a Scan on the
+    fallback, with C thunks."""
     script = textwrap.dedent("""
         import subprocess, pymc, pytensor, nutpie
         import ember.nutpie as en
@@ -288,6 +289,22 @@ def test_compile_starts_no_compiler_where_one_is_installed(tmp_path):
         for prepare in ("stabilize", "fast_run"):
             en.compile_pymc_model(model, prepare=prepare, cache=False)
         en.compile_pymc_model(models.mvnormal_lkj(seed=0), cache=False).initial_point_func(1)
+        # A Scan on the fallback: PyTensor links its inner function when it first runs.
+        import warnings, numpy as np, pytensor.tensor as pt, ember
+        from pytensor.graph.basic import Apply
+        from pytensor.graph.op import Op
+        class Twice(Op):
+            __props__ = ()
+            def make_node(self, x):
+                return Apply(self, [x], [x.type()])
+            def perform(self, node, inputs, out):
+                out[0][0] = inputs[0] * 2
+        x = pt.dvector("x")
+        acc, _ = pytensor.scan(lambda xt, a: a + Twice()(xt), sequences=[x], outputs_info=[pt.zeros(())])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ember.FallbackWarning)
+            f = pytensor.function([x], acc[-1], mode=ember.Mode())
+        assert f(np.arange(4.0)) == 12.0
         print("STARTED", started)
     """)
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),

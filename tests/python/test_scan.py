@@ -164,3 +164,31 @@ def test_every_jit_mode_gives_the_same_bits():
         for _ in range(3):
             outs[jit] = [np.asarray(v).tobytes() for v in prog(*args)]
     assert outs["off"] == outs["eager"]
+
+
+@pytest.mark.covers("Blockwise")
+def test_blockwise_without_batch_dims_and_scalar_ops_in_inner_graphs_run_natively():
+    # A Kalman filter's step: solve_triangular makes a Blockwise of
+    # SolveTriangular that only fast_run removes; the gradient Scan's inner graph computes its
+    # shapes with scalar ops on scalars.
+    from pytensor.graph.rewriting.db import RewriteDatabaseQuery
+    from pytensor.tensor.slinalg import solve_triangular
+
+    ys = pt.dmatrix("ys")
+    a = pt.dmatrix("a")
+    chol = pt.linalg.cholesky(a @ a.T + pt.eye(2))
+
+    def step(y, s):
+        return s + solve_triangular(chol, y, lower=True)
+
+    out = scan(step, sequences=[ys], outputs_info=[pt.zeros(2)])
+    cost = out[-1].sum()
+    outs = [out, cost, *pytensor.grad(cost, [ys, a])]
+    # canonicalize alone, as ember.nutpie prepares graphs: fast_run would rewrite both away
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        f = pytensor.function([ys, a], outs, mode=ember.Mode(optimizer=RewriteDatabaseQuery(include=["canonicalize"])))
+    assert not [str(w.message) for w in rec if issubclass(w.category, ember.FallbackWarning)]
+    ref = pytensor.function([ys, a], outs, mode=PY)
+    rng = np.random.default_rng(5)
+    assert_same(f, ref, rng.normal(size=(7, 2)), rng.normal(size=(2, 2)), rtol=1e-10)
