@@ -5,7 +5,7 @@
     python bench/driver/startup.py report [--results bench/results/startup.json] [--md docs/benchmarks.md]
 
 startup: per workload (the seed grid's hierarchical LogNormal, `seed:GROUPSxSHARED`; radon; eight schools,
-non-centered; all from ember.testing.models) and repetition, each backend in turn (the order rotates per
+non-centered; all from ember.testing.models; or `suite:NAME`, a model of bench/suite/models.py) and repetition, each backend in turn (the order rotates per
 repetition) runs twice in fresh processes: "cold" with empty caches (EMBER_CACHE_DIR, NUMBA_CACHE_DIR, PyTensor's
 compiledir and JAX's compilation cache in a new temporary directory), then "warm" with the caches the cold run
 filled. Backends: `ember` (ember.nutpie.compile_pymc_model, its default preparation), `ember-fast_run` (the
@@ -57,6 +57,11 @@ def _build(workload):
     if workload.startswith("seed:"):
         groups, shared = _size(workload[5:])
         return models.seed_lognormal(seed=0, groups=groups, shared=shared)
+    if workload.startswith("suite:"):
+        sys.path.insert(0, os.path.join(ROOT, "bench", "suite"))
+        import models as suite
+
+        return suite.build(workload[6:])
     return {"radon": models.radon, "eight_schools": models.eight_schools_noncentered}[workload](seed=0)
 
 

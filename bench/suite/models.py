@@ -311,12 +311,30 @@ def hmm_scan(rng, t=200, k=3):
     return model
 
 
+def structural_ts(rng, t=60):
+    """pymc-extras' structural time series: a local linear trend with measurement
+    error, 60 daily observations; its Kalman filter is a Scan."""
+    import pandas as pd
+    from pymc_extras.statespace import structural as st
+
+    y = np.cumsum(0.1 + rng.normal(0, 0.3, t)) + rng.normal(0, 0.5, t)
+    data = pd.DataFrame({"y": y}, index=pd.date_range("2024-01-01", periods=t, freq="D"))
+    ss = (st.LevelTrend(order=2, innovations_order=[1, 1]) + st.MeasurementError()).build(verbose=False)
+    with pm.Model(coords=ss.coords) as model:
+        pm.Deterministic("P0", pt.eye(ss.k_states) * 10, dims=ss.param_dims["P0"])
+        pm.Normal("initial_level_trend", sigma=10, dims=ss.param_dims["initial_level_trend"])
+        pm.HalfNormal("sigma_level_trend", sigma=1, dims=ss.param_dims["sigma_level_trend"])
+        pm.Exponential("sigma_MeasurementError", 1)
+        ss.build_statespace_graph(data)
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
     gp_latent, ar2, random_walk, stochastic_volatility, zero_sum_hierarchy, beta_regression, horseshoe,
     normal_mixture, weibull_survival, simplex_categorical, studentt_robust, zero_inflated_poisson, garch11_scan,
-    hmm_scan,
+    hmm_scan, structural_ts,
 ]}
 
 

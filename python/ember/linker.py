@@ -51,48 +51,25 @@ def _unshare(doc, fgraph):
     return doc
 
 
-def _lift_scalar_graph(fgraph):
-    """A FunctionGraph whose bare scalar ops (graphs built with
-    pytensor.scalar) become Elemwise ops on 0-d tensors, which the exporter
-    understands. Returns fgraph itself when it has none."""
-    from pytensor.graph.fg import FunctionGraph
-    from pytensor.scalar.basic import ScalarOp, ScalarType
-    from pytensor.tensor.elemwise import Elemwise
-    from pytensor.tensor.type import TensorType
-
-    if not any(isinstance(n.op, ScalarOp) for n in fgraph.apply_nodes):
-        return fgraph
-    mapping = {}
-
-    def lift(v):
-        if v in mapping:
-            return mapping[v]
-        if isinstance(v.type, ScalarType):
-            from pytensor.graph.basic import Constant
-            from pytensor.tensor.basic import constant
-
-            if isinstance(v, Constant):
-                return constant(np.asarray(v.data, dtype=v.type.dtype))
-            mapping[v] = TensorType(v.type.dtype, shape=())(name=v.name)
-            return mapping[v]
-        return v
-
-    inputs = [lift(v) for v in fgraph.inputs]
-    for node in fgraph.toposort():
-        if isinstance(node.op, ScalarOp):
-            outs = Elemwise(node.op).make_node(*[lift(i) for i in node.inputs]).outputs
-        else:  # e.g. TensorFromScalar: give it scalars back
-            from pytensor.scalar.basic import ScalarType as _ST
-            from pytensor.tensor.basic import scalar_from_tensor, tensor_from_scalar
-
-            ins = [scalar_from_tensor(mapping[i]) if isinstance(i.type, _ST) and i in mapping else mapping.get(i, i)
-                   for i in node.inputs]
-            outs = [tensor_from_scalar(o) if isinstance(o.type, _ST) else o
-                    for o in node.op.make_node(*ins).outputs]
-        for old, new in zip(node.outputs, outs):
-            mapping[old] = new
-    outputs = [lift(v) for v in fgraph.outputs]
-    return FunctionGraph(inputs, outputs, clone=False)
+def _destroyed_inputs(fgraph):
+    """[(output, input, is the input returned)] for outputs an op computes in
+    place of a function input (its destroy_map): PyTensor leaves that input
+    array overwritten and returns it (or a copy of it). Ember computes into
+    its own buffers, so a call copies such outputs back."""
+    pos = {v: i for i, v in enumerate(fgraph.inputs)}
+    found = []
+    for k, v in enumerate(fgraph.outputs):
+        copied = False
+        while v.owner is not None and type(v.owner.op).__name__ in ("DeepCopyOp", "OutputGuard", "ViewOp"):
+            copied |= type(v.owner.op).__name__ == "DeepCopyOp"
+            v = v.owner.inputs[0]
+        node = v.owner
+        if node is None:
+            continue
+        destroyed = (getattr(node.op, "destroy_map", None) or {}).get(node.outputs.index(v))
+        if destroyed and node.inputs[destroyed[0]] in pos:
+            found.append((k, pos[node.inputs[destroyed[0]]], not copied))
+    return found
 
 
 class _PythonGraph:
@@ -139,7 +116,7 @@ class EmberLinker(JITLinker):
     def fgraph_convert(self, fgraph, order, input_storage, output_storage, storage_map, **kwargs):
         callbacks = [] if fallback_enabled(self.fallback) else None
         try:
-            doc, payload = export_graph(_lift_scalar_graph(fgraph), callbacks=callbacks)
+            doc, payload = export_graph(fgraph, callbacks=callbacks)
         except UnsupportedGraphError as e:
             if callbacks is None:
                 raise
@@ -173,11 +150,19 @@ class EmberLinker(JITLinker):
         dtypes = [np.dtype(a["dtype"]) for a in core.args]
         scalar_out = [isinstance(v.type, ScalarType) for v in fgraph.outputs]
 
+        in_place = _destroyed_inputs(fgraph)
+
         def run(*inputs):
             try:
                 outs = core(*[np.asarray(x, dtype=dt) for x, dt in zip(inputs, dtypes)])
             except CallError as e:
                 raise translate_call_error(e) from None
+            for k, i, same in in_place:
+                a = inputs[i]
+                if isinstance(a, np.ndarray) and a.shape == outs[k].shape and a.flags.writeable:
+                    np.copyto(a, outs[k], casting="unsafe")
+                    if same:
+                        outs[k] = a
             if any(scalar_out):
                 outs = [o[()] if s else o for o, s in zip(outs, scalar_out)]
             return outs

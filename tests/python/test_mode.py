@@ -131,6 +131,26 @@ def test_scalar_type_functions():
     check([a, b], [a * b + ps.exp(a)], [0.5, 2.0])
 
 
+def test_an_in_place_op_on_a_mutable_input_leaves_it_overwritten_as_pytensor_does():
+    from pytensor.compile.io import In
+    from pytensor.scalar.basic import xor
+    from pytensor.tensor.elemwise import Elemwise
+
+    x, y = pt.vector(dtype="int8"), pt.vector(dtype="int8")
+    out = Elemwise(xor, {0: 0})(x, y)
+    b = np.array([0, 1, 0, 1], dtype="int8")
+    f = pytensor.function([In(x, mutable=True), y], out, mode=ember.Mode(), accept_inplace=True)
+    a = np.array([0, 0, 1, 1], dtype="int8")
+    assert f(a, b) is a and a.tolist() == [0, 1, 1, 0]  # the input itself, overwritten
+    # Fused with a second output, the Composite overwrites x with x ^ y + 1.
+    seen = []
+    for mode in (ember.Mode(), pytensor.compile.mode.Mode(linker="py", optimizer="fast_run")):
+        f = pytensor.function([In(x, mutable=True), y], [out, out + 1], mode=mode, accept_inplace=True)
+        a = np.array([0, 0, 1, 1], dtype="int8")
+        seen.append([v.tolist() for v in (a, *f(a, b))])
+    assert seen[0] == seen[1]
+
+
 def test_unsupported_ops_fail_in_strict_mode_with_one_error_naming_each():
     from pytensor.tensor.signal import convolve1d
 
