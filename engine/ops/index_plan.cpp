@@ -198,7 +198,7 @@ void* resolve_index(Frame& f, const IndexSpec& s, const Tensor& t, Resolved& r,
   char* mem = (need + extra_scratch) ? static_cast<char*>(f.scratch(need + extra_scratch)) : nullptr;
   char* bump = mem;
 
-  r.basic = Tensor{};
+  r.basic.shape.ndim = 0;  // fields set one by one: whole-Tensor copies were a visible cost
   r.basic.dtype = t.dtype;
   r.basic.data = t.data;
   r.base_off = 0;
@@ -207,7 +207,7 @@ void* resolve_index(Frame& f, const IndexSpec& s, const Tensor& t, Resolved& r,
   // Index arrays before broadcasting; raw storage so plain basic indexing
   // does not pay for initializing 16 Tensors.
   alignas(Tensor) unsigned char advt_mem[sizeof(Tensor) * kMaxRank];
-  Tensor* advt = reinterpret_cast<Tensor*>(advt_mem);
+  Tensor* advt = std::launder(reinterpret_cast<Tensor*>(advt_mem));
   int nscalar = 0, first_adv = -1, last_adv = -1, ax = 0;
   bool adjacent = true;
   auto push_basic = [&](int64_t dim, int64_t stride) {
@@ -223,7 +223,7 @@ void* resolve_index(Frame& f, const IndexSpec& s, const Tensor& t, Resolved& r,
     return read(x);
   };
   auto add_adv = [&](const Tensor& a, int axis) {
-    new (&advt[r.nadv]) Tensor(a);
+    advt[r.nadv].set_view(a);
     r.adv_axis[r.nadv] = axis;
     r.adv_dim[r.nadv] = t.dim(axis);
     r.adv_tstride[r.nadv] = t.strides[axis];
@@ -317,10 +317,9 @@ void* resolve_index(Frame& f, const IndexSpec& s, const Tensor& t, Resolved& r,
   for (; ax < t.ndim(); ++ax) push_basic(t.dim(ax), t.strides[ax]);
   if (!adjacent) r.nb_before = 0;
 
-  r.B = Shape{};
+  r.B.ndim = 0;
   for (int j = 0; j < r.nadv; ++j) {
-    auto b = broadcast_shapes(r.B, advt[j].shape);
-    if (!b) {
+    if (!broadcast_shapes(r.B, advt[j].shape, r.B)) {
       std::string msg = "shape mismatch: indexing arrays could not be broadcast together with shapes";
       for (int k = 0; k < r.nadv; ++k) {
         msg += ' ';
@@ -328,10 +327,11 @@ void* resolve_index(Frame& f, const IndexSpec& s, const Tensor& t, Resolved& r,
       }
       f.fail(msg);
     }
-    r.B = *b;
   }
   for (int j = 0; j < r.nadv; ++j) {
-    const Tensor bv = *broadcast_view(advt[j], r.B);
+    Uninit<Tensor> ubv;
+    Tensor& bv = *ubv;
+    broadcast_view(advt[j], r.B, bv);  // r.B broadcasts them all
     r.adv_ptr[j] = bv.ptr<const int64_t>();
     for (int d = 0; d < r.B.ndim; ++d) r.adv_bst[j][d] = bv.strides[d];
   }

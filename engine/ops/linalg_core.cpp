@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "engine/ops/linalg_util.hpp"
+#include "engine/ops/ops_common.hpp"
 
 namespace ember::linalg {
 
@@ -490,10 +491,14 @@ CoreDesc desc_of(NodeContext& ctx) {
 
 void BatchedKernel::run(Frame& f) const {
   const int nin = core_->num_in, nout = core_->num_out;
-  Shape batch;
+  Uninit<Shape> ubatch;
+  Shape& batch = *ubatch;
   batch.ndim = batch_nd_;
   for (int d = 0; d < batch_nd_; ++d) batch.dims[d] = 1;
-  Shape cin[8], cout[8];
+  // Operand tables not zero-initialized, and no whole-Tensor copies: 9 KB
+  // of zeroing and copying was most of a 2x2 product's cost (a Kalman
+  // filter's step makes 18 of them). Only fields below ndim are read.
+  UninitArray<Shape, 8> cin, cout;
   for (int k = 0; k < nin; ++k) {
     const Tensor& t = f.in(k);
     const int bnd = t.ndim() - core_nd_[k];
@@ -509,20 +514,24 @@ void BatchedKernel::run(Frame& f) const {
     cin[k].ndim = core_nd_[k];
     for (int d = 0; d < core_nd_[k]; ++d) cin[k].dims[d] = t.dim(bnd + d);
   }
-  core_->shapes(f, cin, cout);
-  Tensor outs[8];
+  core_->shapes(f, cin.data(), cout.data());
+  const Tensor* outs[8];
   int64_t out_core[8];
   for (int k = 0; k < nout; ++k) {
-    Shape s = batch;
+    Uninit<Shape> us;
+    Shape& s = *us;
+    s.ndim = batch_nd_;
+    for (int d = 0; d < batch_nd_; ++d) s.dims[d] = batch.dims[d];
     for (int d = 0; d < cout[k].ndim; ++d) s.dims[s.ndim++] = cout[k].dims[d];
-    outs[k] = f.alloc_out(k, s);
+    outs[k] = &f.alloc_out(k, s);
     out_core[k] = cout[k].size();
   }
   const int64_t nb = batch.size();
   if (nb == 0) return;
-  char* scratch = static_cast<char*>(f.scratch(core_->scratch_bytes(cin)));
-  Tensor ins[8], ov[8];
-  int64_t idx[kMaxRank] = {};
+  char* scratch = static_cast<char*>(f.scratch(core_->scratch_bytes(cin.data())));
+  UninitArray<Tensor, 8> ins, ov;
+  int64_t idx[kMaxRank];
+  for (int d = 0; d < batch_nd_; ++d) idx[d] = 0;
   for (int64_t b = 0; b < nb; ++b) {
     for (int k = 0; k < nin; ++k) {
       const Tensor& t = f.in(k);
@@ -531,15 +540,16 @@ void BatchedKernel::run(Frame& f) const {
       for (int d = 0; d < bnd; ++d)
         if (t.dim(d) != 1) off += idx[batch_nd_ - bnd + d] * t.strides[d];
       ins[k].dtype = t.dtype;
-      ins[k].shape = cin[k];
+      ins[k].shape.ndim = core_nd_[k];
+      for (int d = 0; d < core_nd_[k]; ++d) ins[k].shape.dims[d] = cin[k].dims[d];
       for (int d = 0; d < core_nd_[k]; ++d) ins[k].strides[d] = t.strides[bnd + d];
       ins[k].data = static_cast<char*>(t.data) + off * static_cast<int64_t>(dtype_size(t.dtype));
     }
     for (int k = 0; k < nout; ++k)
-      ov[k] = Tensor::contiguous(outs[k].dtype, cout[k],
-                                 static_cast<char*>(outs[k].data) +
-                                     b * out_core[k] * static_cast<int64_t>(dtype_size(outs[k].dtype)));
-    core_->compute(f, ins, ov, scratch);
+      ov[k].set_contiguous(outs[k]->dtype, cout[k],
+                           static_cast<char*>(outs[k]->data) +
+                               b * out_core[k] * static_cast<int64_t>(dtype_size(outs[k]->dtype)));
+    core_->compute(f, ins.data(), ov.data(), scratch);
     for (int d = batch_nd_ - 1; d >= 0; --d) {
       if (++idx[d] < batch.dims[d]) break;
       idx[d] = 0;

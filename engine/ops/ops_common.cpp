@@ -77,39 +77,38 @@ void fill_zero(const Tensor& dst) {
   copy_convert(dst, z);
 }
 
-std::optional<Tensor> broadcast_view(const Tensor& t, const Shape& to) {
-  if (t.ndim() > to.ndim) return std::nullopt;
-  Tensor v = t;
-  v.shape = to;
+bool broadcast_view(const Tensor& t, const Shape& to, Tensor& v) {
+  if (t.ndim() > to.ndim) return false;
   const int off = to.ndim - t.ndim();
-  for (int i = 0; i < to.ndim; ++i) {
-    if (i < off) {
-      v.strides[i] = 0;
-      continue;
+  // Backwards: v may be t itself (i - off <= i is read before i is written).
+  for (int i = to.ndim - 1; i >= 0; --i) {
+    int64_t st = 0;
+    if (i >= off) {
+      const int64_t d = t.shape.dims[i - off];
+      if (d == to.dims[i]) st = t.strides[i - off];
+      else if (d != 1) return false;
     }
-    const int64_t d = t.shape.dims[i - off];
-    if (d == to.dims[i]) {
-      v.strides[i] = t.strides[i - off];
-    } else if (d == 1) {
-      v.strides[i] = 0;
-    } else {
-      return std::nullopt;
-    }
+    v.strides[i] = st;
+    v.shape.dims[i] = to.dims[i];
   }
-  return v;
+  v.shape.ndim = to.ndim;
+  v.dtype = t.dtype;
+  v.data = t.data;
+  return true;
 }
 
-std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
-  Shape r;
-  r.ndim = a.ndim > b.ndim ? a.ndim : b.ndim;
-  for (int i = 0; i < r.ndim; ++i) {
-    const int ia = i - (r.ndim - a.ndim), ib = i - (r.ndim - b.ndim);
+bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
+  const int na = a.ndim, nb = b.ndim, n = na > nb ? na : nb;
+  // Backwards, so that out may alias a or b.
+  for (int i = n - 1; i >= 0; --i) {
+    const int ia = i - (n - na), ib = i - (n - nb);
     const int64_t da = ia >= 0 ? a.dims[ia] : 1, db = ib >= 0 ? b.dims[ib] : 1;
-    if (da == db || db == 1) r.dims[i] = da;
-    else if (da == 1) r.dims[i] = db;
-    else return std::nullopt;
+    if (da == db || db == 1) out.dims[i] = da;
+    else if (da == 1) out.dims[i] = db;
+    else return false;
   }
-  return r;
+  out.ndim = n;
+  return true;
 }
 
 int64_t scalar_int(const Tensor& t) {

@@ -21,6 +21,12 @@ template <class T> struct Uninit {
   alignas(T) std::byte raw[sizeof(T)];
   T& operator*() { return *std::launder(reinterpret_cast<T*>(raw)); }
 };
+// The same for a per-call array of N (operand tables: 8 Tensors are 2 KB).
+template <class T, int N> struct UninitArray {
+  alignas(T) std::byte raw[N * sizeof(T)];
+  T* data() { return std::launder(reinterpret_cast<T*>(raw)); }
+  T& operator[](int i) { return data()[i]; }
+};
 
 // Simplifies an n-operand strided loop: drops size-1 dims and merges dims
 // that are contiguous with their inner neighbour in every operand. Returns the
@@ -84,11 +90,13 @@ void copy_convert(const Tensor& dst, const Tensor& src);
 // dst[...] = 0.
 void fill_zero(const Tensor& dst);
 
-// Views `t` broadcast to `to` (NumPy rules: right-aligned, dims of 1 stretch).
-// Returns nullopt when the shapes are incompatible.
-std::optional<Tensor> broadcast_view(const Tensor& t, const Shape& to);
-// NumPy broadcast of two shapes; nullopt when incompatible.
-std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+// v = `t` viewed broadcast to `to` (NumPy rules: right-aligned, dims of 1
+// stretch), writing only v's used fields (a node's per-call path). False,
+// v unspecified, when the shapes are incompatible.
+bool broadcast_view(const Tensor& t, const Shape& to, Tensor& v);
+// out = the NumPy broadcast of a and b (out may be a or b), used dims only;
+// false when incompatible.
+bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);
 
 // A 0-d (or one-element) integer or bool tensor read as int64.
 int64_t scalar_int(const Tensor& t);

@@ -83,13 +83,17 @@ class SubtensorK : public OpKernel {
 // x[idx] with integer arrays: copies each indexed block.
 void gather_generic(Frame& f, const IndexSpec& s, const Shape& stat) {
   const Tensor& x = f.in(0);
-  Resolved r;
+  Uninit<Resolved> ur;  // every field is set by resolve_index before it is read
+  Resolved& r = *ur;
   resolve_index(f, s, x, r);
   check_out_shape(f, 0, stat, r.result);
   Tensor& o = f.alloc_out(0, x.dtype, r.result);
   const int64_t es = int64_t(dtype_size(x.dtype));
   int64_t bst[1][kMaxRank];
-  Tensor dst = r.basic, src = r.basic;
+  Uninit<Tensor> udst, usrc;
+  Tensor &dst = *udst, &src = *usrc;
+  dst.set_view(r.basic);
+  src.set_view(r.basic);
   r.split_strides(o.strides, dst.strides, bst[0]);
   char* xd = static_cast<char*>(x.data);
   char* od = static_cast<char*>(o.data);
@@ -225,19 +229,20 @@ class IncK : public OpKernel {
     if (one_ && x.ndim() == 1 && y.dtype == x.dtype && y.ndim() <= 1) return run1(f, x, y);
     if (basic_ && y.dtype == x.dtype) return run_basic(f, x, y);
     Tensor& o = out_as_copy(f, x);
-    Resolved r;
+    Uninit<Resolved> ur;  // every field is set by resolve_index before it is read
+    Resolved& r = *ur;
     // y converted to x's dtype when they differ.
     const bool conv = y.dtype != x.dtype;
     void* ybuf = resolve_index(f, s_, o, r, conv ? y.size() * dtype_size(x.dtype) : 0);
-    auto yb = broadcast_view(y, r.result);
-    if (!yb)
+    Uninit<Tensor> uyv;
+    Tensor& yv = *uyv;
+    if (!broadcast_view(y, r.result, yv))
       f.fail("shape mismatch: value array of shape " + y.shape.str() +
              " could not be broadcast to indexing result of shape " + r.result.str());
-    Tensor yv = *yb;
     if (conv) {
       Tensor yc = Tensor::contiguous(x.dtype, y.shape, ybuf);
       copy_convert(yc, y);
-      yv = *broadcast_view(yc, r.result);
+      broadcast_view(yc, r.result, yv);
     }
     if (mode_ == IncNoDup) return run_nodup(f, x, o, r, yv);
     dtype_dispatch(x.dtype, [&](auto tag) {
@@ -250,7 +255,10 @@ class IncK : public OpKernel {
   template <class T>
   static void apply(Frame& f, Tensor& o, const Resolved& r, const Tensor& yv, bool set) {
     int64_t bst[2][kMaxRank];
-    Tensor dst = r.basic, src = r.basic;
+    Uninit<Tensor> udst, usrc;
+  Tensor &dst = *udst, &src = *usrc;
+  dst.set_view(r.basic);
+  src.set_view(r.basic);
     src.dtype = yv.dtype;
     r.split_strides(yv.strides, src.strides, bst[1]);
     for (int d = 0; d < r.B.ndim; ++d) bst[0][d] = 0;  // unused: o offsets come from idx
@@ -320,16 +328,17 @@ class IncK : public OpKernel {
     Uninit<Tensor> vb;
     Tensor& v = *vb;
     basic_view(f, s_, o, v);
-    auto yb = broadcast_view(y, v.shape);
-    if (!yb)
+    Uninit<Tensor> ub;
+    Tensor& yb = *ub;
+    if (!broadcast_view(y, v.shape, yb))
       f.fail("shape mismatch: value array of shape " + y.shape.str() +
              " could not be broadcast to indexing result of shape " + v.shape.str());
     dtype_dispatch(x.dtype, [&](auto tag) {
       using T = decltype(tag);
       T* d = v.ptr<T>();
-      const T* s = yb->ptr<const T>();
-      if (mode_ == Set) zip_each(v.shape, d, v.strides, s, yb->strides, [](T& a, const T& b) { a = b; });
-      else zip_each(v.shape, d, v.strides, s, yb->strides, [](T& a, const T& b) { a += b; });
+      const T* s = yb.ptr<const T>();
+      if (mode_ == Set) zip_each(v.shape, d, v.strides, s, yb.strides, [](T& a, const T& b) { a = b; });
+      else zip_each(v.shape, d, v.strides, s, yb.strides, [](T& a, const T& b) { a += b; });
     });
   }
 

@@ -47,13 +47,11 @@ class RavelKernel final : public OpKernel {
     place_values(dims, n_, f_order_, mult);
     Shape bs = f.in(0).shape;
     for (int d = 1; d < n_; ++d) {
-      auto b = broadcast_shapes(bs, f.in(d).shape);
-      if (!b) f.fail("the coordinate arrays could not be broadcast together");
-      bs = *b;
+      if (!broadcast_shapes(bs, f.in(d).shape, bs)) f.fail("the coordinate arrays could not be broadcast together");
     }
     check_out_shape(f, 0, stat_, bs);
     Tensor coords[kMaxRank];
-    for (int d = 0; d < n_; ++d) coords[d] = *broadcast_view(f.in(d), bs);
+    for (int d = 0; d < n_; ++d) broadcast_view(f.in(d), bs, coords[d]);  // bs broadcasts them all
     Tensor& y = f.alloc_out(0, DType::Int64, bs);
     int64_t* out = y.ptr<int64_t>();
     for (int64_t i = 0, m = y.size(); i < m; ++i) {

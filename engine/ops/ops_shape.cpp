@@ -197,10 +197,10 @@ class AllocK : public OpKernel {
     const Tensor& v = f.in(0);
     const Shape s = dims_from_inputs(f, 1, f.num_inputs() - 1);
     check_out_shape(f, 0, stat, s);
-    auto b = broadcast_view(v, s);
-    if (!b) f.fail("Alloc: value of shape " + v.shape.str() + " cannot be broadcast to " + s.str());
+    Uninit<Tensor> ub;
+    if (!broadcast_view(v, s, *ub)) f.fail("Alloc: value of shape " + v.shape.str() + " cannot be broadcast to " + s.str());
     Tensor& o = f.alloc_out(0, s);
-    copy_convert(o, *b);
+    copy_convert(o, *ub);
   }
 };
 
