@@ -112,7 +112,8 @@ void for_each_adv(Frame& f, const Resolved& r, int nops, const int64_t (*op_bst)
   const int64_t* p[kMaxRank];
   for (int j = 0; j < r.nadv; ++j) p[j] = r.adv_ptr[j];
   int64_t off[4] = {0, 0, 0, 0};
-  int64_t idx[kMaxRank] = {};
+  int64_t idx[kMaxRank];  // [0, nb) used
+  for (int d = 0; d < nb; ++d) idx[d] = 0;
   for (;;) {
     int64_t toff = r.base_off;
     for (int j = 0; j < r.nadv; ++j) {

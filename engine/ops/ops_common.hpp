@@ -68,7 +68,8 @@ void zip_each(const Shape& shape, A* a, const int64_t* sa, B* b, const int64_t* 
     else
       for (int64_t k = 0; k < n; ++k) f(pa[k * ia], pb[k * ib]);
   };
-  int64_t idx[kMaxRank] = {};
+  int64_t idx[kMaxRank];  // [0, nd-1) used; not all 16 zeroed per call
+  for (int d = 0; d + 1 < nd; ++d) idx[d] = 0;
   for (;;) {
     row(a, b);
     int d = nd - 2;

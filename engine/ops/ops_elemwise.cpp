@@ -231,8 +231,8 @@ void pack_operand(const void* src, const int64_t* st, const int64_t* dims, int m
     default: break;
   }
   const int64_t rows = dims[m - 2], plane = rows * dims[m - 1];
-  int64_t idx[kMaxRank] = {}, outer = 1, off = 0;
-  for (int d = 0; d < m - 2; ++d) outer *= dims[d];
+  int64_t idx[kMaxRank], outer = 1, off = 0;  // only [0, m-2) used: no rep stos of all 16
+  for (int d = 0; d < m - 2; ++d) outer *= dims[d], idx[d] = 0;
   for (int64_t q = 0; q < outer; ++q, o += plane) {
     fn(p + off, rows, st[m - 2], st[m - 1], dims[m - 1], o);
     for (int d = m - 3; d >= 0; --d) {

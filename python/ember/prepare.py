@@ -199,8 +199,7 @@ class Layout:
                 "shapes": [list(s) for s in self.shapes], "n_dim": self.n_dim,
                 "n_expanded": self.n_expanded, "reparameterized_names": list(self.reparameterized_names),
                 "dims": {k: list(v) for k, v in self.dims.items()},
-                "coords": {k: [v.item() if isinstance(v, np.generic) else v for v in vals]
-                           for k, vals in self.coords.items()}}
+                "coords": {k: _coord_to_json(vals) for k, vals in self.coords.items()}}
 
     @classmethod
     def from_dict(cls, d):
@@ -208,7 +207,23 @@ class Layout:
                    shapes=[tuple(s) for s in d["shapes"]], n_dim=int(d["n_dim"]),
                    n_expanded=int(d["n_expanded"]), reparameterized_names=list(d["reparameterized_names"]),
                    dims={k: tuple(v) for k, v in d["dims"].items()},
-                   coords={k: list(v) for k, v in d["coords"].items()})
+                   coords={k: _coord_from_json(v) for k, v in d["coords"].items()})
+
+
+def _coord_to_json(vals):
+    """A coordinate's values for the program cache's JSON manifest: dates and
+    durations (a time series' index) as ISO strings with their dtype."""
+    arr = np.asarray(vals)
+    if arr.dtype.kind in "mM" or (arr.dtype == object and len(vals) and hasattr(vals[0], "to_datetime64")):
+        arr = np.asarray([getattr(v, "to_datetime64", lambda: v)() for v in vals])
+        return {"dtype": arr.dtype.str, "iso": [str(v) for v in arr]}
+    return [v.item() if isinstance(v, np.generic) else v for v in vals]
+
+
+def _coord_from_json(v):
+    if isinstance(v, dict):
+        return list(np.array(v["iso"], dtype=np.dtype(v["dtype"])))
+    return list(v)
 
 
 def _remaining_vars(model, value_names, var_names):

@@ -116,6 +116,25 @@ def test_hit_keeps_shared_data_and_with_data(cache):
     assert new.logp(x)[0] != hit.logp(x)[0] == first.logp(x)[0]
 
 
+def test_a_model_indexed_by_dates_is_cached_with_its_coordinates(cache):
+    import pandas as pd
+
+    def build():
+        days = pd.date_range("2024-01-01", periods=6, freq="D")
+        with pm.Model(coords={"time": days, "group": ["a", "b"]}) as model:
+            level = pm.Normal("level", 0.0, 1.0, dims="time")
+            pm.Normal("y", level, 1.0, observed=np.arange(6.0), dims="time")
+            pm.Normal("g", 0.0, 1.0, dims="group")
+        return model
+
+    first = enutpie.compile_pymc_model(build())
+    hit = enutpie.compile_pymc_model(build())
+    assert not first.timings["cache_hit"] and hit.timings["cache_hit"]
+    for name in ("time", "group"):
+        assert hit.coords[name].equals(first.coords[name]), name
+    assert isinstance(hit.coords["time"], pd.DatetimeIndex)
+
+
 @pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "stale"])
 def test_damaged_entries_are_ignored_and_rebuilt(cache, damage, monkeypatch):
     model = models.eight_schools_noncentered(seed=0)
