@@ -68,7 +68,9 @@ def _var_type(v):
 
     t = v.type
     if isinstance(t, TensorType):
-        dtype, shape = t.dtype, [None if d is None else int(d) for d in t.shape]
+        # A negative static length (a Split by a negative constant) is left for the
+        # run to reject, as PyTensor's own linkers do.
+        dtype, shape = t.dtype, [None if d is None or d < 0 else int(d) for d in t.shape]
     elif isinstance(t, ScalarType):
         dtype, shape = t.dtype, []
     else:

@@ -139,7 +139,15 @@ nb::object to_numpy(ember::Array&& a) {
   void* data = owned->t.data ? owned->t.data : &dummy;
   nb::ndarray<nb::numpy> arr(data, static_cast<size_t>(owned->t.ndim()), shape, owner, nullptr,
                              dlpack_of(owned->t.dtype));
-  return arr.cast();
+  nb::object out = arr.cast();
+  // nanobind gives 64-bit integers NumPy's 'q'/'Q' (long long), whose scalars
+  // are not np.int64/np.uint64 where those are C long: view them as NumPy's own.
+  if (owned->t.dtype == ember::DType::Int64 || owned->t.dtype == ember::DType::UInt64) {
+    static nb::handle np = nb::module_::import_("numpy").release();  // kept for the process's life
+    nb::object want = np.attr(owned->t.dtype == ember::DType::Int64 ? "int64" : "uint64");
+    if (!out.attr("dtype").attr("type").is(want)) out = out.attr("view")(want);
+  }
+  return out;
 }
 
 nb::list io_list(const std::vector<ember::IOInfo>& v) {

@@ -124,6 +124,21 @@ def test_scalar_outputs_are_0d_arrays_and_gradients():
     assert isinstance(out[0], np.ndarray) and out[0].ndim == 0
 
 
+def test_64_bit_integer_outputs_are_numpys_own_int64_and_uint64():
+    x, u = pt.lvector("x"), pt.vector("u", dtype="uint64")
+    f = pytensor.function([x, u], [x * 2, x.sum(), u * u], mode=ember.Mode())
+    vec, total, unsigned = f(np.arange(3), np.arange(3, dtype="uint64"))
+    assert vec.dtype.type is np.int64 and type(total[()]) is np.int64 and type(vec[0]) is np.int64
+    assert unsigned.dtype.type is np.uint64
+
+
+def test_a_split_by_a_negative_constant_compiles_and_fails_when_called():
+    m = pytensor.shared(np.ones((4, 6)))
+    f = pytensor.function([], pt.split(m, [5, -1], n_splits=2, axis=0), mode=ember.Mode())
+    with pytest.raises(ValueError, match="Split"):
+        f()
+
+
 def test_scalar_type_functions():
     import pytensor.scalar as ps
 
