@@ -312,21 +312,8 @@ def hmm_scan(rng, t=200, k=3):
 
 
 def structural_ts(rng, t=60):
-    """pymc-extras' structural time series: a local linear trend with measurement
-    error, 60 daily observations; its Kalman filter is a Scan."""
-    import pandas as pd
-    from pymc_extras.statespace import structural as st
-
-    y = np.cumsum(0.1 + rng.normal(0, 0.3, t)) + rng.normal(0, 0.5, t)
-    data = pd.DataFrame({"y": y}, index=pd.date_range("2024-01-01", periods=t, freq="D"))
-    ss = (st.LevelTrend(order=2, innovations_order=[1, 1]) + st.MeasurementError()).build(verbose=False)
-    with pm.Model(coords=ss.coords) as model:
-        pm.Deterministic("P0", pt.eye(ss.k_states) * 10, dims=ss.param_dims["P0"])
-        pm.Normal("initial_level_trend", sigma=10, dims=ss.param_dims["initial_level_trend"])
-        pm.HalfNormal("sigma_level_trend", sigma=1, dims=ss.param_dims["sigma_level_trend"])
-        pm.Exponential("sigma_MeasurementError", 1)
-        ss.build_statespace_graph(data)
-    return model
+    """pymc-extras' structural time series (local linear trend, 60 daily observations); a Kalman filter Scan."""
+    return tm.structural_time_series(seed=int(rng.integers(2**31)), t=t)
 
 
 MODELS = {f.__name__: f for f in [

@@ -10,41 +10,21 @@ import pytest
 
 from native_helpers import call_logp, nutpie_point, require_native
 
-pytest.importorskip("pymc_extras", reason="pymc-extras is installed by scripts/setup-python.sh")
-
 import arviz  # noqa: E402
+import pymc_extras  # noqa: E402,F401  (scripts/setup-python.sh installs it on both stacks)
 import nutpie  # noqa: E402
-import pandas as pd  # noqa: E402
-import pymc as pm  # noqa: E402
 import pytensor  # noqa: E402
-import pytensor.tensor as pt  # noqa: E402
-from pymc_extras.statespace import structural as st  # noqa: E402
 
 import ember  # noqa: E402
 import ember.nutpie as en  # noqa: E402
+from ember.testing import models  # noqa: E402
 
 native = require_native()
 
 
-def local_linear_trend_model(n=60):
-    rng = np.random.default_rng(3)
-    y = np.cumsum(0.1 + rng.normal(0, 0.3, n)) + rng.normal(0, 0.5, n)
-    data = pd.DataFrame({"y": y}, index=pd.date_range("2024-01-01", periods=n, freq="D"))
-    ss = (st.LevelTrend(order=2, innovations_order=[1, 1]) + st.MeasurementError()).build(verbose=False)
-    with pm.Model(coords=ss.coords) as m:
-        pm.Deterministic("P0", pt.eye(ss.k_states) * 10, dims=ss.param_dims["P0"])
-        pm.Normal("initial_level_trend", sigma=10, dims=ss.param_dims["initial_level_trend"])
-        pm.HalfNormal("sigma_level_trend", sigma=1, dims=ss.param_dims["sigma_level_trend"])
-        pm.Exponential("sigma_MeasurementError", 1)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # pymc-extras' notes on the data's frequency
-            ss.build_statespace_graph(data)
-    return m
-
-
 @pytest.mark.covers("Scan", "Blockwise")
 def test_structural_time_series_runs_natively_matches_and_its_posterior_agrees_with_numba():
-    model = local_linear_trend_model()
+    model = models.structural_time_series(seed=3)
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         compiled = en.compile_pymc_model(model, cache=False)

@@ -4,6 +4,8 @@ Every builder takes a seed and returns a pm.Model; data are simulated from the
 model's own structure so posteriors are sensible. MODELS maps names to builders.
 """
 
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -151,6 +153,27 @@ def mvnormal_lkj(seed=0, n=40, d=3):
         chol, _, _ = pm.LKJCholeskyCov("chol", n=d, eta=2.0, sd_dist=pm.Exponential.dist(1.0, shape=d))
         mu = pm.Normal("mu", 0.0, 2.0, shape=d)
         pm.MvNormal("y", mu=mu, chol=chol, observed=y)
+    return model
+
+
+def structural_time_series(seed=0, t=60):
+    """pymc-extras' structural time series: a local linear trend with measurement
+    error over t daily observations; its Kalman filter is a Scan. Needs pymc-extras."""
+    import pandas as pd
+    from pymc_extras.statespace import structural as st
+
+    rng = np.random.default_rng(seed)
+    y = np.cumsum(0.1 + rng.normal(0, 0.3, t)) + rng.normal(0, 0.5, t)
+    data = pd.DataFrame({"y": y}, index=pd.date_range("2024-01-01", periods=t, freq="D"))
+    ss = (st.LevelTrend(order=2, innovations_order=[1, 1]) + st.MeasurementError()).build(verbose=False)
+    with pm.Model(coords=ss.coords) as model:
+        pm.Deterministic("P0", pt.eye(ss.k_states) * 10, dims=ss.param_dims["P0"])
+        pm.Normal("initial_level_trend", sigma=10, dims=ss.param_dims["initial_level_trend"])
+        pm.HalfNormal("sigma_level_trend", sigma=1, dims=ss.param_dims["sigma_level_trend"])
+        pm.Exponential("sigma_MeasurementError", 1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pymc-extras' notes on the data's frequency
+            ss.build_statespace_graph(data)
     return model
 
 
