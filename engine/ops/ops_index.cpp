@@ -439,7 +439,10 @@ void check_inc_y(const NodeContext& ctx, const IndexSpec& s, bool set) {
   if (y.static_shape.ndim > s.out_ndim)
     ctx.fail("inputs", "y has rank " + std::to_string(y.static_shape.ndim) +
                            " but x[idx] has rank " + std::to_string(s.out_ndim));
-  if (!set && dtype_upcast(x.dtype, y.dtype) != x.dtype)
+  // An integer y of another width or sign is cast to x's dtype, as PyTensor's
+  // kernels do (bincount adds an int8 1 to an unsigned count); a y that would
+  // make x a float, or a wider float, is refused as PyTensor refuses it.
+  if (!set && dtype_upcast(x.dtype, y.dtype) != x.dtype && (dtype_is_float(x.dtype) || dtype_is_float(y.dtype)))
     ctx.fail("inputs", "incrementing " + std::string(dtype_name(x.dtype)) + " x by " +
                            std::string(dtype_name(y.dtype)) + " y would need a wider result");
   const int off = s.out_ndim - y.static_shape.ndim;

@@ -472,9 +472,11 @@ std::unique_ptr<OpKernel> make_dimshuffle(NodeContext& ctx) {
     k->order[i] = a;
     out.dims[i] = x.static_shape.dims[a];
   }
+  // A dropped axis of unknown length is checked when the node runs
+  // (pt.squeeze of a vector); one known to be longer than 1 never works.
   for (int a = 0; a < k->nin; ++a)
-    if (k->dropped[a] && x.static_shape.dims[a] != 1)
-      ctx.fail("new_order", "drops axis " + S(a) + " whose length is not statically 1");
+    if (k->dropped[a] && x.static_shape.dims[a] >= 0 && x.static_shape.dims[a] != 1)
+      ctx.fail("new_order", "drops axis " + S(a) + " of static length " + S(x.static_shape.dims[a]));
   expect_out(ctx, 0, x.dtype, k->nout);
   expect_out_shape(ctx, 0, out);
   return k;

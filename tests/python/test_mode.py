@@ -139,6 +139,24 @@ def test_a_split_by_a_negative_constant_compiles_and_fails_when_called():
         f()
 
 
+def test_squeezing_an_axis_of_unknown_length_is_checked_when_called():
+    x = pt.dvector("x")
+    f = pytensor.function([x], pt.squeeze(x, 0), mode=ember.Mode())
+    assert f(np.array([4.0])) == 4.0
+    with pytest.raises(ValueError, match="DimShuffle drops axis 0 of length 3"):
+        f(np.zeros(3))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "int16"])
+def test_an_increment_of_another_dtype_is_cast_to_the_incremented_ones(dtype):
+    x, i = pt.vector(dtype=dtype), pt.lvector()
+    f = pytensor.function([x, i], [pt.bincount(x), pt.inc_subtensor(x[i], np.int8(-1))], mode=ember.Mode())
+    v = np.array([0, 3, 3, 1, 5], dtype=dtype)
+    counts, dec = f(v, np.array([1, 1, 4]))
+    assert counts.tolist() == np.bincount(v).tolist() and dec.dtype == v.dtype
+    assert dec.tolist() == [0, 1, 3, 1, 4]
+
+
 def test_scalar_type_functions():
     import pytensor.scalar as ps
 
