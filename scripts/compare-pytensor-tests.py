@@ -77,11 +77,11 @@ def main(results, files):
             why = classify.cause(text) if state in ("failed", "error") else state
             missing[why].append(f"{f}: {t}")
         tot.update(numba=len(npass), ember=int(cells[1]), both=len(both))
-        share = f"{100 * len(both) / len(npass):.1f} %" if npass else "—"
+        share = f"{100 * len(both) / len(npass):.2f} %" if npass else "—"
         print(f"| {f} | {len(npass)} | {cells[1]} | {len(both)} | {share} |")
     if tot["numba"]:
         print(f"| **total** | **{tot['numba']}** | **{tot['ember']}** | **{tot['both']}** | "
-              f"**{100 * tot['both'] / tot['numba']:.1f} %** |")
+              f"**{100 * tot['both'] / tot['numba']:.2f} %** |")
     print("\nPassing in NUMBA, not in EMBER, by cause:")
     for why, tests in sorted(missing.items(), key=lambda kv: -len(kv[1])):
         print(f"  {len(tests):5d}  {why}")
