@@ -247,7 +247,9 @@ class SolveTriangularCore final : public Core {
  public:
   explicit SolveTriangularCore(const CoreDesc& d) {
     expect_arity(d, 2, 1);
-    expect_square(d, 0);
+    // Square only when it runs (solve_shapes): PyTensor's gradient of a full QR
+    // of a tall matrix holds such a solve on a path that never runs.
+    expect_ndim(d, true, 0, 2, 2);
     parse_b_ndim(d, 1);
     expect_same(d, "inputs", d.in_shape[0].dims[0], d.in_shape[1].dims[0], "b's rows differ from A's");
     ct_ = float_ct(d, 0);

@@ -151,12 +151,14 @@ class EmberLinker(JITLinker):
         scalar_out = [isinstance(v.type, ScalarType) for v in fgraph.outputs]
 
         in_place = _destroyed_inputs(fgraph)
+        raised_by = {str(n.op.msg): n.op.exc_type for n in fgraph.apply_nodes
+                     if isinstance(getattr(n.op, "exc_type", None), type) and hasattr(n.op, "msg")}
 
         def run(*inputs):
             try:
                 outs = core(*[np.asarray(x, dtype=dt) for x, dt in zip(inputs, dtypes)])
             except CallError as e:
-                raise translate_call_error(e) from None
+                raise translate_call_error(e, raised_by) from None
             for k, i, same in in_place:
                 a = inputs[i]
                 if isinstance(a, np.ndarray) and a.shape == outs[k].shape and a.flags.writeable:

@@ -43,18 +43,43 @@ class CallValueError(CallError, ValueError):
     pass
 
 
+class CallLinAlgError(CallError, np.linalg.LinAlgError):
+    pass
+
+
 _ASSERT_OPS = ("(SpecifyShape)", "(CheckAndRaise)", "(Assert)")
+# What the linear-algebra kernels report where NumPy/SciPy raise LinAlgError.
+_LINALG_FAULTS = ("matrix is singular", "singular matrix", "not positive definite", "did not converge")
+_RAISED_AS = {}  # exception class -> its CallError subclass
 
 
-def translate_call_error(e):
+def _call_error_as(exc_type):
+    """A CallError that is also exc_type, or None where the two cannot be combined."""
+    if exc_type not in _RAISED_AS:
+        try:
+            _RAISED_AS[exc_type] = type(f"Call{exc_type.__name__}", (CallError, exc_type), {})
+        except TypeError:  # e.g. an exception class with another instance layout
+            _RAISED_AS[exc_type] = None
+    return _RAISED_AS[exc_type]
+
+
+def translate_call_error(e, raised_by=None):
+    """raised_by: {a CheckAndRaise's message: the exception type its op raises}."""
     from .fallback import take_error
 
     orig = take_error(e)  # a fallback node's own exception, as PyTensor would raise it
     if orig is not None:
         return orig
     msg = str(e)
+    if "(CheckAndRaise)" in msg and raised_by:
+        exc = next((t for text, t in raised_by.items() if text and text in msg), None)
+        cls = _call_error_as(exc) if isinstance(exc, type) and exc is not AssertionError else None
+        if cls is not None:
+            return cls(msg)
     if any(op in msg for op in _ASSERT_OPS):
         return CallAssertionError(msg)
+    if any(f in msg for f in _LINALG_FAULTS):
+        return CallLinAlgError(msg)
     if "out of bounds" in msg or "boolean index did not match" in msg:
         return CallIndexError(msg)
     return CallValueError(msg)

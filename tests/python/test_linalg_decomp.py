@@ -8,6 +8,7 @@ reconstruction and orthogonality. Gradient graphs, which are sign-invariant
 when the cost is, must match PyTensor's within 1e-10."""
 
 import importlib
+import warnings
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from native_helpers import require_native
 
 import pytensor
+import pytensor.tensor.slinalg  # noqa: E402,F401
 import pytensor.tensor as pt  # noqa: E402
 from pytensor.tensor.blockwise import Blockwise  # noqa: E402
 
@@ -391,3 +393,24 @@ def test_pinv_plain_hermitian_batched_rank_deficient_and_gradient():
     W = rng.normal(size=(3, 5))
     check([a], pytensor.grad(pt.sum(Pinv(hermitian=False)(a) * W), a), [rng.normal(size=(5, 3))],
           rtol=1e-10, atol=1e-10, mode=LOOSE)
+
+
+def test_singular_and_indefinite_matrices_raise_linalg_error_as_numpy_does():
+    a = pt.dmatrix("a")
+    singular = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        pytensor.function([a], pt.linalg.inv(a), mode=ember.Mode())(singular)
+    with pytest.raises(np.linalg.LinAlgError, match="positive definite"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # PyTensor 3's note on on_error
+            f = pytensor.function([a], pt.linalg.cholesky(a, on_error="raise"), mode=ember.Mode())
+        f(np.array([[1.0, 0.2], [0.2, -2.0]]))
+
+
+def test_a_solve_with_a_statically_non_square_matrix_fails_only_when_it_runs():
+    a = pt.tensor("a", shape=(3, 2))
+    b = pt.dvector("b")
+    x = pytensor.tensor.slinalg.solve_triangular(a, b, lower=True)
+    f = pytensor.function([a, b], x, mode=ember.Mode())
+    with pytest.raises(ValueError, match="square"):
+        f(np.ones((3, 2)), np.ones(3))
