@@ -154,7 +154,15 @@ class EmberLinker(JITLinker):
         raised_by = {str(n.op.msg): n.op.exc_type for n in fgraph.apply_nodes
                      if isinstance(getattr(n.op, "exc_type", None), type) and hasattr(n.op, "msg")}
 
+        python_run = []  # PyTensor's Python implementation, made on first need
+
         def run(*inputs):
+            if any(x is None for x in inputs):
+                # None is a value PyTensor's ops may test for (pt.default); no
+                # Ember buffer holds it, so such a call runs the Python graph.
+                if not python_run:
+                    python_run.append(_PythonGraph(fgraph).function())
+                return python_run[0](*inputs)
             try:
                 outs = core(*[np.asarray(x, dtype=dt) for x, dt in zip(inputs, dtypes)])
             except CallError as e:

@@ -157,6 +157,15 @@ def test_an_increment_of_another_dtype_is_cast_to_the_incremented_ones(dtype):
     assert dec.tolist() == [0, 1, 3, 1, 4]
 
 
+def test_a_none_input_runs_as_pytensor_runs_it():
+    default = getattr(pytensor.tensor.basic, "default", None)
+    if default is None:
+        pytest.skip("PyTensor 3 has no pt.default, the op that takes None")
+    x, y = pt.dscalar("x"), pt.dscalar("y")
+    f = pytensor.function([x, y], default(x, y) * 2, mode=ember.Mode())
+    assert f(1.0, 2.0) == 2.0 and f(None, 2.0) == 4.0 and f(1.0, None) == 2.0
+
+
 def test_scalar_type_functions():
     import pytensor.scalar as ps
 
