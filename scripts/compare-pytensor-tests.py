@@ -44,7 +44,7 @@ def partial_count(log_path):
     try:
         log = pathlib.Path(log_path).read_text(errors="replace")
     except OSError:
-        return 0
+        return None  # not run
     prog = "".join(m.group(1) for m in re.finditer(r"^([.FEsxX]+)(?:\s*\[\s*\d+%\])?\s*$", log, re.M))
     return prog.count(".")
 
@@ -64,7 +64,8 @@ def main(results, files):
         for m in ("NUMBA", "EMBER"):
             r = runs[m]
             if r is None:
-                cells.append(f"{partial_count(results / m / f'{name}.log')} (stopped)")
+                n = partial_count(results / m / f"{name}.log")
+                cells.append("not run" if n is None else f"{n} (stopped)")
             else:
                 cells.append(str(sum(s == "passed" for s, _ in r.values())))
         if runs["NUMBA"] is None or runs["EMBER"] is None:
