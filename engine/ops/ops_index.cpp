@@ -256,9 +256,9 @@ class IncK : public OpKernel {
   static void apply(Frame& f, Tensor& o, const Resolved& r, const Tensor& yv, bool set) {
     int64_t bst[2][kMaxRank];
     Uninit<Tensor> udst, usrc;
-  Tensor &dst = *udst, &src = *usrc;
-  dst.set_view(r.basic);
-  src.set_view(r.basic);
+    Tensor &dst = *udst, &src = *usrc;
+    dst.set_view(r.basic);
+    src.set_view(r.basic);
     src.dtype = yv.dtype;
     r.split_strides(yv.strides, src.strides, bst[1]);
     for (int d = 0; d < r.B.ndim; ++d) bst[0][d] = 0;  // unused: o offsets come from idx

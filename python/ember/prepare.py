@@ -214,8 +214,9 @@ def _coord_to_json(vals):
     """A coordinate's values for the program cache's JSON manifest: dates and
     durations (a time series' index) as ISO strings with their dtype."""
     arr = np.asarray(vals)
-    if arr.dtype.kind in "mM" or (arr.dtype == object and len(vals) and hasattr(vals[0], "to_datetime64")):
-        arr = np.asarray([getattr(v, "to_datetime64", lambda: v)() for v in vals])
+    if arr.dtype == object and len(vals) and hasattr(vals[0], "to_datetime64"):  # pandas Timestamps
+        arr = np.array([v.to_datetime64() for v in vals])
+    if arr.dtype.kind in "mM":
         return {"dtype": arr.dtype.str, "iso": [str(v) for v in arr]}
     return [v.item() if isinstance(v, np.generic) else v for v in vals]
 
