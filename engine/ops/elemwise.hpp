@@ -2,6 +2,7 @@
 // swaps compiled kernels into `active_`).
 #pragma once
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -13,6 +14,9 @@
 namespace ember {
 
 struct TierEntry;  // jit/tier_manager.hpp
+
+// Outputs past this index are not reduced in place (engine/program/fuse_reduce.cpp).
+inline constexpr int kMaxReducedOutput = 32;
 
 // An input of a fused node: a one-element tensor, or (pick) the element at
 // `coord` of a larger one (a Subtensor with literal indices, absorbed).
@@ -44,6 +48,11 @@ class ElemwiseKernel final : public OpKernel, public SwapTarget {
     fused_dst_ = std::move(dst);
   }
   bool fused() const { return !fused_out_.empty(); }
+  // Outputs (1 per output) that a float64 Sum over all axes reduces, fused
+  // into this node at load (engine/program/fuse_reduce.cpp): computed into
+  // scratch, then summed in the Sum's own order; the step's output is the sum.
+  void set_reduced(std::vector<uint8_t> r) { reduced_ = std::move(r); }
+  const std::vector<uint8_t>& reduced() const { return reduced_; }
   const std::vector<Shape>& fused_out_shapes() const { return fused_out_; }
   const std::vector<FusedInput>& fused_inputs() const { return fused_in_; }
   // The node output and element that Composite output j writes.
@@ -83,6 +92,7 @@ class ElemwiseKernel final : public OpKernel, public SwapTarget {
   std::vector<FusedInput> fused_in_;  // per input of a fused node
   std::vector<std::pair<int32_t, int32_t>> fused_dst_;
   std::vector<bool> uniform_;
+  std::vector<uint8_t> reduced_;  // empty: no output is reduced
   void* fused_input(Frame& f, int i) const;
   void run_fused(Frame& f, const interp::ElemKernel* k) const;
   mutable std::atomic<const interp::ElemKernel*> active_;

@@ -12,6 +12,7 @@
 #include <tbb/parallel_for.h>
 
 #include "engine/ops/elemwise.hpp"
+#include "engine/ops/reduce_tree.hpp"
 #include "jit/tier_manager.hpp"
 #include "interp/vm.hpp"
 
@@ -325,10 +326,43 @@ struct Hot {
 }  // namespace
 
 namespace {
+// Where each output of a call goes: its slot, or for an output a fused Sum
+// reduces (ElemwiseKernel::reduced), a slice of the step's scratch.
+struct Outs {
+  const std::vector<uint8_t>& reduced;
+  char* at[kMaxReducedOutput];  // per reduced output: its scratch slice (set before it is read)
+  char* next = nullptr;
+  explicit Outs(const std::vector<uint8_t>& r) : reduced(r) {}
+
+  void* get(Frame& f, int o, const Shape& s) {
+    if (reduced.empty() || !reduced[o]) return f.alloc_out(o, s).data;
+    if (!next) {
+      int k = 0;
+      for (uint8_t r : reduced) k += r;
+      next = static_cast<char*>(f.scratch(static_cast<size_t>(k) * static_cast<size_t>(s.size()) * sizeof(double)));
+    }
+    at[o] = next;
+    next += static_cast<size_t>(s.size()) * sizeof(double);
+    return at[o];
+  }
+  // The sums, into the step's outputs (0-d float64), as the Sum step would.
+  void finish(Frame& f, int64_t total) {
+    static const Shape scalar{};  // built once: a Shape is 136 bytes to zero
+    for (size_t o = 0; o < reduced.size(); ++o) {
+      if (!reduced[o]) continue;
+      const double v = total > 0 ? reduce::reduce_contiguous<reduce::Rop::Add, double>(
+                                       reinterpret_cast<const double*>(at[o]), total)
+                                 : 0.0;
+      *static_cast<double*>(f.alloc_out(static_cast<int>(o), scalar).data) = v;
+    }
+  }
+};
+
 // The broadcast loop nest; returns the element count. Out of line: its
 // operand tables make a frame of several KB, which the one-element path
 // (most calls on small models) should not carry.
-[[gnu::noinline]] int64_t run_nest(Frame& f, const interp::ElemKernel* k, int ndim, int64_t parallel_threshold) {
+[[gnu::noinline]] int64_t run_nest(Frame& f, Outs& outs, const interp::ElemKernel* k, int ndim,
+                                   int64_t parallel_threshold) {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
   // Not zero-initialized (a Shape is 136 bytes): only dims [0, ndim) are
   // used. The bytes hold an implicitly created Shape (C++20 implicit-lifetime).
@@ -371,9 +405,8 @@ namespace {
     esize[i] = static_cast<int64_t>(dtype_size(f.in(i).dtype));
   }
   for (int o = 0; o < nout; ++o) {
-    const Tensor& t = f.alloc_out(o, out);
-    base[nin + o] = {t.data, 0};
-    esize[nin + o] = static_cast<int64_t>(dtype_size(t.dtype));
+    base[nin + o] = {outs.get(f, o, out), 0};
+    esize[nin + o] = static_cast<int64_t>(dtype_size(f.out_dtype(o)));
   }
   const int64_t total = out.size();
   if (total == 0) return 0;
@@ -466,7 +499,8 @@ namespace {
 // all dims into the same single run; element-wise ops do not depend on how a
 // run is split). Returns false, having done nothing, when it does not apply
 // (then run_nest handles it, broadcast errors included).
-bool run_flat(Frame& f, const interp::ElemKernel* k, int ndim, int64_t parallel_threshold, int64_t& total) {
+bool run_flat(Frame& f, Outs& outs, const interp::ElemKernel* k, int ndim, int64_t parallel_threshold,
+              int64_t& total) {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
   constexpr int kSmallOps = 24;
   if (nops > kSmallOps) return false;
@@ -498,7 +532,7 @@ bool run_flat(Frame& f, const interp::ElemKernel* k, int ndim, int64_t parallel_
   if (!ref) return false;  // all one element: the caller's other paths
   total = ref->size();
   if (total >= parallel_threshold) return false;
-  for (int o = 0; o < nout; ++o) ops[nin + o] = {f.alloc_out(o, ref->shape).data, 1};
+  for (int o = 0; o < nout; ++o) ops[nin + o] = {outs.get(f, o, ref->shape), 1};
   if (total > 0) k->run(total, ops, ops + nin);
   return true;
 }
@@ -623,11 +657,10 @@ void ElemwiseKernel::run(Frame& f) const {
     return;
   }
   int64_t total = 0;
-  if (run_flat(f, k, ndim_, parallel_threshold_, total)) {
-    hot.elements = total;
-    return;
-  }
-  hot.elements = run_nest(f, k, ndim_, parallel_threshold_);
+  Outs outs(reduced_);
+  if (!run_flat(f, outs, k, ndim_, parallel_threshold_, total)) total = run_nest(f, outs, k, ndim_, parallel_threshold_);
+  hot.elements = total;
+  if (!reduced_.empty()) outs.finish(f, total);
 }
 
 // Declared static shapes must agree with the broadcast of the inputs' (only

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <type_traits>
 
 #include <xsimd/xsimd.hpp>
@@ -168,10 +169,21 @@ inline A tree_contiguous(const A* a, int64_t n) {
   return tree<op, A>(0, n, lf);
 }
 
-// Reduces a contiguous array with the chunked tree (serial).
+// Reduces a contiguous array a[0, n), n >= 1, in the documented order on the
+// calling thread: each chunk by the tree, then the chunk partials by the tree.
 template <Rop op, class A>
 inline A reduce_contiguous(const A* a, int64_t n) {
-  return tree_contiguous<op, A>(a, n);
+  if (n <= kChunk) return tree_contiguous<op, A>(a, n);
+  const int64_t nc = (n + kChunk - 1) / kChunk;
+  A small[64];
+  std::unique_ptr<A[]> big;
+  A* part = small;
+  if (nc > 64) {
+    big.reset(new A[static_cast<size_t>(nc)]);
+    part = big.get();
+  }
+  for (int64_t c = 0; c < nc; ++c) part[c] = tree_contiguous<op, A>(a + c * kChunk, std::min(kChunk, n - c * kChunk));
+  return tree_contiguous<op, A>(part, nc);
 }
 
 // Walks a multi-dim strided index space in C order, tracking the offset.

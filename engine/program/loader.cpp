@@ -5,6 +5,7 @@
 #include <set>
 
 #include "engine/program/fuse_elemwise.hpp"
+#include "engine/program/fuse_reduce.hpp"
 #include "engine/program/passes/passes.hpp"
 #include "engine/program/program_impl.hpp"
 
@@ -183,7 +184,10 @@ std::unique_ptr<ProgramImpl> ProgramImpl::build(Graph g, const Options& o) {
     p->steps.push_back(std::move(st));
     p->kernels.push_back(std::move(kernel));
   }
-  if (fusion_enabled()) fuse_elemwise(*p);
+  if (fusion_enabled()) {
+    fuse_elemwise(*p);
+    fuse_reductions(*p);
+  }
   plan_lazy_branches(*p);
   p->num_slots = plan_buffers(*p);
 

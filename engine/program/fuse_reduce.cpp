@@ -1,0 +1,72 @@
+#include "engine/program/fuse_reduce.hpp"
+
+#include <utility>
+#include <vector>
+
+#include "engine/ops/elemwise.hpp"
+#include "engine/program/program_impl.hpp"
+#include "interp/config.hpp"
+
+namespace ember {
+
+namespace {
+
+// A Sum of a float64 input over every axis into a float64 scalar, summed in
+// float64: what ElemwiseKernel's reduced outputs compute.
+bool sums_all_float64(const Graph& g, const Step& st) {
+  if (st.op != TensorOp::Sum || st.in.size() != 1 || st.out.size() != 1) return false;
+  const VarSpec& x = g.vars[st.in[0]];
+  const VarSpec& y = g.vars[st.out[0]];
+  if (x.dtype != DType::Float64 || y.dtype != DType::Float64 || y.static_shape.ndim != 0) return false;
+  const nlohmann::json& a = g.nodes[st.node].attrs;
+  if (a.contains("acc_dtype") && !a["acc_dtype"].is_null() &&
+      !(a["acc_dtype"].is_string() && a["acc_dtype"].get<std::string>() == "float64"))
+    return false;
+  // The output is 0-d, so a Sum that loaded reduces every axis.
+  return true;
+}
+
+}  // namespace
+
+int fuse_reductions(ProgramImpl& p) {
+  if (!p.options.fuse_elemwise || config().fuse_reduce == "0") return 0;
+  const Graph& g = p.graph;
+  const int nsteps = static_cast<int>(p.steps.size());
+  std::vector<std::pair<int, int>> made_by(g.vars.size(), {-1, -1});  // var -> (step, output)
+  std::vector<int> uses(g.vars.size(), 0);
+  for (int s = 0; s < nsteps; ++s) {
+    const Step& st = p.steps[s];
+    for (size_t o = 0; o < st.out.size(); ++o) made_by[st.out[o]] = {s, static_cast<int>(o)};
+    for (int v : st.in) ++uses[v];
+  }
+  for (int v : g.outputs) ++uses[v];
+  std::vector<std::vector<uint8_t>> reduced(nsteps);
+  std::vector<char> drop(nsteps, 0);
+  for (int s = 0; s < nsteps; ++s) {
+    const Step& r = p.steps[s];
+    if (!sums_all_float64(g, r)) continue;
+    const int v = r.in[0];
+    const auto [e, j] = made_by[v];
+    if (e < 0 || uses[v] != 1 || j >= kMaxReducedOutput) continue;
+    auto* k = dynamic_cast<ElemwiseKernel*>(p.kernels[e].get());
+    if (!k || k->one_element() || g.vars[v].static_shape.ndim == 0) continue;
+    Step& es = p.steps[e];
+    if (reduced[e].empty()) reduced[e].assign(es.out.size(), 0);
+    reduced[e][j] = 1;
+    es.out[j] = r.out[0];  // the sum is made where the Elemwise runs, before any reader of it
+    drop[s] = 1;
+  }
+  std::vector<Step> steps;
+  std::vector<std::unique_ptr<OpKernel>> kernels;
+  for (int s = 0; s < nsteps; ++s) {
+    if (drop[s]) continue;
+    if (!reduced[s].empty()) dynamic_cast<ElemwiseKernel&>(*p.kernels[s]).set_reduced(std::move(reduced[s]));
+    steps.push_back(std::move(p.steps[s]));
+    kernels.push_back(std::move(p.kernels[s]));
+  }
+  p.steps = std::move(steps);
+  p.kernels = std::move(kernels);
+  return nsteps - static_cast<int>(p.steps.size());
+}
+
+}  // namespace ember
