@@ -190,59 +190,6 @@ TEST_CASE("careduce_contiguous_sum_bits_follow_the_documented_tree") {
   }
 }
 
-// The same leaves for a float32 sum and a float64 product, which the leaf
-// computes in SIMD batches: each lane must take the scalar order's operations.
-namespace {
-template <class A, class Op>
-A ref_leaf_of(const A* a, int64_t n, Op op) {
-  if (n < 8) {
-    A r = a[0];
-    for (int64_t i = 1; i < n; ++i) r = op(r, a[i]);
-    return r;
-  }
-  A l[8];
-  for (int k = 0; k < 8; ++k) l[k] = a[k];
-  int64_t i = 8;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) l[k] = op(l[k], a[i + k]);
-  A r = op(op(op(l[0], l[1]), op(l[2], l[3])), op(op(l[4], l[5]), op(l[6], l[7])));
-  for (; i < n; ++i) r = op(r, a[i]);
-  return r;
-}
-template <class A, class Op>
-A ref_tree_of(const A* a, int64_t n, Op op) {
-  if (n <= 128) return ref_leaf_of(a, n, op);
-  const int64_t h = (n / 2) / 8 * 8;
-  const A left = ref_tree_of(a, h, op);
-  return op(left, ref_tree_of(a + h, n - h, op));
-}
-}  // namespace
-
-TEST_CASE("careduce_float32_sum_and_float64_prod_bits_follow_the_documented_tree") {
-  std::mt19937_64 gen(11);
-  std::normal_distribution<double> nd(0.0, 1.0);
-  auto sum32 = Program::from_json(
-      reduce_graph("Sum", "float32", "[null]", "float32", "[]", R"({"axis": null, "acc_dtype": "float32"})"));
-  auto prod64 = Program::from_json(reduce_graph("Prod", "float64", "[null]", "float64", "[]", R"({"axis": null})"));
-  for (int64_t n = 1; n <= 700; n += (n < 300 ? 1 : 37)) {
-    INFO("n = " << n);
-    std::vector<float> xf(static_cast<size_t>(n));
-    for (float& v : xf) v = static_cast<float>(nd(gen) * 1e3);
-    Array af = Array::of<float>({1, {n}}, xf);
-    const float want_f = ref_tree_of<float>(xf.data(), n, [](float a, float b) { return a + b; });
-    const float got_f = sum32->call({af.t})[0].data<float>()[0];
-    uint32_t gb, wb;
-    std::memcpy(&gb, &got_f, 4);
-    std::memcpy(&wb, &want_f, 4);
-    CHECK(gb == wb);
-    std::vector<double> xd(static_cast<size_t>(n));
-    for (double& v : xd) v = 1.0 + 0.01 * nd(gen);
-    Array ad = Array::of<double>({1, {n}}, xd);
-    const double want_d = ref_tree_of<double>(xd.data(), n, [](double a, double b) { return a * b; });
-    CHECK(bits(prod64->call({ad.t})[0].data<double>()[0]) == bits(want_d));
-  }
-}
-
 TEST_CASE("careduce_runs_from_many_threads_at_once_with_equal_bits") {
   const int64_t n = 300'000;
   std::vector<double> x(n);

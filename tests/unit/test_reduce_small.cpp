@@ -191,6 +191,22 @@ TEST_CASE("small_reductions_of_integer_float32_and_bool_inputs") {
   }
 }
 
+TEST_CASE("small_float32_sum_in_float32_follows_the_documented_tree") {
+  // Float leaves run their 8 lanes as SIMD batches: each lane must keep the scalar order.
+  std::mt19937_64 gen(25);
+  std::normal_distribution<double> nd(0.0, 1e3);
+  auto p = Program::from_json(
+      reduce_graph("Sum", "float32", "[null]", "float32", "[]", R"({"axis": null, "acc_dtype": "float32"})"));
+  for (int64_t n = 1; n <= 700; n += (n < 300 ? 1 : 37)) {
+    INFO("n = " << n);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = static_cast<float>(nd(gen));
+    const float got = p->call({Array::of<float>({1, {n}}, x).t})[0].data<float>()[0];
+    const float want = ref_tree(x.data(), n, [](float a, float b) { return a + b; });
+    CHECK(std::memcmp(&got, &want, 4) == 0);
+  }
+}
+
 TEST_CASE("small_path_gives_the_general_paths_bits") {
   // The same values contiguous (fast path, up to one chunk) and as a (2, n/2)
   // view with a gap between its rows (two reduced axes: the general path).
