@@ -165,6 +165,9 @@ class JitKernel : public interp::ElemKernel {
   };
   std::vector<Piece> pieces_;
   std::vector<Slot> ins_, outs_;
+  // One-element calls store 8-byte outputs held in cells by plain copies and
+  // the rest by dtype: one loop each, so no per-output dtype branch is mispredicted.
+  std::vector<int32_t> plain_outs_, other_outs_;
   size_t scratch_;
   int tier_, lanes_;
   bool one_, any_uniform_ = false;

@@ -165,6 +165,9 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
     // Outputs are scattered from whole blocks of lanes; a uniform input has one.
     if (outs_.back().in >= 0 && spec.is_uniform(static_cast<size_t>(outs_.back().in)))
       throw std::invalid_argument("JitKernel: a uniform input cannot be an output");
+    const Slot& b = outs_.back();
+    const bool plain = b.in < 0 && b.cell >= 0 && dtype_size(b.dt) == 8;
+    (plain ? plain_outs_ : other_outs_).push_back(static_cast<int32_t>(outs_.size() - 1));
   }
 }
 
@@ -259,8 +262,10 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
     }
     for (const Piece& p : k->pieces_) p.fn(1, s, ip);
     const Slot* o = k->outs_.data();
-    for (size_t j = 0, e = k->outs_.size(); j < e; ++j)
+    // The others first: they hold the outputs that copy an input, read before any plain store.
+    for (const int32_t j : k->other_outs_)
       store_one(o[j].dt, o[j].in >= 0 ? ip[o[j].in] : o[j].cell >= 0 ? s + o[j].cell : nullptr, o[j].k, out[j].data);
+    for (const int32_t j : k->plain_outs_) std::memcpy(out[j].data, s + o[j].cell, 8);
     return;
   }
   if (k->one_) {
