@@ -151,7 +151,7 @@ inline A tree_contiguous(const A* a, int64_t n) {
   if (n <= kLeaf) return leaf<op, A>(a, n);
   // A leaf under a split holds >= kLeaf / 2 elements.
   constexpr int kMax = static_cast<int>(kChunk / (kLeaf / 2)) + 1;
-  if (n > kChunk) {
+  if (n > kChunk || n <= 4 * kLeaf) {  // small: a few leaves, recursion is cheaper than the table
     auto lf = [a](int64_t lo, int64_t m) { return leaf<op, A>(a + lo, m); };
     return tree<op, A>(0, n, lf);
   }
