@@ -18,6 +18,7 @@
 #include "engine/ops/elemwise.hpp"
 #include "engine/program/program_impl.hpp"
 #include "interp/config.hpp"
+#include "interp/scalar_op.hpp"
 
 using namespace ember;
 using clk = std::chrono::steady_clock;
@@ -62,10 +63,37 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   std::map<std::string, double> per_op;
   double sum = 0;
+  // A step whose Elemwise sums outputs in place (engine/program/fuse_reduce.cpp) is
+  // "Elemwise+Sum", shown with its largest operand: its outputs may be sums.
+  auto name_of = [&](const Step& st) {
+    const auto* e = dynamic_cast<const ElemwiseKernel*>(st.kernel);
+    return e && !e->reduced().empty() ? st.name + "+Sum" : st.name;
+  };
+  auto shown_shape = [&](const Step& st) {
+    const Tensor* big = &ws->values[st.out[0]];
+    if (name_of(st) != st.name)
+      for (int v : st.in)
+        if (ws->values[v].size() > big->size()) big = &ws->values[v];
+    return big->shape.str();
+  };
+  // An Elemwise's scalar work in a few words: its Composite's size and commonest ops.
+  auto kernel_of = [&](const Step& st) -> std::string {
+    const auto* e = dynamic_cast<const ElemwiseKernel*>(st.kernel);
+    if (!e) return "";
+    const interp::Composite& c = e->composite();
+    std::map<std::string, int> count;
+    for (const auto& n : c.nodes) ++count[std::string(interp::op_info(n.op).name)];
+    std::vector<std::pair<int, std::string>> top;
+    for (const auto& [op, n] : count) top.push_back({-n, op});
+    std::sort(top.begin(), top.end());
+    std::string s = "Composite[" + std::to_string(c.nodes.size()) + ":";
+    for (size_t i = 0; i < top.size() && i < 4; ++i) s += (i ? "," : " ") + top[i].second;
+    return s + "]";
+  };
   for (size_t k = 0; k < ns; ++k) {
     const double m = median(t[k]);
     rows.push_back({k, m});
-    per_op[p.steps[k].name] += m;
+    per_op[name_of(p.steps[k])] += m;
     sum += m;
   }
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.med > b.med; });
@@ -74,9 +102,8 @@ int main(int argc, char** argv) {
   for (const Row& r : rows) {
     if (r.med < 0.01 * sum && &r != &rows[0]) continue;
     const Step& st = p.steps[r.k];
-    const Tensor& o = ws->values[st.out[0]];
-    std::printf("  node %4d %-22s out %-12s %9.2f us  %5.1f%%\n", st.node, st.name.c_str(), o.shape.str().c_str(),
-                r.med / 1e3, 100 * r.med / sum);
+    std::printf("  node %4d %-22s out %-12s %9.2f us  %5.1f%%  %s\n", st.shown >= 0 ? st.shown : st.node,
+                name_of(st).c_str(), shown_shape(st).c_str(), r.med / 1e3, 100 * r.med / sum, kernel_of(st).c_str());
   }
   std::printf("per op:\n");
   for (const auto& [op, v] : per_op) std::printf("  %-22s %9.2f us  %5.1f%%\n", op.c_str(), v / 1e3, 100 * v / sum);

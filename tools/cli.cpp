@@ -47,7 +47,7 @@ int cmd_info(const std::string& path, const std::string& write_path) {
     std::printf("  %s %s %s\n", i.name.c_str(), std::string(dtype_name(i.dtype)).c_str(), shape_str(i.static_shape).c_str());
   std::map<std::string, int> counts;
   for (const NodeSpec& n : g.nodes) counts[n.op]++;
-  std::printf("nodes: %zu (%zu steps after fusing one-element runs)\n", g.nodes.size(), prog->impl().steps.size());
+  std::printf("nodes: %zu (%zu steps after load-time fusion)\n", g.nodes.size(), prog->impl().steps.size());
   for (auto& [op, c] : counts) std::printf("  %-24s %d\n", op.c_str(), c);
   int k = 0;
   for (const Step& st : prog->impl().steps) {

@@ -70,7 +70,7 @@ def jit_tiers():
 
 
 # Op names may hold spaces: "Elemwise (fused: 77 nodes from node 0)" is a run fused at load.
-ROW = re.compile(r"^\s+node\s+(\d+)\s+(.+?)\s+out\s+(.+?)\s+([\d.]+) us\s+([\d.]+)%$")
+ROW = re.compile(r"^\s+node\s+(\d+)\s+(.+?)\s+out\s+(.+?)\s+([\d.]+) us\s+([\d.]+)%\s*(\S.*)?$")
 OP = re.compile(r"^\s+(.+?)\s+([\d.]+) us\s+([\d.]+)%$")
 FUSED = re.compile(r" \(fused: \d+ nodes from node \d+\)")
 
@@ -95,10 +95,10 @@ def profile(graph, x_path, doc=None):
     lines = out.splitlines()
     head = re.search(r"(\d+) nodes, \d+ calls; median call ([\d.]+) us, sum of node medians ([\d.]+) us", lines[0])
     split = lines.index("per op:")
-    nodes = [dict(node=int(m[1]), op=m[2], shape=m[3], us=float(m[4]), pct=float(m[5]))
+    nodes = [dict(node=int(m[1]), op=m[2], shape=m[3], us=float(m[4]), pct=float(m[5]), kernel=m[6] or "")
              for m in map(ROW.match, lines[1:split]) if m]
-    for n in nodes:
-        if doc and 0 <= n["node"] < len(doc["nodes"]):
+    for n in nodes:  # node_profile names a step's Composite; other ops by the file's node
+        if not n["kernel"] and doc and 0 <= n["node"] < len(doc["nodes"]):
             n["kernel"] = describe(doc["nodes"][n["node"]])
     ops = {}
     for m in map(OP.match, lines[split + 1:]):
