@@ -67,9 +67,6 @@ inline A combine(A a, A b) {
 // written out because GCC builds the scalar version's first 8 lanes with
 // 16-byte stores that a 32-byte load then cannot forward from (a stall that
 // was a third of a 20-element Sum).
-// (GCC cannot see that callers' stack buffers are filled up to `end`.)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 template <Rop op, class A>
 [[gnu::always_inline]] inline void leaf_lanes(const A* a, int64_t end, A* lanes) {
   using V = xsimd::batch<A>;
@@ -84,7 +81,6 @@ template <Rop op, class A>
     }
   for (int b = 0; b < NB; ++b) r[b].store_unaligned(lanes + b * W);
 }
-#pragma GCC diagnostic pop
 
 // Leaf over a contiguous block a[0, n), 1 <= n <= kLeaf. Always inlined:
 // called once per 128 elements, a call costs a visible share of the sum.
