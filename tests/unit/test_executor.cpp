@@ -10,6 +10,7 @@
 #include "engine/c_api.hpp"
 #include "ember/ember.hpp"
 #include "engine/program/program_impl.hpp"
+#include "graph_builder.hpp"
 #include "scan_graphs.hpp"
 #include "test_util.hpp"
 
@@ -87,6 +88,31 @@ TEST_CASE("elemwise_reads_strided_argument_views") {
   CHECK(out[0].data<double>()[1] == 201);
   CHECK(out[0].data<double>()[4] == 103);
   CHECK(out[0].data<double>()[5] == 203);
+}
+
+TEST_CASE("elemwise_outer_products_of_transposed_views_run_as_rows_with_exact_values") {
+  // (n, 3, 1) * (n, 1, 3) from transposed (3, n) arguments: short strided inner
+  // dims and a long contiguous outer one, run as rows along it (and as a
+  // packed run below that length); every element is one product either way.
+  for (int64_t n : {5, 63, 64, 200}) {
+    INFO("n = " << n);
+    test::GraphBuilder b;
+    const int a = b.input("float64", {3, n});
+    const int c = b.input("float64", {3, n});
+    const int at = b.node("DimShuffle", {a}, "float64", {n, 3, 1}, {{"new_order", {1, 0, "x"}}});
+    const int ct = b.node("DimShuffle", {c}, "float64", {n, 1, 3}, {{"new_order", {1, "x", 0}}});
+    b.outputs = {b.ew("Mul", {at, ct}, "float64", {n, 3, 3})};
+    auto p = Program::from_json(b.str(), test::unpassed());
+    std::vector<double> av(3 * n), cv(3 * n);
+    for (int64_t i = 0; i < 3 * n; ++i) av[i] = 0.5 + i, cv[i] = 1.0 / (1.0 + i);
+    auto out = p->call({Array::of<double>({2, {3, n}}, av).t, Array::of<double>({2, {3, n}}, cv).t});
+    const double* y = out[0].data<double>();
+    bool all = true;
+    for (int64_t r = 0; r < n; ++r)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) all = all && y[(r * 3 + i) * 3 + j] == av[i * n + r] * cv[j * n + r];
+    CHECK(all);
+  }
 }
 
 TEST_CASE("call_rejects_wrong_argument_count_dtype_and_rank_naming_the_argument") {
