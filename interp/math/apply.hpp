@@ -23,8 +23,12 @@ inline void store_tail(D v, double* p, int64_t n) {
   for (int64_t k = 0; k < n; ++k) p[k] = buf[k];
 }
 
+// One element (the one-element kernels' calls) is broadcast to every lane:
+// building a padded batch from 8-byte stores stalls the 32-byte load on
+// store forwarding. Lanes are independent, so lane 0 is the same either way.
 template <class F>
 void apply1(int64_t n, const double* x, double* y, F f) {
+  if (n == 1) return store_tail(f(D(x[0])), y, 1);
   int64_t i = 0;
   for (; i + W <= n; i += W) f(D::load_unaligned(x + i)).store_unaligned(y + i);
   if (i < n) store_tail(f(load_tail(x + i, n - i)), y + i, n - i);
@@ -32,6 +36,7 @@ void apply1(int64_t n, const double* x, double* y, F f) {
 
 template <class F>
 void apply2(int64_t n, const double* a, const double* b, double* y, F f) {
+  if (n == 1) return store_tail(f(D(a[0]), D(b[0])), y, 1);
   int64_t i = 0;
   for (; i + W <= n; i += W)
     f(D::load_unaligned(a + i), D::load_unaligned(b + i)).store_unaligned(y + i);
@@ -40,6 +45,7 @@ void apply2(int64_t n, const double* a, const double* b, double* y, F f) {
 
 template <class F>
 void apply3(int64_t n, const double* a, const double* b, const double* c, double* y, F f) {
+  if (n == 1) return store_tail(f(D(a[0]), D(b[0]), D(c[0])), y, 1);
   int64_t i = 0;
   for (; i + W <= n; i += W)
     f(D::load_unaligned(a + i), D::load_unaligned(b + i), D::load_unaligned(c + i))
