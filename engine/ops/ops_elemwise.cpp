@@ -453,28 +453,23 @@ struct Outs {
   // A short inner run (a (600, 3) broadcast) costs one kernel call per row:
   // run it as one packed run, or move the longest dim inside. Elements are
   // independent, so the order they are computed in changes no bit.
-  // Packing an input that is strided along the short inner dim gathers it
-  // element by element. When the longest dim is long and every input reads
-  // it contiguously (or broadcasts it), rows along it cost less: a Gram
-  // matrix's outer products over transposed views, 1.25x faster as rows.
-  int j = 0;
-  for (int d = 1; d < L.m - 1; ++d)
-    if (L.dims[d] > L.dims[j]) j = d;
-  bool rows_along_j = false;
-  if (L.m >= 2 && L.dims[j] >= kLongRun) {
-    bool strided_inner = false;
-    rows_along_j = true;
-    for (int i = 0; i < nin; ++i) {
+  if (L.m >= 2 && L.dims[L.m - 1] < kShortRun) {
+    int j = 0;
+    for (int d = 1; d < L.m - 1; ++d)
+      if (L.dims[d] > L.dims[j]) j = d;
+    // Packing an input that is strided along the short inner dim gathers it
+    // element by element. When the longest dim is long and every input reads
+    // it contiguously (or broadcasts it), rows along it cost less (a Gram
+    // matrix's outer products over transposed views, docs/benchmarks.md).
+    bool rows = L.dims[j] >= kLongRun, strided_inner = false;
+    for (int i = 0; i < nin && rows; ++i) {
       const int64_t sj = st[i * kMaxRank + j], si = st[i * kMaxRank + L.m - 1];
-      rows_along_j = rows_along_j && (sj == 0 || sj == 1);
+      rows = sj == 0 || sj == 1;
       strided_inner = strided_inner || (si != 0 && si != 1);
     }
-    rows_along_j = rows_along_j && strided_inner;
-  }
-  if (L.m >= 2 && L.dims[L.m - 1] < kShortRun && !rows_along_j && total < parallel_threshold && nops <= 24 &&
-      run_packed(k, L, st, base, esize, total))
-    return total;
-  if (L.m >= 2 && L.dims[L.m - 1] < kShortRun) {
+    if (!(rows && strided_inner) && total < parallel_threshold && nops <= 24 &&
+        run_packed(k, L, st, base, esize, total))
+      return total;
     if (L.dims[j] > L.dims[L.m - 1]) {
       std::swap(L.dims[j], L.dims[L.m - 1]);
       for (int i = 0; i < nops; ++i) std::swap(st[i * kMaxRank + j], st[i * kMaxRank + L.m - 1]);

@@ -49,7 +49,7 @@ int fuse_reductions(ProgramImpl& p) {
     const auto [e, j] = made_by[v];
     if (e < 0 || uses[v] != 1 || j >= kMaxReducedOutput) continue;
     auto* k = dynamic_cast<ElemwiseKernel*>(p.kernels[e].get());
-    if (!k || k->one_element() || g.vars[v].static_shape.ndim == 0) continue;
+    if (!k || k->one_element()) continue;  // 0-d and fused nodes are one element
     Step& es = p.steps[e];
     if (reduced[e].empty()) reduced[e].assign(es.out.size(), 0);
     reduced[e][j] = 1;
