@@ -46,6 +46,9 @@ struct Graph {
   std::vector<int> outputs;
   std::vector<ConstSpec> constants;
   std::vector<NodeSpec> nodes;
+  // The "gradient" directive (null when absent): engine/program/grad/
+  // differentiates the graph at load and clears it.
+  nlohmann::json gradient;
   std::vector<std::shared_ptr<void>> storage;  // keeps constant data alive
 
   // Reads a graph file (plain JSON or the binary container); checks the

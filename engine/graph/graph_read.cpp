@@ -129,6 +129,7 @@ Graph Graph::parse(std::string_view text, std::shared_ptr<const uint8_t[]> paylo
   Graph g;
   g.source = source;
   if (auto it = doc.find("name"); it != doc.end() && it->is_string()) g.name = it->get<std::string>();
+  if (auto it = doc.find("gradient"); it != doc.end()) g.gradient = *it;  // checked where it is applied
 
   const json& vars = r.array(doc, "variables", "", true);
   g.vars.resize(vars.size());

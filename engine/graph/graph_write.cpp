@@ -43,6 +43,7 @@ json Graph::to_json(std::vector<uint8_t>* payload) const {
   for (const NodeSpec& n : nodes)
     ns.push_back(json{{"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs}, {"attrs", n.attrs}});
   doc["nodes"] = ns;
+  if (!gradient.is_null()) doc["gradient"] = gradient;
   return doc;
 }
 

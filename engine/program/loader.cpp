@@ -6,6 +6,7 @@
 
 #include "engine/program/fuse_elemwise.hpp"
 #include "engine/program/fuse_reduce.hpp"
+#include "engine/program/grad/grad.hpp"
 #include "engine/program/passes/passes.hpp"
 #include "engine/program/program_impl.hpp"
 
@@ -151,6 +152,12 @@ std::unique_ptr<ProgramImpl> ProgramImpl::build(Graph g, const Options& o) {
     std::string msg = gr.source + ": " + std::to_string(missing.size()) + " node(s) use unsupported ops: ";
     for (size_t k = 0; k < missing.size(); ++k) msg += (k ? ", " : "") + missing[k];
     throw LoadError(msg);
+  }
+
+  // A "gradient" directive: the graph is differentiated first (engine/program/grad/).
+  if (!p->graph.gradient.is_null()) {
+    grad::derive(p->graph, p->options);
+    check_topology(gr);
   }
 
   // Graph passes (engine/program/passes/); messages keep naming the file's nodes.

@@ -443,8 +443,13 @@ def _specify_shape(g, node):
 
 
 def _check_and_raise(g, node):
-    name = "Assert" if any(c.__name__ == "Assert" for c in type(node.op).__mro__) else "CheckAndRaise"
-    return name, list(node.inputs), {"msg": str(getattr(node.op, "msg", ""))}
+    mro = [c.__name__ for c in type(node.op).__mro__]
+    name = "Assert" if "Assert" in mro else "CheckAndRaise"
+    attrs = {"msg": str(getattr(node.op, "msg", ""))}
+    if "CheckParameterValue" in mro:  # PyMC's: a gradient directive turns it into a -inf switch
+        attrs["parameter_check"] = True
+        attrs["ninf"] = bool(getattr(node.op, "can_be_replaced_by_ninf", False))
+    return name, list(node.inputs), attrs
 
 
 def _bool(op, attr, default):

@@ -199,12 +199,12 @@ def compile_pymc_model(model, *, jit=None, jit_memory=None, parallel_threshold=N
             timings["cache_store"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    programs = {name: native.Program.from_document(doc, payload, source=f"<nutpie {name}>",
-                                                   callbacks=callbacks or (), **opts)
-                for name, (doc, payload, callbacks) in graphs.items()}
+    programs = {name: g[3] if len(g) > 3 and g[3] is not None else
+                native.Program.from_document(g[0], g[1], source=f"<nutpie {name}>", callbacks=g[2] or (), **opts)
+                for name, g in graphs.items()}
     logp_program, expand_program = programs["logp"], programs["expand"]
     plan.load(**opts)
-    timings["load"] = time.perf_counter() - t0
+    timings["load"] = timings.get("load", 0.0) + time.perf_counter() - t0
 
     k = len(model.free_RVs)
     initial_point_func = flat_point_function(plan, layout.names[:k], layout.shapes[:k], threading.Lock())
@@ -250,23 +250,65 @@ def _prepare_graphs(model, opts, initial_points, jitter_rvs, strategy, var_names
     layout = build_layout(model, plan(0), var_names, dims_for_reparameterized=has_reparameterized_names())
     timings["initial_point"] = time.perf_counter() - t0
 
-    logp_g, t = logp_graph(model, layout, prepare)
-    timings.update(t)
+    blobs, graphs = {}, {}
+    if prepare == "native":
+        loaded = _native_logp(model, layout, opts, timings, fallback)
+        if loaded is not None:
+            blobs["logp"], graphs["logp"] = loaded
+        else:
+            prepare = "stabilize"
+    if "logp" not in graphs:
+        logp_g, t = logp_graph(model, layout, prepare)
+        for k, v in t.items():
+            timings[k] = timings.get(k, 0.0) + v
     t0 = time.perf_counter()
-    expand_g = expand_graph(model, layout, prepare)
+    expand_g = expand_graph(model, layout, "stabilize" if prepare == "native" else prepare)
     timings["rewrites"] += time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    blobs, graphs = {}, {}
-    for name, g, out_names in (("logp", logp_g, ["logp", "grad"]), ("expand", expand_g, None)):
+    todo = [("expand", expand_g, None)]
+    if "logp" not in graphs:
+        todo.insert(0, ("logp", logp_g, ["logp", "grad"]))
+    for name, g, out_names in todo:
         callbacks = [] if fallback_enabled(fallback) else None
         doc, payload = export_graph(g, name=name, output_names=out_names, callbacks=callbacks)
         if callbacks:
             warn_fallback(callbacks, graph=f"nutpie {name}", stacklevel=4)
         blobs[name] = dumps(doc, payload, binary=True)
         graphs[name] = (doc, payload, callbacks)
-    timings["export"] = time.perf_counter() - t0
+    timings["export"] = timings.get("export", 0.0) + time.perf_counter() - t0
     return layout, plan, graphs, blobs
+
+
+def _native_logp(model, layout, opts, timings, fallback):
+    """(blob, (doc, payload, None, program)) of model.logp() differentiated by
+    Ember, or None when the graph needs an op Ember cannot differentiate, or
+    one without a native kernel (then the reason is in timings["gradient_fallback"])."""
+    from . import native
+    from .export import UnsupportedGraphError, dumps, export_graph
+    from .prepare import native_logp_graph
+
+    graph, directive, t = native_logp_graph(model, layout)
+    timings.update(t)
+    t0 = time.perf_counter()
+    try:
+        doc, payload = export_graph(graph, name="logp", output_names=["logp"])
+    except UnsupportedGraphError as e:  # ops without a native kernel: PyTensor's gradient and the fallback
+        timings["gradient_fallback"] = str(e)
+        return None
+    doc["gradient"] = directive
+    timings["export"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    try:
+        program = native.Program.from_document(doc, payload, source="<nutpie logp>", **opts)
+    except native.LoadError as e:
+        if "cannot differentiate" not in str(e):
+            raise
+        timings["gradient_fallback"] = str(e)
+        return None
+    timings["load"] = time.perf_counter() - t0
+    timings["gradient_path"] = "ember"
+    return dumps(doc, payload, binary=True), (doc, payload, None, program)
 
 
 def _blob(blobs, name, graph):

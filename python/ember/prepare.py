@@ -13,6 +13,11 @@ compile does that); the expand output the flat point followed by the
 untransformed variables and Deterministics.
 
 `prepare` picks what PyTensor does after that:
+  "native": nothing. model.logp() is exported as PyMC builds it, with a
+      "gradient" directive (docs/graph-format.md): Ember's loader turns the
+      parameter checks into -inf switches, stabilizes, differentiates and
+      lays out the flat point (engine/program/grad/). A graph with an op
+      Ember cannot differentiate falls back to "stabilize" (ember/nutpie.py).
   "stabilize": nothing but the rewrites the exporter needs (EXPORT_REWRITES);
       fusion and the rest are left to Ember's loader.
   "fast_run": PyTensor's fast_run pipeline (fusion into Composites), as
@@ -27,7 +32,7 @@ from math import prod
 
 import numpy as np
 
-PREPARE_MODES = ("stabilize", "fast_run")
+PREPARE_MODES = ("native", "stabilize", "fast_run")
 # After the gradient, on logp and gradient together: the gradient's graph needs
 # the stabilizing rewrites too, and some logp forms become stable only once
 # specialize has normalized them (log1p(-1 * sigmoid(x)) -> -softplus(x) needs
@@ -390,6 +395,21 @@ def logp_graph(model, layout, prepare="stabilize"):
         apply_export_rewrites(graph)
     t["rewrites"] += time.perf_counter() - t3
     return graph, t
+
+
+def native_logp_graph(model, layout):
+    """(FunctionGraph of model.logp() over the value variables and shared data,
+    its gradient directive, seconds per stage) for Ember's own differentiation."""
+    t0 = time.perf_counter()
+    logp = model.logp()
+    t1 = time.perf_counter()
+    value_vars = [model.rvs_to_values[rv] for rv in model.free_RVs]
+    graph = apply_export_rewrites(function_graph(value_vars, [logp]))
+    directive = {"wrt": [{"input": k, "shape": [int(d) for d in shape]}
+                         for k, shape in enumerate(layout.shapes[:len(value_vars)])],
+                 "point": "_unconstrained_point", "check_bounds": bool(model.check_bounds)}
+    t2 = time.perf_counter()
+    return graph, directive, {"model_logp": t1 - t0, "rewrites": t2 - t1, "gradient": 0.0}
 
 
 def expand_graph(model, layout, prepare="stabilize"):

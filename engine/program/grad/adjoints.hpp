@@ -1,0 +1,32 @@
+// The adjoint of one node: given its outputs' gradients, its inputs'
+// gradient contributions.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/program/grad/builder.hpp"
+#include "engine/program/grad/grad.hpp"
+
+namespace ember::grad {
+
+// What an Elemwise derivative rule reads (interp/scalar_grad.def).
+struct ElemwiseEnv {
+  std::vector<int> inputs;  // x0, x1, ...
+  int z = -1, gz = -1;      // the output and its gradient
+  int wrt = 0;              // the input differentiated
+  DType dtype = DType::Float64;  // the computation's dtype (the input's)
+  int out_ndim = 0;
+};
+
+// The contribution (in the output's shape, not yet summed to the input's) of
+// a scalar op's input `env.wrt`, or -1 when it is zero. Throws NoRule.
+int scalar_adjoint(Builder& b, std::string_view scalar_op, const ElemwiseEnv& env, const std::string& where);
+
+// Node k's input contributions (-1: none), for the inputs with need[i];
+// gz[j] is output j's gradient or -1. Each contribution has its input's
+// dtype and shape pattern. Throws NoRule naming `where`.
+std::vector<int> adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& gz, const std::vector<char>& need,
+                         const std::string& where);
+
+}  // namespace ember::grad

@@ -1,0 +1,193 @@
+// The document's "gradient" directive (docs/graph-format.md): PyMC's logp
+// graph over its value variables becomes nutpie's graph over one flat point.
+//
+//   1. parameter checks (PyMC's CheckParameterValue, exported as CheckAndRaise
+//      with "parameter_check") become switch(all(conds), logp, -inf), or go,
+//      as PyMC's compile does with check_bounds true / false
+//   2. reverse-mode gradient of the one output with respect to the inputs
+//      the directive lists
+//   3. each such input is replaced by its slice of the flat point, reshaped
+//      to its shape; the gradients are raveled and joined in that order
+//   4. inputs: the point, then the other inputs; outputs: cost, gradient
+#include <set>
+
+#include "engine/program/grad/builder.hpp"
+#include "engine/program/grad/grad.hpp"
+#include "engine/program/grad/reverse.hpp"
+
+namespace ember::grad {
+
+namespace {
+
+using nlohmann::json;
+
+struct Wrt {
+  int input = -1;  // position in g.inputs
+  Shape shape;
+};
+
+struct Directive {
+  std::vector<Wrt> wrt;
+  std::string point = "_unconstrained_point";
+  bool check_bounds = true;
+};
+
+Directive read_directive(const Graph& g) {
+  const json& d = g.gradient;
+  auto fail = [&](const std::string& field, const std::string& why) {
+    throw LoadError(g.source + ": field 'gradient" + field + "': " + why);
+  };
+  if (!d.is_object()) fail("", "must be an object");
+  Directive r;
+  if (auto it = d.find("point"); it != d.end()) {
+    if (!it->is_string()) fail(".point", "must be a string");
+    r.point = it->get<std::string>();
+  }
+  if (auto it = d.find("check_bounds"); it != d.end()) {
+    if (!it->is_boolean()) fail(".check_bounds", "must be true or false");
+    r.check_bounds = it->get<bool>();
+  }
+  auto it = d.find("wrt");
+  if (it == d.end() || !it->is_array()) fail(".wrt", "must be a list");
+  std::set<int> seen;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const std::string f = ".wrt[" + std::to_string(i) + "]";
+    const json& w = (*it)[i];
+    if (!w.is_object() || !w.contains("input") || !w["input"].is_number_integer())
+      fail(f, "must be {\"input\": k, \"shape\": [...]}");
+    Wrt x;
+    x.input = w["input"].get<int>();
+    if (x.input < 0 || x.input >= static_cast<int>(g.inputs.size())) fail(f + ".input", "no such input");
+    if (!seen.insert(x.input).second) fail(f + ".input", "listed twice");
+    if (g.inputs[x.input].shared) fail(f + ".input", "is a shared input");
+    const VarSpec& v = g.vars[g.inputs[x.input].var];
+    if (v.dtype != DType::Float64 && v.dtype != DType::Float32) fail(f + ".input", "is not a float input");
+    if (!w.contains("shape") || !w["shape"].is_array()) fail(f + ".shape", "must be a list of dims");
+    const json& s = w["shape"];
+    if (static_cast<int>(s.size()) != v.static_shape.ndim) fail(f + ".shape", "rank differs from the input's");
+    x.shape.ndim = v.static_shape.ndim;
+    for (int k = 0; k < x.shape.ndim; ++k) {
+      if (!s[k].is_number_integer() || s[k].get<int64_t>() < 0 || s[k].get<int64_t>() > (int64_t(1) << 31))
+        fail(f + ".shape", "dims must be integers in [0, 2^31]");
+      x.shape.dims[k] = s[k].get<int64_t>();
+      if (v.static_shape.dims[k] >= 0 && v.static_shape.dims[k] != x.shape.dims[k])
+        fail(f + ".shape", "differs from the input's static shape");
+    }
+    r.wrt.push_back(x);
+  }
+  if (g.outputs.size() != 1) fail("", "needs a graph of one output (the cost)");
+  const VarSpec& c = g.vars[g.outputs[0]];
+  if (c.static_shape.ndim != 0 || (c.dtype != DType::Float64 && c.dtype != DType::Float32))
+    fail("", "the cost must be a 0-d float");
+  return r;
+}
+
+// PyMC's compile-time treatment of its parameter checks.
+void parameter_checks(passes::Editor& e, bool check_bounds) {
+  Builder b(e);
+  const int n = e.num_nodes();
+  for (int k = 0; k < n; ++k) {
+    const NodeSpec node = e.node(k);
+    if (node.op != "CheckAndRaise" || !node.attrs.value("parameter_check", false)) continue;
+    const int x = node.inputs[0], out = node.outputs[0];
+    if (!check_bounds) {
+      e.replace(out, x);
+      e.remove(k);
+      continue;
+    }
+    if (!node.attrs.value("ninf", false)) continue;
+    int cond = -1;
+    for (size_t i = 1; i < node.inputs.size(); ++i) {
+      int c = node.inputs[i];
+      if (b.ndim(c) > 0) {
+        Shape s0;
+        s0.ndim = 0;
+        c = b.node("All", {c}, json{{"axis", nullptr}}, DType::Bool, s0);
+      }
+      c = b.cast(c, DType::Bool);
+      cond = cond < 0 ? c : b.elem("AND", {cond, c}, DType::Bool);
+    }
+    if (cond < 0) {
+      e.replace(out, x);
+      e.remove(k);
+      continue;
+    }
+    const int nd = b.ndim(x);
+    cond = b.dimshuffle(cond, std::vector<int>(nd, -1));
+    const int ninf = b.constant(-std::numeric_limits<double>::infinity(), b.dtype(x), nd);
+    e.replace(out, b.elem("Switch", {cond, x, ninf}, b.dtype(x)));
+    e.remove(k);
+  }
+  e.commit();
+}
+
+}  // namespace
+
+void derive(Graph& g, const Options&) {
+  if (g.gradient.is_null()) return;
+  const Directive d = read_directive(g);
+  passes::Editor e(g);
+  parameter_checks(e, d.check_bounds);
+
+  Builder b(e);
+  const int cost = g.outputs[0];
+  std::vector<int> wrt;
+  for (const Wrt& w : d.wrt) wrt.push_back(g.inputs[w.input].var);
+  const std::vector<int> grads = reverse(b, cost, wrt, g.source);
+
+  // The flat point and each input's slice of it.
+  int64_t total = 0;
+  for (const Wrt& w : d.wrt) total += w.shape.size();
+  Shape ps;
+  ps.ndim = 1;
+  ps.dims[0] = total;
+  VarSpec pv;
+  pv.name = d.point;
+  pv.dtype = DType::Float64;
+  pv.static_shape = ps;
+  const int point = e.add_var(pv);
+  std::vector<int> raveled;
+  int64_t start = 0;
+  for (size_t i = 0; i < d.wrt.size(); ++i) {
+    const Wrt& w = d.wrt[i];
+    const int x = wrt[i];
+    const int64_t len = w.shape.size();
+    Shape s1;
+    s1.ndim = 1;
+    s1.dims[0] = len;
+    const json idx = json::array({json{{"type", "slice"}, {"start", start}, {"stop", start + len}, {"step", nullptr}}});
+    int v = b.node("Subtensor", {point}, json{{"idx_list", idx}}, DType::Float64, s1);
+    if (w.shape.ndim != 1) v = b.reshape(v, w.shape);
+    e.replace(x, b.cast(v, b.dtype(x)));
+    start += len;
+
+    int gi = grads[i] >= 0 ? grads[i] : b.zeros_like(x);
+    gi = b.cast(gi, DType::Float64);
+    if (w.shape.ndim != 1) gi = b.reshape(gi, s1);
+    raveled.push_back(gi);
+  }
+  int joined;
+  if (raveled.size() == 1) {
+    joined = raveled[0];
+  } else {
+    joined = b.node("Join", raveled, json{{"axis", 0}}, DType::Float64, ps);
+  }
+  if (raveled.empty()) {
+    Array a = Array::empty(DType::Float64, ps);
+    joined = e.add_constant(DType::Float64, ps, a);
+  }
+  e.commit();
+
+  std::vector<InputSpec> inputs{InputSpec{point, false}};
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    bool listed = false;
+    for (const Wrt& w : d.wrt) listed = listed || w.input == static_cast<int>(k);
+    if (!listed) inputs.push_back(g.inputs[k]);
+  }
+  g.inputs = std::move(inputs);
+  if (g.vars[joined].name.empty()) g.vars[joined].name = "grad";
+  g.outputs = {cost, joined};
+  g.gradient = nullptr;
+}
+
+}  // namespace ember::grad

@@ -1,0 +1,34 @@
+// Reverse-mode differentiation of a graph, done by the engine: a document's
+// "gradient" directive (docs/graph-format.md) turns its logp graph into
+// nutpie's (point, shared...) -> (logp, joined gradient) graph at load.
+//
+//   derive.cpp        the directive: parameter checks, stabilization, the
+//                     flat point, the joined gradient
+//   reverse.cpp       the reverse sweep over the nodes between inputs and cost
+//   adjoints.cpp      each tensor op's adjoint
+//   scalar_rules.cpp  Elemwise adjoints from the derivative column of the
+//                     scalar op table (interp/scalar_grad.def)
+//   builder.*         making typed nodes and variables on an Editor
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ember/ember.hpp"
+#include "ember/error.hpp"
+#include "engine/graph/graph.hpp"
+
+namespace ember::grad {
+
+// The graph needs an op (or scalar op) without a derivative rule: the
+// caller differentiates it another way (ember.nutpie falls back to PyTensor's
+// gradient). Its message names the node and op.
+struct NoRule : LoadError {
+  using LoadError::LoadError;
+};
+
+// Applies g's "gradient" directive (a no-op without one). Throws LoadError
+// for a malformed directive, NoRule for a graph it cannot differentiate.
+void derive(Graph& g, const Options& o);
+
+
+}  // namespace ember::grad
