@@ -33,7 +33,7 @@ from .options import resolve_options
 # "stabilize": the rest (fusion, clean-up) is Ember's loader's; its programs
 # run about as fast as fast_run's (median ratio 1.0 over the model suite) and
 # are prepared faster (docs/benchmarks.md, bench/suite/prepare_ab.py).
-DEFAULT_PREPARE = "stabilize"
+DEFAULT_PREPARE = "native"
 
 
 def _check_nutpie():

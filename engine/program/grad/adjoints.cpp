@@ -140,6 +140,35 @@ Shape indexed_rank(const Ctx& c, int x, const json& idx) {
   return s;
 }
 
+// The rank of x indexed by an advanced idx_list (NumPy's rule; index arrays
+// broadcast together), with unknown dims.
+Shape advanced_rank(const Ctx& c, int x, const json& idx) {
+  int rank = c.ndim(x), bdim = 0;
+  bool any = false;
+  for (const json& e : idx) {
+    const std::string t = e.value("type", "");
+    if (t == "newaxis") {
+      ++rank;
+    } else if (t == "index") {
+      --rank;
+    } else if (t == "array") {
+      const int v = c.n.inputs[e.at("input").get<int>()];
+      any = true;
+      if (c.b.dtype(v) == DType::Bool) {
+        rank -= c.ndim(v);
+        bdim = std::max(bdim, 1);
+      } else {
+        rank -= 1;
+        bdim = std::max(bdim, c.ndim(v));
+      }
+    }
+  }
+  Shape s;
+  s.ndim = rank + (any ? bdim : 0);
+  for (int d = 0; d < s.ndim; ++d) s.dims[d] = -1;
+  return s;
+}
+
 void subtensor(Ctx& c) {
   const int x = c.in(0);
   json attrs{{"idx_list", shift_inputs(c.n.attrs.at("idx_list"), 1)}, {"set_instead_of_inc", false}};
@@ -164,11 +193,13 @@ void inc_subtensor(Ctx& c, bool advanced) {
     }
   }
   if (c.need[1]) {
-    if (advanced) c.no_rule("the increment of AdvancedIncSubtensor");
     std::vector<int> ins{g};
     ins.insert(ins.end(), index.begin(), index.end());
-    const int part = c.b.node("Subtensor", ins, json{{"idx_list", shift_inputs(idx, -1)}}, c.b.dtype(x),
-                              indexed_rank(c, x, idx));
+    // An advanced index's result rank is y's when y is not broadcast in rank
+    // (the increments PyTensor's gradients and PyMC's transforms make).
+    const Shape rs = advanced ? advanced_rank(c, x, idx) : indexed_rank(c, x, idx);
+    const int part = c.b.node(advanced ? "AdvancedSubtensor" : "Subtensor", ins,
+                              json{{"idx_list", shift_inputs(idx, -1)}}, c.b.dtype(x), rs);
     c.give(1, part);
   }
 }
@@ -237,11 +268,37 @@ void join(Ctx& c) {
   const int z = c.n.outputs[0], nd = c.ndim(z);
   int axis = axis_attr ? c.n.attrs.at("axis").get<int>() : c.const_int(c.in(0), "Join's axis");
   if (axis < 0) axis += nd;
+  bool known = true;
+  for (size_t i = first; i < c.n.inputs.size(); ++i) known = known && c.shape(c.in(static_cast<int>(i))).dims[axis] >= 0;
+  if (!known) {  // lengths known only at the call: a Split by the inputs' lengths
+    std::vector<int> lens;
+    Shape s0;
+    s0.ndim = 0;
+    for (size_t i = first; i < c.n.inputs.size(); ++i)
+      lens.push_back(c.b.node("Shape_i", {c.in(static_cast<int>(i))}, json{{"i", axis}}, DType::Int64, s0));
+    Shape s1;
+    s1.ndim = 1;
+    s1.dims[0] = static_cast<int64_t>(lens.size());
+    const int splits = c.b.node("MakeVector", lens, json::object(), DType::Int64, s1);
+    NodeSpec sp;
+    sp.op = "Split";
+    sp.inputs = {c.gz[0], splits};
+    sp.attrs = json{{"len_splits", static_cast<int>(lens.size())}, {"axis", axis}};
+    std::vector<int> parts;
+    for (size_t i = first; i < c.n.inputs.size(); ++i) {
+      Shape s = c.shape(z);
+      s.dims[axis] = c.shape(c.in(static_cast<int>(i))).dims[axis];
+      parts.push_back(c.b.var(c.b.dtype(z), s));
+    }
+    sp.outputs = parts;
+    c.b.add_node(std::move(sp));
+    for (size_t i = first; i < c.n.inputs.size(); ++i) c.give(static_cast<int>(i), parts[i - first]);
+    return;
+  }
   int64_t start = 0;
   for (size_t i = first; i < c.n.inputs.size(); ++i) {
     const int x = c.in(static_cast<int>(i));
     const int64_t len = c.shape(x).dims[axis];
-    if (len < 0) c.no_rule("Join of an input of unknown length along its axis");
     if (c.need[i]) {
       json idx = json::array();
       for (int d = 0; d < axis; ++d) idx.push_back(json{{"type", "slice"}, {"start", nullptr}, {"stop", nullptr},
@@ -316,6 +373,100 @@ void cumop(Ctx& c) {
   c.give(0, c.b.node("Subtensor", {cum}, json{{"idx_list", idx}}, dt, s));
 }
 
+// A constant bool (n, n) mask: below (and on, with `diag`) the diagonal,
+// or on it alone with `only_diag`.
+int tri_mask(Ctx& c, int64_t n, bool diag, bool only_diag) {
+  Shape s;
+  s.ndim = 2;
+  s.dims[0] = s.dims[1] = n;
+  Array a = Array::empty(DType::Bool, s);
+  bool* p = a.data<bool>();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) p[i * n + j] = only_diag ? i == j : (j < i || (diag && i == j));
+  return c.b.e.add_constant(DType::Bool, s, a);
+}
+
+int64_t square_size(const Ctx& c, int a, const char* what) {
+  const Shape s = c.shape(a);
+  if (s.ndim != 2 || s.dims[0] < 0 || s.dims[0] != s.dims[1]) c.no_rule(std::string(what) + " of unknown size");
+  return s.dims[0];
+}
+
+int masked(Ctx& c, int mask, int v) {
+  return c.b.elem("Switch", {mask, v, c.b.constant(0.0, c.b.dtype(v), 2)}, c.b.dtype(v));
+}
+
+int matmul(Ctx& c, int p, int q) {
+  Shape s;
+  const Shape ps = c.shape(p), qs = c.shape(q);
+  s.ndim = ps.ndim + qs.ndim - 2;
+  int k = 0;
+  for (int d = 0; d + 1 < ps.ndim; ++d) s.dims[k++] = ps.dims[d];
+  for (int d = 1; d < qs.ndim; ++d) s.dims[k++] = qs.dims[d];
+  return c.b.node("Dot", {p, q}, json::object(), c.b.dtype(p), s);
+}
+
+// PyTensor's Cholesky.L_op (lower): with Phi(X) = tril(X) - diag(X)/2,
+// S = L^-T Phi(L^T dL) L^-1 and dA = tril(S + S^T) - diag(S).
+void cholesky(Ctx& c) {
+  if (!c.n.attrs.value("lower", true)) c.no_rule("upper Cholesky");
+  const int L = c.n.outputs[0];
+  const int64_t n = square_size(c, L, "Cholesky");
+  const DType dt = c.b.dtype(L);
+  const int lt = c.b.dimshuffle(L, {1, 0});
+  const int lower = tri_mask(c, n, false, false), eye = tri_mask(c, n, false, true);
+  const int p = matmul(c, lt, c.b.cast(c.gz[0], dt));
+  const int half = c.b.elem("Mul", {p, c.b.constant(0.5, dt, 2)}, dt);
+  const int phi = c.b.elem("Switch", {lower, p, c.b.elem("Switch", {eye, half, c.b.constant(0.0, dt, 2)}, dt)}, dt);
+  Shape s = c.shape(L);
+  auto solve_upper = [&](int a, int b) {
+    return c.b.node("SolveTriangular", {a, b}, json{{"lower", false}, {"trans", 0}, {"unit_diagonal", false},
+                                                    {"b_ndim", 2}}, dt, s);
+  };
+  const int inner = c.b.dimshuffle(solve_upper(lt, c.b.dimshuffle(phi, {1, 0})), {1, 0});
+  const int S = solve_upper(lt, inner);
+  const int sym = c.b.elem("Add", {S, c.b.dimshuffle(S, {1, 0})}, dt);
+  c.give(0, c.b.elem("Switch", {lower, sym, masked(c, eye, S)}, dt));
+}
+
+// PyTensor's SolveBase.L_op for a triangular A: b_bar = A^-T c_bar,
+// A_bar = -b_bar c^T kept on A's triangle.
+void solve_triangular(Ctx& c) {
+  const int A = c.in(0), x = c.n.outputs[0];
+  const json& at = c.n.attrs;
+  const json trans = at.value("trans", json(0));
+  if (!(trans == json(0) || trans == json("N"))) c.no_rule("SolveTriangular with trans");
+  if (at.value("unit_diagonal", false)) c.no_rule("SolveTriangular with a unit diagonal");
+  const bool lower = at.value("lower", false);
+  const int64_t n = square_size(c, A, "SolveTriangular");
+  const DType dt = c.b.dtype(x);
+  json attrs = at;
+  attrs["trans"] = 1;
+  const int b_bar = c.b.node("SolveTriangular", {A, c.b.cast(c.gz[0], dt)}, attrs, dt, c.shape(c.in(1)));
+  if (c.need[1]) c.give(1, b_bar);
+  if (c.need[0]) {
+    const int prod = c.ndim(x) == 1 ? matmul(c, c.b.dimshuffle(b_bar, {0, -1}), c.b.dimshuffle(x, {-1, 0}))
+                                    : matmul(c, b_bar, c.b.dimshuffle(x, {1, 0}));
+    const int neg = c.b.elem("Neg", {prod}, dt);
+    int tri = tri_mask(c, n, true, false);
+    if (!lower) tri = c.b.dimshuffle(tri, {1, 0});
+    c.give(0, masked(c, tri, neg));
+  }
+}
+
+// The main diagonal of a square matrix: its gradient on the diagonal, zero elsewhere.
+void extract_diag(Ctx& c) {
+  const json& at = c.n.attrs;
+  if (at.value("offset", 0) != 0 || at.value("axis1", 0) != 0 || at.value("axis2", 1) != 1)
+    c.no_rule("ExtractDiag off the main diagonal");
+  const int x = c.in(0);
+  const int64_t n = square_size(c, x, "ExtractDiag");
+  const DType dt = c.b.dtype(x);
+  const int row = c.b.dimshuffle(c.b.cast(c.gz[0], dt), {-1, 0});
+  const int z = c.b.constant(0.0, dt, 2);
+  c.give(0, c.b.elem("Switch", {tri_mask(c, n, false, true), row, z}, dt));
+}
+
 }  // namespace
 
 std::vector<int> adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& gz, const std::vector<char>& need,
@@ -359,6 +510,9 @@ std::vector<int> adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& 
     case TensorOp::Split: split(c); break;
     case TensorOp::Dot: first(); dot(c); break;
     case TensorOp::CumOp: first(); cumop(c); break;
+    case TensorOp::Cholesky: first(); cholesky(c); break;
+    case TensorOp::ExtractDiag: first(); extract_diag(c); break;
+    case TensorOp::SolveTriangular: first(); solve_triangular(c); break;
     default: c.no_rule("no adjoint for op " + n.op);
   }
   return c.out;

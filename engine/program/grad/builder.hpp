@@ -39,6 +39,7 @@ class Builder {
   // g summed to the shape pattern of `target`: leading extra dims and dims
   // static 1 in target but not in g are summed; the result has target's rank.
   int sum_to(int g, const Shape& target);
+  void add_node(NodeSpec n) { e.add_node(std::move(n), at_); }  // outputs made by var()
   int dimshuffle(int v, const std::vector<int>& order);  // -1: a new axis of length 1
   int reshape(int v, const Shape& s);                    // to a fully static shape
 
