@@ -388,3 +388,24 @@ TEST_CASE("stabilize_keeps_a_graph_output_s_variable", "[stabilize]") {
   CHECK(count(s.after, "Add") == 1);  // 1 + x is still an output
   CHECK(run(s.after, {1e-20})[0] == 1e-20);
 }
+
+TEST_CASE("stabilize_sinks_a_product_into_the_nonzero_branch_of_a_switch", "[stabilize]") {
+  for (int branch = 0; branch < 2; ++branch) {
+    INFO("zero in branch " << branch);
+    Builder b = unary([&](Builder& b, int x) {
+      const int zero = b.constant("float64", {1}, {0.0});
+      const int pos = b.ew("GT", {x, zero}, "bool", {nullptr});
+      const int sw = branch == 0 ? b.ew("Switch", {pos, zero, x}, "float64", {nullptr})
+                                 : b.ew("Switch", {pos, x, zero}, "float64", {nullptr});
+      const int a = b.ew("Exp", {b.ew("Mul", {x, x}, "float64", {nullptr})}, "float64", {nullptr});
+      return b.ew("Mul", {a, sw}, "float64", {nullptr});  // exp(x^2) overflows where the switch gives 0
+    });
+    const Stabilized s = stabilized(b);
+    CHECK(s.rewrites == 1);
+    CHECK(count(s.after, "Switch") == 1);
+    CHECK(count(s.after, "Mul") == 2);
+    const double tail = branch == 0 ? 800 : -800;
+    CHECK(std::isnan(run(s.before, {tail})[0]));
+    check_values(s, {tail}, {0}, {-1.5, -0.5, 0, 0.5, 1.5}, 0);
+  }
+}

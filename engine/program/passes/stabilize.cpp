@@ -15,6 +15,7 @@
 //   log(exp(x) + exp(y)) -> m + log(exp(x - m) + exp(y - m)), m = max(x, y)
 //   log(exp(x) - exp(y)) -> x + log1mexp(y - x)
 //   log(softmax(x)) -> log_softmax(x)
+//   a * switch(c, 0, y) -> switch(c, 0, a * y) (and with 0 the other branch)
 //
 // Unlike the other passes these change bits: the result is the accurate
 // value where the original was inf, nan or cancelled, and within a few ulp
@@ -126,6 +127,7 @@ class Stabilizer {
   int log_erfc(int x);
   int log_add_exp(int x, int y);
   int log_diff_exp(int x, int y);
+  int mul_switch_sink(const std::vector<int>& in);
 };
 
 // log1p(x), or log1p(-x) when `minus`, in a form made for it; -1 if none.
@@ -269,6 +271,24 @@ int Stabilizer::log_diff_exp(int x, int y) {
   return ew("Switch", {none, x, sum});
 }
 
+// a * switch(c, 0, y) -> switch(c, 0, a * y): where the switch gives 0, an
+// infinite a (or its gradient) would make nan of it. Operands and so the
+// output's shape are the same; the constant 0 is the switch's own.
+int Stabilizer::mul_switch_sink(const std::vector<int>& in) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    const std::vector<int> sw = def(in[i], "Switch");
+    if (sw.size() != 3) continue;
+    for (int branch = 1; branch <= 2; ++branch) {
+      if (!constant_all(e, sw[branch], 0.0)) continue;
+      std::vector<int> factors = in;
+      factors[i] = sw[3 - branch];
+      const int prod = ew("Mul", std::move(factors));
+      return ew("Switch", branch == 1 ? std::vector<int>{sw[0], sw[1], prod} : std::vector<int>{sw[0], prod, sw[2]});
+    }
+  }
+  return -1;
+}
+
 int Stabilizer::run() {
   // Only the nodes there before: the ones added are already stable.
   const int n0 = e.num_nodes();
@@ -287,6 +307,7 @@ int Stabilizer::run() {
     if (s == "Log" && in.size() == 1) r = log_of(in[0]);
     else if (s == "Log1p" && in.size() == 1) r = log1p_special(in[0], false);
     else if ((s == "Add" || s == "Sub") && in.size() == 2) r = affine(o);
+    else if (s == "Mul" && in.size() >= 2) r = mul_switch_sink(in);
     else if ((s == "TrueDiv" && in.size() == 2) || (s == "Reciprocal" && in.size() == 1)) r = divide(s, in);
     if (r < 0) continue;
     e.replace(o, r);
