@@ -66,5 +66,7 @@ int fold_constants(Editor& e, const Options& o);
 int common_subexpressions(Editor& e);
 int simplify(Editor& e);
 int fuse_elementwise(Editor& e);
+// PyTensor's stabilize rewrites (changes bits); not in run_passes: the caller runs it around differentiation.
+int stabilize(Editor& e);
 
 }  // namespace ember::passes

@@ -1,0 +1,325 @@
+// Numerical stabilization, after PyTensor's `stabilize` rewrites: forms that
+// overflow, underflow or cancel in floating point become the scalar ops made
+// for them (docs/passes.md lists what is ported and what is not):
+//
+//   log(1 + x), log(x + 1) -> log1p(x); log(1 - x) -> log1p(-x)
+//   exp(x) - 1, -1 + exp(x) -> expm1(x)
+//   log(sigmoid(x)) -> -softplus(-x); log(1 - sigmoid(x)), log1p(-sigmoid(x))
+//     -> -softplus(x); 1 - sigmoid(x) -> sigmoid(-x)
+//   log(1 + exp(x)), log1p(exp(x)) -> softplus(x)
+//   log(1 - exp(x)), log1p(-exp(x)), log(-expm1(x)) -> log1mexp(x)
+//   1 / (1 + exp(x)) -> sigmoid(-x); exp(x) / (1 + exp(x)) -> sigmoid(x)
+//   1 - erf(x) -> erfc(x); 1 + erf(x) -> erfc(-x); erf(x) - 1 -> -erfc(x);
+//     1 - erfc(x) -> erf(x); erfc(x) - 1 -> -erf(x)
+//   log(erfc(x)) -> log(erfcx(x)) - x^2 where x > 0
+//   log(exp(x) + exp(y)) -> m + log(exp(x - m) + exp(y - m)), m = max(x, y)
+//   log(exp(x) - exp(y)) -> x + log1mexp(y - x)
+//   log(softmax(x)) -> log_softmax(x)
+//   a * switch(c, 0, y) -> switch(c, 0, a * y) (and with 0 the other branch)
+//
+// Unlike the other passes these change bits: the result is the accurate
+// value where the original was inf, nan or cancelled, and within a few ulp
+// of it elsewhere. Matches are single-op Elemwise nodes computing in the
+// rewritten node's dtype; the constant is exactly 1 (or -1), every element.
+// A rewrite that drops an operand is made only when the operand kept has the
+// output's broadcast pattern (the dropped 1 may not shape the output). The
+// matched nodes stay for their other users; dce removes the rest. The nodes
+// a rewrite adds are not matched again (log(erfc) builds a log(erfc)).
+#include <cmath>
+
+#include "engine/program/passes/editor.hpp"
+#include "engine/program/passes/passes.hpp"
+
+namespace ember::passes {
+
+namespace {
+
+using nlohmann::json;
+
+class Stabilizer {
+ public:
+  explicit Stabilizer(Editor& ed) : e(ed), g(ed.g) {}
+  int run();
+
+ private:
+  Editor& e;
+  Graph& g;
+  int rewrites = 0;
+  int at = 0;                  // the node rewritten: new nodes take its place
+  DType dt = DType::Float64;   // its output's dtype, the one new nodes compute in
+  Shape os;                    // its output's static shape
+
+  const VarSpec& var(int v) const { return g.vars[v]; }
+  bool kept_shapes_output(int x) const { return same_broadcast_pattern(var(x).static_shape, os); }
+
+  // The resolved inputs of the single-op Elemwise `s` defining v in dtype dt
+  // (empty when v is not one).
+  std::vector<int> def(int v, const char* s) const {
+    const int p = e.producer(v);
+    if (p < 0 || e.removed(p) || var(v).dtype != dt) return {};
+    const NodeSpec& n = g.nodes[p];
+    if (n.outputs.size() != 1 || elemwise_scalar_op(n) != s) return {};
+    std::vector<int> in;
+    for (int i : n.inputs) in.push_back(e.resolve(i));
+    return in;
+  }
+  // The operand of a unary `s` defining v, or -1.
+  int arg(int v, const char* s) const {
+    const std::vector<int> in = def(v, s);
+    return in.size() == 1 ? in[0] : -1;
+  }
+
+  // v = c + y or c - y with a constant c of 1 or -1 in every element:
+  // c and y's sign; y is -1 when v is neither.
+  struct AffineOne {
+    int c = 0, y = -1;
+    bool minus = false;
+  };
+  AffineOne affine_one(int v) const {
+    AffineOne r;
+    for (const char* s : {"Add", "Sub"}) {
+      const std::vector<int> in = def(v, s);
+      if (in.size() != 2) continue;
+      const bool sub = s[0] == 'S';
+      for (int i = 0; i < 2; ++i) {
+        const int c = in[i], y = in[1 - i];
+        if (sub && i == 1 && constant_all(e, c, 1.0)) return {-1, y, false};  // y - 1
+        if (sub && i == 1) continue;
+        if (constant_all(e, c, 1.0)) return {1, y, sub};
+        if (!sub && constant_all(e, c, -1.0)) return {-1, y, false};
+      }
+    }
+    return r;
+  }
+
+  // A new single-op Elemwise whose static shape broadcasts its inputs'.
+  int ew(const char* s, std::vector<int> in, std::optional<DType> dtype = std::nullopt) {
+    VarSpec v;
+    v.dtype = dtype ? *dtype : dt;
+    v.static_shape.ndim = var(in[0]).static_shape.ndim;
+    for (int d = 0; d < v.static_shape.ndim; ++d) {
+      int64_t n = 1;
+      for (int i : in) {
+        const int64_t m = var(i).static_shape.dims[d];
+        if (m != 1 && (n == 1 || n < 0)) n = m;
+      }
+      v.static_shape.dims[d] = n;
+    }
+    const int out = e.add_var(v);
+    NodeSpec n;
+    n.op = "Elemwise";
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    n.attrs = json{{"scalar_op", json{{"op", s}}}};
+    e.add_node(std::move(n), at);
+    return out;
+  }
+  int constant(double x, int like) { return e.scalar_constant(dt, x, var(like).static_shape.ndim); }
+  int neg(int x) {
+    const int y = arg(x, "Neg");
+    return y >= 0 ? y : ew("Neg", {x});
+  }
+
+  int log1p_special(int x, bool minus);
+  int log_of(int u);
+  int affine(int o);
+  int divide(const std::string& s, const std::vector<int>& in);
+  int log_erfc(int x);
+  int log_add_exp(int x, int y);
+  int log_diff_exp(int x, int y);
+  int mul_switch_sink(const std::vector<int>& in);
+};
+
+// log1p(x), or log1p(-x) when `minus`, in a form made for it; -1 if none.
+int Stabilizer::log1p_special(int x, bool minus) {
+  if (const int y = arg(x, "Neg"); y >= 0) return log1p_special(y, !minus);
+  if (const int y = arg(x, "Exp"); y >= 0) return ew(minus ? "Log1mexp" : "Softplus", {y});
+  if (const int y = arg(x, "Sigmoid"); y >= 0 && minus) {
+    const int sp = ew("Softplus", {y});
+    return ew("Neg", {sp});
+  }
+  return -1;
+}
+
+// log(u) in a stable form, or -1.
+int Stabilizer::log_of(int u) {
+  if (const AffineOne a = affine_one(u); a.y >= 0 && a.c == 1 && kept_shapes_output(a.y)) {
+    if (const int r = log1p_special(a.y, a.minus); r >= 0) return r;
+    return ew("Log1p", {a.minus ? neg(a.y) : a.y});
+  }
+  if (const int x = arg(u, "Sigmoid"); x >= 0) {
+    const int sp = ew("Softplus", {neg(x)});
+    return ew("Neg", {sp});
+  }
+  if (const int x = arg(u, "Neg"); x >= 0) {
+    if (const int y = arg(x, "Expm1"); y >= 0) return ew("Log1mexp", {y});
+  }
+  if (const int x = arg(u, "Erfc"); x >= 0) return log_erfc(x);
+  for (const char* s : {"Add", "Sub"}) {
+    const std::vector<int> in = def(u, s);
+    if (in.size() != 2) continue;
+    const int x = arg(in[0], "Exp"), y = arg(in[1], "Exp");
+    if (x < 0 || y < 0) continue;
+    return s[0] == 'A' ? log_add_exp(x, y) : log_diff_exp(x, y);
+  }
+  // Softmax's output underflows to 0 where its log is finite.
+  if (const int p = e.producer(u); p >= 0 && is_op(g.nodes[p], TensorOp::Softmax) &&
+                                   g.nodes[p].inputs.size() == 1 && g.nodes[p].outputs.size() == 1 &&
+                                   var(u).dtype == dt) {
+    VarSpec v = var(u);
+    v.name.clear();
+    NodeSpec n;
+    n.op = "LogSoftmax";
+    n.inputs = {e.resolve(g.nodes[p].inputs[0])};
+    n.attrs = g.nodes[p].attrs;
+    const int out = e.add_var(v);
+    n.outputs = {out};
+    e.add_node(std::move(n), at);
+    return out;
+  }
+  return -1;
+}
+
+// The Add or Sub defining o, c +- y with c = +-1: exp, erf, erfc and sigmoid
+// forms of y that cancel.
+int Stabilizer::affine(int o) {
+  const AffineOne a = affine_one(o);
+  if (a.y < 0 || !kept_shapes_output(a.y)) return -1;
+  if (a.c == -1) {  // y - 1
+    if (const int x = arg(a.y, "Exp"); x >= 0) return ew("Expm1", {x});
+    if (const int x = arg(a.y, "Erf"); x >= 0) {
+      const int erfc = ew("Erfc", {x});
+      return ew("Neg", {erfc});
+    }
+    if (const int x = arg(a.y, "Erfc"); x >= 0) {  // erfc(x) - 1 = -erf(x)
+      if (const int z = arg(x, "Neg"); z >= 0) return ew("Erf", {z});
+      const int erf = ew("Erf", {x});
+      return ew("Neg", {erf});
+    }
+    return -1;
+  }
+  if (!a.minus) {  // 1 + y
+    if (const int x = arg(a.y, "Erf"); x >= 0) return ew("Erfc", {neg(x)});
+    return -1;
+  }
+  // 1 - y
+  if (const int x = arg(a.y, "Erf"); x >= 0) return ew("Erfc", {x});
+  if (const int x = arg(a.y, "Erfc"); x >= 0) return ew("Erf", {x});
+  if (const int x = arg(a.y, "Sigmoid"); x >= 0) return ew("Sigmoid", {neg(x)});
+  return -1;
+}
+
+// 1 / (1 + exp(x)) -> sigmoid(-x) (Reciprocal or TrueDiv by 1), and
+// exp(x) / (1 + exp(x)) -> sigmoid(x): exp overflows where sigmoid is 0 or 1.
+int Stabilizer::divide(const std::string& s, const std::vector<int>& in) {
+  const int den = in.back();
+  const AffineOne a = affine_one(den);
+  if (a.y < 0 || a.c != 1 || a.minus) return -1;
+  const int x = arg(a.y, "Exp");
+  if (x < 0 || !kept_shapes_output(x)) return -1;
+  if (s == "Reciprocal" || constant_all(e, in[0], 1.0)) {
+    const int nx = neg(x);
+    return ew("Sigmoid", {nx});
+  }
+  if (arg(in[0], "Exp") == x) return ew("Sigmoid", {x});
+  return -1;
+}
+
+// log(erfc(x)): erfc underflows past x = 26.6, but erfc(x) = erfcx(x) exp(-x^2)
+// and for x > 0 both log(erfcx(x)) and -x^2 are negative (no cancellation);
+// for x <= 0, erfc(x) is in [1, 2] and its log is exact enough. Each branch
+// reads x only where it is taken (0 elsewhere), so neither it nor its
+// gradient sees the other branch's overflow: erfcx(-30) and log(erfc(30)).
+int Stabilizer::log_erfc(int x) {
+  const int zero = constant(0.0, x);
+  const int pos = ew("GT", {x, zero}, DType::Bool);
+  const int xp = ew("Switch", {pos, x, zero});
+  const int xn = ew("Switch", {pos, zero, x});
+  const int erfcx = ew("Erfcx", {xp});
+  const int log_erfcx = ew("Log", {erfcx});
+  const int sq = ew("Sqr", {xp});
+  const int tail = ew("Sub", {log_erfcx, sq});
+  const int erfc = ew("Erfc", {xn});
+  const int body = ew("Log", {erfc});
+  return ew("Switch", {pos, tail, body});
+}
+
+// log(exp(x) + exp(y)) = m + log(exp(x - m) + exp(y - m)) with m = max(x, y)
+// (0 where that is infinite, so that -inf + -inf gives -inf, not nan). The
+// gradient of m cancels, so ties need no care.
+int Stabilizer::log_add_exp(int x, int y) {
+  const int m = ew("ScalarMaximum", {x, y});
+  const int inf = ew("IsInf", {m}, DType::Bool);
+  const int zero = constant(0.0, m);
+  const int m0 = ew("Switch", {inf, zero, m});
+  const int dx = ew("Sub", {x, m0});
+  const int ex = ew("Exp", {dx});
+  const int dy = ew("Sub", {y, m0});
+  const int ey = ew("Exp", {dy});
+  const int sum = ew("Add", {ex, ey});
+  const int l = ew("Log", {sum});
+  return ew("Add", {m0, l});
+}
+
+// log(exp(x) - exp(y)) = x + log1mexp(y - x); y = -inf gives x (also for x = -inf).
+int Stabilizer::log_diff_exp(int x, int y) {
+  const int minus_inf = constant(-INFINITY, y);
+  const int none = ew("EQ", {y, minus_inf}, DType::Bool);
+  const int d = ew("Sub", {y, x});
+  const int l = ew("Log1mexp", {d});
+  const int sum = ew("Add", {x, l});
+  return ew("Switch", {none, x, sum});
+}
+
+// a * switch(c, 0, y) -> switch(c, 0, a * y): where the switch gives 0, an
+// infinite a (or its gradient) would make nan of it. Operands and so the
+// output's shape are the same; the constant 0 is the switch's own.
+int Stabilizer::mul_switch_sink(const std::vector<int>& in) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    const std::vector<int> sw = def(in[i], "Switch");
+    if (sw.size() != 3) continue;
+    for (int branch = 1; branch <= 2; ++branch) {
+      if (!constant_all(e, sw[branch], 0.0)) continue;
+      std::vector<int> factors = in;
+      factors[i] = sw[3 - branch];
+      const int prod = ew("Mul", std::move(factors));
+      return ew("Switch", branch == 1 ? std::vector<int>{sw[0], sw[1], prod} : std::vector<int>{sw[0], prod, sw[2]});
+    }
+  }
+  return -1;
+}
+
+int Stabilizer::run() {
+  // Only the nodes there before: the ones added are already stable.
+  const int n0 = e.num_nodes();
+  for (int k = 0; k < n0; ++k) {
+    if (e.removed(k)) continue;
+    const NodeSpec& n = e.node(k);
+    const std::string s = elemwise_scalar_op(n);
+    if (s.empty() || n.outputs.size() != 1 || n.inputs.empty()) continue;
+    const int o = n.outputs[0];
+    const std::vector<int> in = n.inputs;  // add_node may move n
+    at = k;
+    dt = var(o).dtype;
+    os = var(o).static_shape;
+    if (!dtype_is_float(dt)) continue;
+    int r = -1;
+    if (s == "Log" && in.size() == 1) r = log_of(in[0]);
+    else if (s == "Log1p" && in.size() == 1) r = log1p_special(in[0], false);
+    else if ((s == "Add" || s == "Sub") && in.size() == 2) r = affine(o);
+    else if (s == "Mul" && in.size() >= 2) r = mul_switch_sink(in);
+    else if ((s == "TrueDiv" && in.size() == 2) || (s == "Reciprocal" && in.size() == 1)) r = divide(s, in);
+    if (r < 0) continue;
+    e.replace(o, r);
+    e.remove(k);
+    ++rewrites;
+  }
+  if (rewrites) e.commit();
+  return rewrites;
+}
+
+}  // namespace
+
+int stabilize(Editor& e) { return Stabilizer(e).run(); }
+
+}  // namespace ember::passes
