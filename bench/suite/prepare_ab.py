@@ -1,16 +1,17 @@
-"""Ember's two graph preparations side by side, on every suite model:
-python bench/suite/prepare_ab.py [--only a,b,testing.c] [--repeats N] [--reps N] [--jit off|auto|eager]
+"""Two of Ember's graph preparations side by side, on every suite model:
+python bench/suite/prepare_ab.py [--pair stabilize,native] [--only a,b,testing.c] [--repeats N] [--reps N]
+    [--jit off|auto|eager]
 python bench/suite/prepare_ab.py --report      (only regenerates the docs section from the JSON)
 
 Models: the suite's (bench/suite/models.py), or with --only also `testing.NAME`
 from ember.testing.models. For each model and repeat, in a fresh process: `ember.nutpie.compile_pymc_model`
-with prepare="fast_run" (PyTensor's fast_run pipeline after the gradient) and
-with prepare="stabilize" (canonicalize/stabilize, the gradient and the
-post-gradient pass; Ember's C++ passes do the rest), program cache off.
-Records each one's preparation time and whether both give the same logp and
+with the pair's two preparations A and B, program cache off: "native" (model.logp() differentiated and
+stabilized by Ember's loader), "stabilize" (PyTensor's canonicalize/stabilize, pt.grad and the
+post-gradient pass; Ember's C++ passes do the rest), "fast_run" (PyTensor's fast_run pipeline after the
+gradient). Records each one's preparation time and whether both give the same logp and
 gradient at nutpie's initial point, then times both nutpie-ABI function
 pointers from one C loop in alternating ~0.5 ms batches (bench/driver/ctimer.py).
-ratio = fast_run us / stabilize us: > 1 means the stabilize program is faster.
+ratio = A us / B us: > 1 means B's program is faster.
 Writes bench/suite/prepare_ab.json and its section of docs/benchmarks.md.
 """
 
@@ -32,12 +33,12 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "driver"))
 sys.path.insert(0, HERE)
 
-PREPARES = ("fast_run", "stabilize")
+PAIR = ("stabilize", "native")
 RESULTS = os.path.join(HERE, "prepare_ab.json")
 BEGIN, END = "<!-- prepare-ab:begin -->", "<!-- prepare-ab:end -->"
 
 
-def child(name, reps, jit):
+def child(name, reps, jit, pair):
     warnings.filterwarnings("ignore")
     import models
 
@@ -54,15 +55,17 @@ def child(name, reps, jit):
         model = models.build(name)
     lib = timer_lib()
     res, compiled = {"model": name}, []
-    for prep in PREPARES:
+    for prep in pair:
         t = time.perf_counter()
         ec = en.compile_pymc_model(model, jit=jit, prepare=prep, cache=False)
         res[f"prepare_s_{prep}"] = round(time.perf_counter() - t, 3)
         res[f"nodes_{prep}"] = ec.logp_program.num_nodes
+        if prep == "native":
+            res["native_gradient"] = ec.timings.get("gradient_path") == "ember"
         compiled.append(ec)
     x0 = np.asarray(compiled[0].initial_point_func(1), dtype="float64")
     callers = [Caller(lib, prep, native.logp_address, ec.logp_program.nutpie_handle(), x0)
-               for prep, ec in zip(PREPARES, compiled)]
+               for prep, ec in zip(pair, compiled)]
     for c in callers:
         for _ in range(20):
             c.batch(1, record=False)
@@ -70,13 +73,14 @@ def child(name, reps, jit):
     alternate(callers, reps)
     for c in callers:
         res[f"us_{c.name}"] = round(float(np.median(c.wall)) / 1e3, 4)
-    res["ratio"] = round(res["us_fast_run"] / res["us_stabilize"], 4)
+    res["ratio"] = round(res[f"us_{pair[0]}"] / res[f"us_{pair[1]}"], 4)
     print(json.dumps(res))
 
 
 def run_child(name, a):
     try:
-        p = subprocess.run([sys.executable, __file__, "--child", name, "--reps", str(a.reps), "--jit", a.jit],
+        p = subprocess.run([sys.executable, __file__, "--child", name, "--reps", str(a.reps), "--jit", a.jit,
+                            "--pair", a.pair],
                            capture_output=True, text=True, timeout=a.cap)
         lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
         return json.loads(lines[-1]) if lines else {"model": name, "error": p.stderr[-800:]}
@@ -85,6 +89,7 @@ def run_child(name, a):
 
 
 def section(doc):
+    a, b = doc.get("pair", ("fast_run", "stabilize"))
     by = {}
     for r in doc["rows"]:
         by.setdefault(r["model"], []).append(r)
@@ -92,31 +97,32 @@ def section(doc):
     for name, runs in by.items():
         ok = [r for r in runs if "ratio" in r]
         if not ok:
-            rows.append((0.0, f"| {name} | – | – | – | – | – | – | error: {runs[-1].get('error', '')[-80:]!r} |"))
+            rows.append((0.0, f"| {name} | – | – | – | – | – | – | – | error: {runs[-1].get('error', '')[-80:]!r} |"))
             continue
         med = lambda k: statistics.median(r[k] for r in ok)  # noqa: E731
         ratio = med("ratio")
         diff = max(max(r["rel_diff_logp"], r["rel_diff_grad"]) for r in ok)
         runs_txt = ", ".join(f"{r['ratio']:.2f}" for r in ok)
-        rows.append((ratio, f"| {name} | {ratio:.3f} | {runs_txt} | "
-                            f"{med('us_fast_run'):.2f} | {med('us_stabilize'):.2f} | {med('prepare_s_fast_run'):.2f} | "
-                            f"{med('prepare_s_stabilize'):.2f} | {diff:.1e} |"))
+        native = {True: "ember", False: "fallback"}.get(ok[0].get("native_gradient"), "–")
+        rows.append((ratio, f"| {name} | {ratio:.3f} | {runs_txt} | {med(f'us_{a}'):.2f} | {med(f'us_{b}'):.2f} | "
+                            f"{med(f'prepare_s_{a}'):.2f} | {med(f'prepare_s_{b}'):.2f} | {native} | {diff:.1e} |"))
     rows.sort()
     ratios = [r for r, _ in rows if r > 0]
-    out = [BEGIN, "## Graph preparation: stabilize against fast_run", "",
+    out = [BEGIN, f"## Graph preparation: {b} against {a}", "",
            "Generated by `bench/suite/prepare_ab.py` (raw results: `bench/suite/prepare_ab.json`). Do not edit by hand.",
            "", f"Machine: {doc['machine']}; {doc['versions']}. Run {doc['start']} – {doc['end']}, "
            f"load average (1 min) at start {doc['load'][0]:.1f}, at end {doc['load'][1]:.1f}.", "",
            f"Each suite model, {doc['repeats']} fresh processes: both preparations of one model in one process "
-           f"(`prepare=\"fast_run\"` and `\"stabilize\"`, program cache off, JIT `{doc['jit']}`), both nutpie-ABI "
-           f"pointers timed from one C loop in {doc['reps']} alternating ~0.5 ms batches each. **ratio** = fast_run "
-           "us / stabilize us (> 1: the stabilize program is faster), median over the runs; **prepare s** = "
-           "`compile_pymc_model` to a loaded program; **max diff** = largest relative difference of logp or any "
+           f"(`prepare=\"{a}\"` and `\"{b}\"`, program cache off, JIT `{doc['jit']}`), both nutpie-ABI "
+           f"pointers timed from one C loop in {doc['reps']} alternating ~0.5 ms batches each. **ratio** = {a} "
+           f"us / {b} us (> 1: the {b} program is faster), median over the runs; **prepare s** = "
+           "`compile_pymc_model` to a loaded program; **gradient** = who differentiated the native preparation "
+           "(ember, or PyTensor after a fallback); **max diff** = largest relative difference of logp or any "
            "gradient entry between the two programs at nutpie's initial point.", "",
            f"Median ratio {statistics.median(ratios):.3f}; lowest {min(ratios):.3f}; "
            f"{sum(r >= 0.98 for r in ratios)} of {len(ratios)} at 0.98 or more.", "",
-           "| model | ratio | runs | fast_run us | stabilize us | prepare s fast_run | prepare s stabilize | max diff |",
-           "|---|---|---|---|---|---|---|---|", *[line for _, line in rows], "", END]
+           f"| model | ratio | runs | {a} us | {b} us | prepare s {a} | prepare s {b} | gradient | max diff |",
+           "|---|---|---|---|---|---|---|---|---|", *[line for _, line in rows], "", END]
     return "\n".join(out)
 
 
@@ -130,10 +136,11 @@ def main():
     ap.add_argument("--out", default=RESULTS)
     ap.add_argument("--md", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     ap.add_argument("--report", action="store_true")
+    ap.add_argument("--pair", default=",".join(PAIR), help="preparations A,B (ratio = A us / B us)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        return child(a.child, a.reps, a.jit)
+        return child(a.child, a.reps, a.jit, tuple(a.pair.split(",")))
     from report import splice
 
     if not a.report:
@@ -143,15 +150,16 @@ def main():
 
         names = [n for n in a.only.split(",") if n] or list(models.MODELS)
         doc = {"machine": f"{os.cpu_count()} cores, {platform.platform()}, Python {platform.python_version()}",
-               "versions": versions(), "jit": a.jit, "reps": a.reps, "repeats": a.repeats, "rows": [],
+               "versions": versions(), "pair": a.pair.split(","), "jit": a.jit, "reps": a.reps, "repeats": a.repeats, "rows": [],
                "start": datetime.datetime.now().isoformat(timespec="seconds"), "load": [os.getloadavg()[0], None]}
         for rep in range(a.repeats):  # round the suite, so each model's runs see different moments of the load
             for name in names:
                 row = dict(run_child(name, a), repeat=rep)
                 doc["rows"].append(row)
-                print(f"{name:24s} #{rep} " + (f"ratio {row['ratio']:.3f} ({row['us_fast_run']:.2f} / "
-                      f"{row['us_stabilize']:.2f} us), prepare {row['prepare_s_fast_run']:.2f} -> "
-                      f"{row['prepare_s_stabilize']:.2f} s" if "ratio" in row else f"error {row['error'][-200:]}"),
+                pa, pb = a.pair.split(",")
+                print(f"{name:24s} #{rep} " + (f"ratio {row['ratio']:.3f} ({row[f'us_{pa}']:.2f} / "
+                      f"{row[f'us_{pb}']:.2f} us), prepare {row[f'prepare_s_{pa}']:.2f} -> "
+                      f"{row[f'prepare_s_{pb}']:.2f} s" if "ratio" in row else f"error {row['error'][-200:]}"),
                       flush=True)
                 doc["end"], doc["load"][1] = datetime.datetime.now().isoformat(timespec="seconds"), os.getloadavg()[0]
                 with open(a.out, "w") as f:

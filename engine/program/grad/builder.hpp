@@ -15,6 +15,10 @@ namespace ember::grad {
 // is 1 in every operand, known when some operand knows it, else unknown.
 Shape broadcast_static(const Graph& g, const std::vector<int>& vars);
 
+// Sum(v, A) of a broadcast along A -> the broadcast value times the count
+// (sum_broadcast.cpp); returns the number of rewrites, committed.
+int sum_broadcasts(passes::Editor& e);
+
 class Builder {
  public:
   explicit Builder(passes::Editor& e) : e(e), at_(e.num_nodes()) {}

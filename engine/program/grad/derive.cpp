@@ -4,16 +4,20 @@
 //   1. parameter checks (PyMC's CheckParameterValue, exported as CheckAndRaise
 //      with "parameter_check") become switch(all(conds), logp, -inf), or go,
 //      as PyMC's compile does with check_bounds true / false
-//   2. reverse-mode gradient of the one output with respect to the inputs
+//   2. stabilization (engine/program/passes/stabilize.cpp), then the
+//      reverse-mode gradient of the one output with respect to the inputs
 //      the directive lists
 //   3. each such input is replaced by its slice of the flat point, reshaped
 //      to its shape; the gradients are raveled and joined in that order
-//   4. inputs: the point, then the other inputs; outputs: cost, gradient
+//   4. sums of broadcasts become products (sum_broadcast.cpp), and
+//      stabilization again, on the gradient's forms
+//   5. inputs: the point, then the other inputs; outputs: cost, gradient
 #include <set>
 
 #include "engine/program/grad/builder.hpp"
 #include "engine/program/grad/grad.hpp"
 #include "engine/program/grad/reverse.hpp"
+#include "engine/program/passes/passes.hpp"
 
 namespace ember::grad {
 
@@ -82,9 +86,28 @@ Directive read_directive(const Graph& g) {
   return r;
 }
 
-// PyMC's compile-time treatment of its parameter checks.
+// A Sum over every axis of x, of at least one element (static), that is
+// x's only reader: its node index, else -1.
+int only_full_sum(passes::Editor& e, const passes::Users& u, int x) {
+  const auto readers = u.of(x);
+  if (readers.size() != 1 || e.is_graph_output(x)) return -1;
+  const NodeSpec& s = e.node(readers[0]);
+  if (s.op != "Sum" || e.g.vars[s.outputs[0]].dtype != e.g.vars[x].dtype) return -1;
+  const Shape& xs = e.g.vars[x].static_shape;
+  for (int d = 0; d < xs.ndim; ++d)
+    if (xs.dims[d] < 1) return -1;
+  auto it = s.attrs.find("axis");
+  if (it != s.attrs.end() && !it->is_null() && static_cast<int>(it->size()) != xs.ndim) return -1;
+  return readers[0];
+}
+
+// PyMC's compile-time treatment of its parameter checks. A check whose
+// value is only summed switches the sum (the same value: a sum of -infs is
+// -inf), so the check and its gradient are scalar work, as PyTensor's
+// rewrites leave them.
 void parameter_checks(passes::Editor& e, bool check_bounds) {
   Builder b(e);
+  const passes::Users users = e.users();
   const int n = e.num_nodes();
   for (int k = 0; k < n; ++k) {
     const NodeSpec node = e.node(k);
@@ -113,6 +136,17 @@ void parameter_checks(passes::Editor& e, bool check_bounds) {
       continue;
     }
     const int nd = b.ndim(x);
+    if (const int sum = only_full_sum(e, users, out); sum >= 0) {
+      const NodeSpec sn = e.node(sum);
+      Shape s0;
+      s0.ndim = 0;
+      const int total = b.node("Sum", {x}, sn.attrs, b.dtype(x), s0);
+      const int ninf = b.constant(-std::numeric_limits<double>::infinity(), b.dtype(x), 0);
+      e.replace(sn.outputs[0], b.elem("Switch", {cond, total, ninf}, b.dtype(x)));
+      e.remove(sum);
+      e.remove(k);
+      continue;
+    }
     cond = b.dimshuffle(cond, std::vector<int>(nd, -1));
     const int ninf = b.constant(-std::numeric_limits<double>::infinity(), b.dtype(x), nd);
     e.replace(out, b.elem("Switch", {cond, x, ninf}, b.dtype(x)));
@@ -128,6 +162,7 @@ void derive(Graph& g, const Options&) {
   const Directive d = read_directive(g);
   passes::Editor e(g);
   parameter_checks(e, d.check_bounds);
+  passes::stabilize(e);  // before: stable forms differentiate into stable gradients
 
   Builder b(e);
   const int cost = g.outputs[0];
@@ -177,6 +212,8 @@ void derive(Graph& g, const Options&) {
     joined = e.add_constant(DType::Float64, ps, a);
   }
   e.commit();
+  sum_broadcasts(e);
+  passes::stabilize(e);  // after: the forms the adjoints made (log of a rule's quotient, ...)
 
   std::vector<InputSpec> inputs{InputSpec{point, false}};
   for (size_t k = 0; k < g.inputs.size(); ++k) {

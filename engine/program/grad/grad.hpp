@@ -8,6 +8,7 @@
 //   adjoints.cpp      each tensor op's adjoint
 //   scalar_rules.cpp  Elemwise adjoints from the derivative column of the
 //                     scalar op table (interp/scalar_grad.def)
+//   sum_broadcast.cpp sums of broadcast values become products
 //   builder.*         making typed nodes and variables on an Editor
 #pragma once
 #include <string>
@@ -29,6 +30,7 @@ struct NoRule : LoadError {
 // Applies g's "gradient" directive (a no-op without one). Throws LoadError
 // for a malformed directive, NoRule for a graph it cannot differentiate.
 void derive(Graph& g, const Options& o);
+
 
 
 }  // namespace ember::grad
