@@ -59,6 +59,9 @@ NATIVE_TODAY = {
 # suite mvnormal_lkj (Blockwise), garch11_scan, hmm_scan and structural_ts (Scan); file mvnormal_lkj.
 
 RTOL = 1e-10
+# The latent GP differentiates a Cholesky of an ill-conditioned 40x40 covariance: the two
+# paths' adjoints round differently (3.6e-10 scale-relative seen); not a formula error (that is O(1)).
+RTOL_FOR = {"suite:gp_latent": 1e-8}
 N_POINTS = 3
 SCALE = 0.3
 
@@ -117,6 +120,7 @@ def test_native_gradient_matches_pytensor_gradient(case):
         reason = cn.timings.get("gradient_fallback", "")
         assert "cannot differentiate" in reason, f"{case}: undocumented fallback: {reason!r}"
     assert cn.n_dim == cs.n_dim
+    rtol = RTOL_FOR.get(case, RTOL)
     rng = np.random.default_rng(zlib.crc32(case.encode()))
     x0 = np.asarray(cn.initial_point_func(0), dtype="float64")
     for k in range(N_POINTS):
@@ -124,8 +128,8 @@ def test_native_gradient_matches_pytensor_gradient(case):
         lp_n, g_n = cn.logp(x)
         lp_s, g_s = cs.logp(x)
         assert np.isfinite(lp_s) and np.isfinite(g_s).all(), f"{case}: PyTensor's path not finite at point {k}"
-        assert _close(lp_n, lp_s, RTOL), f"{case} logp at point {k}: {lp_n!r} vs {lp_s!r}"
-        assert _close(g_n, g_s, RTOL), f"{case} gradient at point {k}: scale-relative error {_err(g_n, g_s):.3g}"
+        assert _close(lp_n, lp_s, rtol), f"{case} logp at point {k}: {lp_n!r} vs {lp_s!r}"
+        assert _close(g_n, g_s, rtol), f"{case} gradient at point {k}: scale-relative error {_err(g_n, g_s):.3g}"
 
 
 def test_models_known_to_run_natively_still_do():
@@ -159,13 +163,11 @@ TAIL_VALUES = [30.0, -30.0, 300.0, -300.0, 700.0, -700.0]
 TAIL_RTOL = 1e-8
 PER_VARIABLE = 3  # coordinates of each value variable set to the tail value one at a time
 
-# (model, value) -> the engine bug that makes the native path non-finite or inaccurate there.
-_LOG_SIGMOID = ("the native path does not stabilize PyMC's Bernoulli logp: log(sigmoid(x)) and "
-                "log1p(-sigmoid(x)) stay as written (PyTensor's stabilize rewrites them to -softplus(-x) and "
-                "-softplus(x)), so at a logit of about +30 the logp loses ~1e-6 relative and from about +37 "
-                "(sigmoid rounds to 1) it is -inf with a nan gradient, where PyTensor's is finite (both signs of the "
-                "tail value fail: X @ beta and alpha[group] reach large logits of either sign)")
-KNOWN_TAIL = {("logistic_glm", v): _LOG_SIGMOID for v in TAIL_VALUES}
+# (model, value) -> why the native path and PyTensor's differ there.
+KNOWN_TAIL = {("beta_regression", 30.0): (
+    "PyTensor's stabilize path loses accuracy, not Ember's: at a = 30 the Beta's beta = (1 - sigmoid(eta)) * phi "
+    "cancels in PyTensor's graph (logp -34096.10224) while the native path gives -34096.10722102517, which a "
+    "SciPy evaluation with 1 - mu = expit(-eta) confirms (-34096.10722102519); error 1.5e-7 > 1e-8")}
 
 
 def _tail_points(cn, value):

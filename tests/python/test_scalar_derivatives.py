@@ -235,20 +235,7 @@ INPUT_DTYPES = {"Switch": ("bool", "float64", "float64")}
 
 # (op, point) -> why Ember's value differs from the mathematical derivative.
 # Each is checked by test_known_rule_inaccuracies (strict xfail: a fix shows up).
-_ONE_MINUS_Z = ("rule {} computes 1 - z with z = {}(x) rounded to within an ulp of 1: catastrophic cancellation "
-                "in the tail ({}); PyTensor's L_op has the same form. {}")
-KNOWN = {
-    ("Tanh", (20.0,)): _ONE_MINUS_Z.format(
-        "Mul(gz, Sub(1, Sqr(z)))", "tanh", "tanh(20) rounds to 1.0, so d/dx = 0.0 instead of 1.699e-17; "
-        "relative error about 1e-16 * cosh(x)^2, above 1e-9 from |x| ~ 9.5",
-        "Exact alternatives: 1/cosh(x)^2, or 4*sigmoid(2x)*sigmoid(-2x)."),
-    ("Tanh", (-20.0,)): _ONE_MINUS_Z.format(
-        "Mul(gz, Sub(1, Sqr(z)))", "tanh", "d/dx at -20 = 0.0 instead of 1.699e-17", "Same cause as at +20."),
-    ("Sigmoid", (30.0,)): _ONE_MINUS_Z.format(
-        "Mul(gz, z, Sub(1, z))", "sigmoid", "d/dx at 30 = 9.35918e-14 instead of 9.35762e-14, relative error "
-        "1.7e-4; exactly 0.0 from x ~ 36.7 where sigmoid(x) rounds to 1",
-        "Exact alternative: z * Sigmoid(Neg(x0))."),
-}
+KNOWN = {}
 
 
 def _arity(op):

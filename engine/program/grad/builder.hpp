@@ -18,6 +18,9 @@ Shape broadcast_static(const Graph& g, const std::vector<int>& vars);
 // Sum(v, A) of a broadcast along A -> the broadcast value times the count
 // (sum_broadcast.cpp); returns the number of rewrites, committed.
 int sum_broadcasts(passes::Editor& e);
+// f(..., fill(x, y), ...) -> fill(x, f(..., y, ...)), or f(..., y, ...) when
+// the fill shapes nothing (fill_sink.cpp); committed.
+int sink_fills(passes::Editor& e);
 
 class Builder {
  public:

@@ -4,12 +4,13 @@
 //   1. parameter checks (PyMC's CheckParameterValue, exported as CheckAndRaise
 //      with "parameter_check") become switch(all(conds), logp, -inf), or go,
 //      as PyMC's compile does with check_bounds true / false
-//   2. stabilization (engine/program/passes/stabilize.cpp), then the
-//      reverse-mode gradient of the one output with respect to the inputs
+//   2. stabilization (engine/program/passes/stabilize.cpp) and dce, fold,
+//      cse and simplify on the forward graph, then the reverse-mode gradient of the one output with respect to the inputs
 //      the directive lists
 //   3. each such input is replaced by its slice of the flat point, reshaped
 //      to its shape; the gradients are raveled and joined in that order
-//   4. sums of broadcasts become products (sum_broadcast.cpp), and
+//   4. fills sunk through element-wise ops (fill_sink.cpp), sums of
+//      broadcasts become products (sum_broadcast.cpp), and
 //      stabilization again, on the gradient's forms
 //   5. inputs: the point, then the other inputs; outputs: cost, gradient
 #include <set>
@@ -157,12 +158,20 @@ void parameter_checks(passes::Editor& e, bool check_bounds) {
 
 }  // namespace
 
-void derive(Graph& g, const Options&) {
+void derive(Graph& g, const Options& o) {
   if (g.gradient.is_null()) return;
   const Directive d = read_directive(g);
   passes::Editor e(g);
   parameter_checks(e, d.check_bounds);
   passes::stabilize(e);  // before: stable forms differentiate into stable gradients
+  // The forward graph simplified first, as PyTensor's canonicalize runs
+  // before its gradient: constant conditions (a Switch on data > 0), shared
+  // subexpressions and identities are not differentiated.
+  passes::dead_code(e);
+  passes::fold_constants(e, o);
+  passes::common_subexpressions(e);
+  passes::simplify(e);
+  passes::stabilize(e);  // forms the simplification exposed (x * 1 inside a log1p, ...)
 
   Builder b(e);
   const int cost = g.outputs[0];
@@ -212,6 +221,7 @@ void derive(Graph& g, const Options&) {
     joined = e.add_constant(DType::Float64, ps, a);
   }
   e.commit();
+  sink_fills(e);
   sum_broadcasts(e);
   passes::stabilize(e);  // after: the forms the adjoints made (log of a rule's quotient, ...)
 

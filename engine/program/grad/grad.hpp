@@ -8,6 +8,7 @@
 //   adjoints.cpp      each tensor op's adjoint
 //   scalar_rules.cpp  Elemwise adjoints from the derivative column of the
 //                     scalar op table (interp/scalar_grad.def)
+//   fill_sink.cpp     fills moved out of element-wise ops
 //   sum_broadcast.cpp sums of broadcast values become products
 //   builder.*         making typed nodes and variables on an Editor
 #pragma once
