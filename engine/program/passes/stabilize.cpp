@@ -128,6 +128,7 @@ class Stabilizer {
   int log_add_exp(int x, int y);
   int log_diff_exp(int x, int y);
   int mul_switch_sink(const std::vector<int>& in);
+  int div_switch_sink(const std::vector<int>& in);
 };
 
 // log1p(x), or log1p(-x) when `minus`, in a form made for it; -1 if none.
@@ -289,6 +290,20 @@ int Stabilizer::mul_switch_sink(const std::vector<int>& in) {
   return -1;
 }
 
+// switch(c, 0, y) / a -> switch(c, 0, y / a), as PyTensor's
+// local_div_switch_sink: the gradient of an untaken branch stays 0 through
+// the quotients of a derivative rule (d log(u) = du / u with u infinite).
+int Stabilizer::div_switch_sink(const std::vector<int>& in) {
+  const std::vector<int> sw = def(in[0], "Switch");
+  if (sw.size() != 3) return -1;
+  for (int branch = 1; branch <= 2; ++branch) {
+    if (!constant_all(e, sw[branch], 0.0)) continue;
+    const int q = ew("TrueDiv", {sw[3 - branch], in[1]});
+    return ew("Switch", branch == 1 ? std::vector<int>{sw[0], sw[1], q} : std::vector<int>{sw[0], q, sw[2]});
+  }
+  return -1;
+}
+
 int Stabilizer::run() {
   // Only the nodes there before: the ones added are already stable.
   const int n0 = e.num_nodes();
@@ -308,6 +323,7 @@ int Stabilizer::run() {
     else if (s == "Log1p" && in.size() == 1) r = log1p_special(in[0], false);
     else if ((s == "Add" || s == "Sub") && in.size() == 2) r = affine(o);
     else if (s == "Mul" && in.size() >= 2) r = mul_switch_sink(in);
+    else if (s == "TrueDiv" && in.size() == 2 && (r = div_switch_sink(in)) >= 0) {}
     else if ((s == "TrueDiv" && in.size() == 2) || (s == "Reciprocal" && in.size() == 1)) r = divide(s, in);
     if (r < 0) continue;
     e.replace(o, r);
