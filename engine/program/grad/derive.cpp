@@ -1,11 +1,12 @@
 // The document's "gradient" directive (docs/graph-format.md): PyMC's logp
 // graph over its value variables becomes nutpie's graph over one flat point.
 //
-//   1. parameter checks (PyMC's CheckParameterValue, exported as CheckAndRaise
+//   1. stabilization (engine/program/passes/stabilize.cpp) and dce, fold,
+//      cse and simplify on the forward graph
+//   2. parameter checks (PyMC's CheckParameterValue, exported as CheckAndRaise
 //      with "parameter_check") become switch(all(conds), logp, -inf), or go,
-//      as PyMC's compile does with check_bounds true / false
-//   2. stabilization (engine/program/passes/stabilize.cpp) and dce, fold,
-//      cse and simplify on the forward graph, then the reverse-mode gradient of the one output with respect to the inputs
+//      as PyMC's compile does with check_bounds true / false; stabilization
+//      again; then the reverse-mode gradient of the one output with respect to the inputs
 //      the directive lists
 //   3. each such input is replaced by its slice of the flat point, reshaped
 //      to its shape; the gradients are raveled and joined in that order
@@ -102,6 +103,21 @@ int only_full_sum(passes::Editor& e, const passes::Users& u, int x) {
   return readers[0];
 }
 
+// The conjuncts of a condition: through All of a MakeVector or of one element.
+void collect_conditions(passes::Editor& e, int c, std::vector<int>& out) {
+  const int p = e.producer(c);
+  if (p >= 0 && e.node(p).op == "All" && e.g.vars[c].static_shape.ndim == 0) {
+    const int a = e.node(p).inputs[0];
+    const int q = e.producer(a);
+    if (passes::one_element(e.g.vars[a])) return collect_conditions(e, a, out);
+    if (q >= 0 && e.node(q).op == "MakeVector") {
+      for (int m : std::vector<int>(e.node(q).inputs)) collect_conditions(e, m, out);
+      return;
+    }
+  }
+  out.push_back(c);
+}
+
 // PyMC's compile-time treatment of its parameter checks. A check whose
 // value is only summed switches the sum (the same value: a sum of -infs is
 // -inf), so the check and its gradient are scalar work, as PyTensor's
@@ -120,9 +136,12 @@ void parameter_checks(passes::Editor& e, bool check_bounds) {
       continue;
     }
     if (!node.attrs.value("ninf", false)) continue;
+    // PyMC's conditions: All(MakeVector(All(c1), ...)); one-element Alls go.
+    std::vector<int> conds;
+    for (size_t i = 1; i < node.inputs.size(); ++i) collect_conditions(e, node.inputs[i], conds);
     int cond = -1;
-    for (size_t i = 1; i < node.inputs.size(); ++i) {
-      int c = node.inputs[i];
+    for (int c : conds) {
+      if (passes::one_element(e.g.vars[c]) && b.ndim(c) > 0) c = b.dimshuffle(c, {});
       if (b.ndim(c) > 0) {
         Shape s0;
         s0.ndim = 0;
@@ -162,7 +181,6 @@ void derive(Graph& g, const Options& o) {
   if (g.gradient.is_null()) return;
   const Directive d = read_directive(g);
   passes::Editor e(g);
-  parameter_checks(e, d.check_bounds);
   passes::stabilize(e);  // before: stable forms differentiate into stable gradients
   // The forward graph simplified first, as PyTensor's canonicalize runs
   // before its gradient: constant conditions (a Switch on data > 0), shared
@@ -171,6 +189,9 @@ void derive(Graph& g, const Options& o) {
   passes::fold_constants(e, o);
   passes::common_subexpressions(e);
   passes::simplify(e);
+  // After the simplification, which removes switches on constant conditions
+  // (data > 0) between a check and the Sum it can switch.
+  parameter_checks(e, d.check_bounds);
   passes::stabilize(e);  // forms the simplification exposed (x * 1 inside a log1p, ...)
 
   Builder b(e);

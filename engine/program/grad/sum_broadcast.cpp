@@ -48,7 +48,14 @@ class SumBroadcasts {
       axes_ = axes;
       memo_.clear();
       const int w = source(x);
-      if (w < 0) continue;
+      if (w < 0) {
+        if (const int r = pull_factors(x, s); r >= 0) {
+          e_.replace(out, r);
+          e_.remove(k);
+          ++rewrites;
+        }
+        continue;
+      }
       std::vector<int> order;
       for (int d = 0; d < xs.static_shape.ndim; ++d)
         if (std::find(axes.begin(), axes.end(), d) == axes.end()) order.push_back(d);
@@ -72,6 +79,61 @@ class SumBroadcasts {
     for (int a : axes)
       if (s.dims[a] != 1) return false;
     return true;
+  }
+
+  // v with the summed axes dropped (v is 1 on them).
+  int drop(int v) {
+    std::vector<int> order;
+    for (int d = 0; d < b_.ndim(v); ++d)
+      if (std::find(axes_.begin(), axes_.end(), d) == axes_.end()) order.push_back(d);
+    return b_.dimshuffle(v, order);
+  }
+
+  // Sum(neg(x)) = -Sum(x), Sum(x / s) = Sum(x) / s, Sum(s * x) = s * Sum(x)
+  // for s constant along the summed axes, as PyTensor's canonicalize does
+  // (local_sum_mul_by_scalar, local_sum_div_dimshuffle): the gradient's
+  // scalar factors leave the per-element loop. The rewritten Sum, or -1.
+  int pull_factors(int x, const NodeSpec& sum) {
+    const passes::Users users = e_.users();
+    const DType dt = e_.g.vars[x].dtype;
+    struct Post {
+      std::string op;
+      int operand;
+    };
+    std::vector<Post> post;
+    int v = x;
+    for (;;) {
+      const int p = e_.producer(v);
+      // Past the first, only through values nothing else reads: no work twice.
+      if (p < 0 || e_.removed(p) || (v != x && users.of(v).size() != 1) || e_.is_graph_output(v)) break;
+      const NodeSpec n = e_.node(p);
+      const std::string op = passes::elemwise_scalar_op(n);
+      if (n.outputs.size() != 1 || e_.g.vars[n.outputs[0]].dtype != dt) break;
+      if (op == "Neg") {
+        post.push_back({"Neg", -1});
+        v = n.inputs[0];
+      } else if (op == "TrueDiv" && flat(n.inputs[1], axes_) && !flat(n.inputs[0], axes_)) {
+        post.push_back({"TrueDiv", n.inputs[1]});
+        v = n.inputs[0];
+      } else if (op == "Mul") {
+        std::vector<int> fs, rest;
+        for (int f : n.inputs) (flat(f, axes_) ? fs : rest).push_back(f);
+        if (fs.empty() || rest.empty()) break;
+        post.push_back({"Mul", fs.size() == 1 ? fs[0] : b_.elem("Mul", fs, dt)});
+        v = rest.size() == 1 ? rest[0] : b_.elem("Mul", rest, dt);
+        if (rest.size() != 1) break;  // a new node: nothing further to peel
+      } else {
+        break;
+      }
+    }
+    if (post.empty()) return -1;
+    Shape rs = e_.g.vars[sum.outputs[0]].static_shape;
+    int r = b_.node("Sum", {v}, sum.attrs, dt, rs);
+    for (auto it = post.rbegin(); it != post.rend(); ++it) {
+      if (it->op == "Neg") r = b_.elem("Neg", {r}, dt);
+      else r = b_.elem(it->op, {r, b_.cast(drop(it->operand), dt)}, dt);
+    }
+    return r;
   }
 
   // A value of v's rank, 1 on the axes, that broadcasts to v; -1 if none is found.

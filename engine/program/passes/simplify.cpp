@@ -6,7 +6,9 @@
 //   identity views and casts: DeepCopyOp, ViewOp, OutputGuard,
 //     TensorFromScalar, ScalarFromTensor, Elemwise Identity, Cast to the
 //     same dtype, CheckAndRaise of constant-true conditions -> x
-//   DimShuffle: the identity -> x; DimShuffle of DimShuffle -> one
+//   DimShuffle: the identity -> x; DimShuffle of DimShuffle -> one; the 0-d
+//     element of a one-input MakeVector -> that input
+//   All / Any of one bool element -> a view of it
 //   Reshape: to x's own static shape -> x; of one element to one element
 //     -> DimShuffle (a view either way)
 //   Subtensor taking every element (full slices) -> x
@@ -196,6 +198,11 @@ void Simplifier::dimshuffle(int k, NodeSpec& n) {
   if (!order) return;
   if (is_identity_order(*order, var(x).static_shape.ndim) && var(x).dtype == var(o).dtype) return to(k, o, x);
   const int p = e.producer(x);
+  // The one element of a MakeVector, as a 0-d value: its input.
+  if (p >= 0 && is_op(g.nodes[p], TensorOp::MakeVector) && g.nodes[p].inputs.size() == 1 && order->empty()) {
+    const int y = e.resolve(g.nodes[p].inputs[0]);
+    if (var(y).dtype == var(o).dtype && var(y).static_shape.ndim == 0) return to(k, o, y);
+  }
   if (p < 0 || !is_op(g.nodes[p], TensorOp::DimShuffle) || g.nodes[p].inputs.size() != 1) return;
   auto inner = read_order(g.nodes[p]);
   if (!inner) return;
@@ -295,6 +302,14 @@ int Simplifier::run() {
       // A graph output copied from an input, a constant or another output keeps its copy.
       if (e.is_graph_output(o) && (e.producer(x) < 0 || e.is_graph_output(x))) continue;
       to(k, o, x);
+    } else if (op == TensorOp::All || op == TensorOp::Any) {
+      // Of one bool element: that element, as a view.
+      if (n.inputs.size() == 1 && var(x).dtype == DType::Bool && var(o).dtype == DType::Bool && one_element(var(x)) &&
+          var(o).static_shape.ndim == 0 && var(x).static_shape.ndim > 0) {
+        n.op = tensor_op_name(TensorOp::DimShuffle);
+        n.attrs = json{{"new_order", json::array()}};
+        ++rewrites;
+      }
     } else if (op == TensorOp::AdvancedSubtensor || op == TensorOp::AdvancedIncSubtensor) {
       advanced_to_axis0(n);
     } else if (op == TensorOp::CheckAndRaise || op == TensorOp::Assert) {
