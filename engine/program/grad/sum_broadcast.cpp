@@ -23,8 +23,9 @@ class SumBroadcasts {
 
   int run() {
     int rewrites = 0;
-    const int n = e_.num_nodes();
-    for (int k = 0; k < n; ++k) {
+    users_ = e_.users();
+    nvars_ = static_cast<int>(e_.g.vars.size());
+    for (int k = 0; k < e_.num_nodes(); ++k) {  // the Sums it makes too
       if (e_.removed(k) || e_.node(k).op != "Sum") continue;
       const NodeSpec s = e_.node(k);
       const int x = s.inputs[0], out = s.outputs[0];
@@ -72,6 +73,8 @@ class SumBroadcasts {
   passes::Editor& e_;
   Builder b_;
   std::vector<int> axes_;
+  passes::Users users_;  // of the variables before the pass
+  int nvars_ = 0;
   std::unordered_map<int, int> memo_;
 
   bool flat(int v, const std::vector<int>& axes) const {
@@ -94,7 +97,6 @@ class SumBroadcasts {
   // (local_sum_mul_by_scalar, local_sum_div_dimshuffle): the gradient's
   // scalar factors leave the per-element loop. The rewritten Sum, or -1.
   int pull_factors(int x, const NodeSpec& sum) {
-    const passes::Users users = e_.users();
     const DType dt = e_.g.vars[x].dtype;
     struct Post {
       std::string op;
@@ -105,7 +107,8 @@ class SumBroadcasts {
     for (;;) {
       const int p = e_.producer(v);
       // Past the first, only through values nothing else reads: no work twice.
-      if (p < 0 || e_.removed(p) || (v != x && users.of(v).size() != 1) || e_.is_graph_output(v)) break;
+      if (v != x && (v >= nvars_ || users_.of(v).size() != 1)) break;  // a value made here: readers unknown
+      if (p < 0 || e_.removed(p) || (v < nvars_ && e_.is_graph_output(v))) break;
       const NodeSpec n = e_.node(p);
       const std::string op = passes::elemwise_scalar_op(n);
       if (n.outputs.size() != 1 || e_.g.vars[n.outputs[0]].dtype != dt) break;
@@ -116,8 +119,9 @@ class SumBroadcasts {
         post.push_back({"TrueDiv", n.inputs[1]});
         v = n.inputs[0];
       } else if (op == "Mul") {
-        std::vector<int> fs, rest;
-        for (int f : n.inputs) (flat(f, axes_) ? fs : rest).push_back(f);
+        std::vector<int> fs, rest, factors;
+        flatten_mul(n.inputs, dt, factors);
+        for (int f : factors) (flat(f, axes_) ? fs : rest).push_back(f);
         if (fs.empty() || rest.empty()) break;
         post.push_back({"Mul", fs.size() == 1 ? fs[0] : b_.elem("Mul", fs, dt)});
         v = rest.size() == 1 ? rest[0] : b_.elem("Mul", rest, dt);
@@ -134,6 +138,21 @@ class SumBroadcasts {
       else r = b_.elem(it->op, {r, b_.cast(drop(it->operand), dt)}, dt);
     }
     return r;
+  }
+
+  // The factors of a product, through nested products (their multiplications
+  // are cheap to repeat where another reader keeps one).
+  void flatten_mul(const std::vector<int>& in, DType dt, std::vector<int>& out) {
+    for (int f : in) {
+      const int p = e_.producer(f);
+      if (p >= 0 && !e_.removed(p) && passes::elemwise_scalar_op(e_.node(p)) == "Mul" &&
+          e_.node(p).outputs.size() == 1 && e_.g.vars[f].dtype == dt &&
+          passes::same_broadcast_pattern(e_.g.vars[f].static_shape,
+                                         broadcast_static(e_.g, std::vector<int>(e_.node(p).inputs))))
+        flatten_mul(std::vector<int>(e_.node(p).inputs), dt, out);
+      else
+        out.push_back(f);
+    }
   }
 
   // A value of v's rank, 1 on the axes, that broadcasts to v; -1 if none is found.
