@@ -10,7 +10,8 @@
 //   simplify  gradient artefacts and exact identities: fill (Second),
 //             identity casts and views, DimShuffle chains, neg(neg x), x*1,
 //             x+(-0.0), x-0, x**1, x**2, x**-1, full-slice Subtensors,
-//             same-shape Reshapes, SpecifyShape; one-axis advanced indexing
+//             same-shape Reshapes, SpecifyShape, All/Any of one element,
+//             a one-input MakeVector's element; one-axis advanced indexing
 //             to its one-axis ops
 //   fold, cse again on what simplify exposed
 //   fuse      chains and trees of Elemwise nodes of one broadcast pattern
