@@ -233,9 +233,6 @@ POINTS = {
 # Inputs that are not float64 (not differentiated; passed after the point).
 INPUT_DTYPES = {"Switch": ("bool", "float64", "float64")}
 
-# (op, point) -> why Ember's value differs from the mathematical derivative.
-# Each is checked by test_known_rule_inaccuracies (strict xfail: a fix shows up).
-KNOWN = {}
 
 
 def _arity(op):
@@ -349,18 +346,7 @@ def test_derivative_rule_matches_mpmath(op):
         pytest.skip(f"no mpmath reference for {op} (unmapped ops: {', '.join(UNMAPPED)})")
     bad = []
     for point, rtol in _cases(op):
-        if (op, point) in KNOWN:
-            continue
         bad += _check(op, point, rtol)
-    assert not bad, "\n".join(bad)
-
-
-@pytest.mark.parametrize("op,point", [
-    pytest.param(op, point, marks=pytest.mark.xfail(strict=True, reason=why), id=f"{op}-{point}")
-    for (op, point), why in KNOWN.items()] or [pytest.param(None, None, marks=pytest.mark.skip("none known"))])
-def test_known_rule_inaccuracies(op, point):
-    rtol = TAIL_RTOL if point in POINTS[op][1] else CORE_RTOL
-    bad = _check(op, point, rtol)
     assert not bad, "\n".join(bad)
 
 
