@@ -45,8 +45,15 @@ class SumBroadcasts {
         known = known && len >= 0;
         count *= static_cast<double>(len);
       }
-      if (!known || count <= 1 || flat(x, axes)) continue;
+      if (!known) continue;
       axes_ = axes;
+      if (count == 1) {  // a sum of one element (of a 0-d value, PyMC's sum of a scalar term): the element
+        e_.replace(out, drop(x));
+        e_.remove(k);
+        ++rewrites;
+        continue;
+      }
+      if (count < 1 || flat(x, axes)) continue;
       memo_.clear();
       const int w = source(x);
       if (w < 0) {

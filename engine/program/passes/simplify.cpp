@@ -18,7 +18,8 @@
 //   x + (-0.0) -> x (floats; integer 0); x - 0 -> x (+0.0 or integer 0);
 //   x ** 1 -> x; x ** 2 -> Sqr(x) and x ** -1 -> Reciprocal(x) (float64, whose
 //     pow gives exactly these for these exponents: docs/math.md);
-//   Switch on a constant condition -> the branch taken
+//   Switch on a constant condition -> the branch taken; x & true, x | false
+//     -> x; x & false, x | true -> the constant (bool, when it has the shape)
 //   AdvancedSubtensor / AdvancedIncSubtensor of one integer vector on axis 0
 //     -> AdvancedSubtensor1 / AdvancedIncSubtensor1
 //
@@ -233,6 +234,17 @@ void Simplifier::elemwise(int k, NodeSpec& n, const std::string& s) {
     if (p >= 0 && elemwise_scalar_op(g.nodes[p]) == "Neg" && g.nodes[p].inputs.size() == 1) {
       const int x = e.resolve(g.nodes[p].inputs[0]);
       if (same_type(x, o) && var(in[0]).dtype == dt) return to(k, o, x);
+    }
+    return;
+  }
+  if ((s == "AND" || s == "OR") && in.size() == 2 && dt == DType::Bool) {
+    // x & true, x | false -> x; x & false, x | true -> the constant (a
+    // condition on data, such as data == 0, that no element meets).
+    for (int i = 0; i < 2; ++i) {
+      const int c = in[i], x = in[1 - i];
+      if (var(c).dtype != DType::Bool) continue;
+      if (constant_bool(e, c, s == "AND") && same_type(x, o)) return to(k, o, x);
+      if (constant_bool(e, c, s == "OR") && same_type(c, o)) return to(k, o, c);
     }
     return;
   }
