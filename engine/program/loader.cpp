@@ -1,6 +1,7 @@
 // Validates a whole Graph and turns it into an immutable program: node
 // checks (through each op's factory), static schedule, buffer plan.
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <set>
 
@@ -155,13 +156,24 @@ std::unique_ptr<ProgramImpl> ProgramImpl::build(Graph g, const Options& o) {
   }
 
   // A "gradient" directive: the graph is differentiated first (engine/program/grad/).
+  passes::PassStat derived;
   if (!p->graph.gradient.is_null()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    derived.name = "differentiate";
+    derived.nodes_before = static_cast<int>(gr.nodes.size());
     grad::derive(p->graph, p->options);
+    derived.nodes_after = static_cast<int>(gr.nodes.size());
+    derived.ms = derived.cpu_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     check_topology(gr);
   }
 
   // Graph passes (engine/program/passes/); messages keep naming the file's nodes.
   p->pass_report = passes::run_passes(p->graph, p->options);
+  if (!derived.name.empty()) {
+    p->pass_report.passes.insert(p->pass_report.passes.begin(), derived);
+    p->pass_report.ms += derived.ms;
+  }
   check_topology(gr);
   const std::vector<int>& shown = p->pass_report.origin;
   ops.clear();
