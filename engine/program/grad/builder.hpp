@@ -21,6 +21,9 @@ int sum_broadcasts(passes::Editor& e);
 // f(..., fill(x, y), ...) -> fill(x, f(..., y, ...)), or f(..., y, ...) when
 // the fill shapes nothing (fill_sink.cpp); committed.
 int sink_fills(passes::Editor& e);
+// Powers with constant exponents (±0.5, ±1.5, ±2, ±3, ±1) as sqrt, sqr,
+// reciprocal and products (specialize.cpp); committed.
+int specialize_powers(passes::Editor& e);
 
 class Builder {
  public:

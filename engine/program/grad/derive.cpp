@@ -11,7 +11,8 @@
 //   3. each such input is replaced by its slice of the flat point, reshaped
 //      to its shape; the gradients are raveled and joined in that order
 //   4. fills sunk through element-wise ops (fill_sink.cpp), sums of
-//      broadcasts become products (sum_broadcast.cpp), and
+//      broadcasts become products (sum_broadcast.cpp), powers with constant
+//      exponents become cheaper ops (specialize.cpp), and
 //      stabilization again, on the gradient's forms
 //   5. inputs: the point, then the other inputs; outputs: cost, gradient
 #include <set>
@@ -244,6 +245,8 @@ void derive(Graph& g, const Options& o) {
   e.commit();
   sink_fills(e);
   sum_broadcasts(e);
+  passes::fold_constants(e, o);  // the power rule's exponents y - 1
+  specialize_powers(e);
   passes::stabilize(e);  // after: the forms the adjoints made (log of a rule's quotient, ...)
 
   std::vector<InputSpec> inputs{InputSpec{point, false}};

@@ -10,6 +10,7 @@
 //                     scalar op table (interp/scalar_grad.def)
 //   fill_sink.cpp     fills moved out of element-wise ops
 //   sum_broadcast.cpp sums of broadcast values become products
+//   specialize.cpp    powers with constant exponents become cheaper ops
 //   builder.*         making typed nodes and variables on an Editor
 #pragma once
 #include <string>
