@@ -156,6 +156,8 @@ int Stabilizer::log_of(int u) {
     if (const int y = arg(x, "Expm1"); y >= 0) return ew("Log1mexp", {y});
   }
   if (const int x = arg(u, "Erfc"); x >= 0) return log_erfc(x);
+  // log(exp(x)) -> x, as PyTensor's local_log_exp: exp overflows past 709.
+  if (const int x = arg(u, "Exp"); x >= 0 && var(x).dtype == dt) return x;
   // log(x ** y) -> y * log(x), as PyTensor's local_log_pow: the power
   // overflows or underflows where its log is finite.
   if (const std::vector<int> pw = def(u, "Pow"); pw.size() == 2 && var(pw[0]).dtype == dt && var(pw[1]).dtype == dt)
