@@ -18,6 +18,8 @@ Shape broadcast_static(const Graph& g, const std::vector<int>& vars);
 // Sum(v, A) of a broadcast along A -> the broadcast value times the count
 // (sum_broadcast.cpp); returns the number of rewrites, committed.
 int sum_broadcasts(passes::Editor& e);
+// Sum(join(a, b, ...)) -> Sum(a) + Sum(b) + ... (sum_broadcast.cpp); committed.
+int split_joined_sums(passes::Editor& e);
 // f(..., fill(x, y), ...) -> fill(x, f(..., y, ...)), or f(..., y, ...) when
 // the fill shapes nothing (fill_sink.cpp); committed.
 int sink_fills(passes::Editor& e);

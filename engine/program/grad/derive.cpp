@@ -3,7 +3,8 @@
 //
 //   1. stabilization (engine/program/passes/stabilize.cpp) and dce, fold,
 //      cse and simplify on the forward graph
-//   2. parameter checks (PyMC's CheckParameterValue, exported as CheckAndRaise
+//   2. sums of joins split into sums of their pieces; parameter checks
+//      (PyMC's CheckParameterValue, exported as CheckAndRaise
 //      with "parameter_check") become switch(all(conds), logp, -inf), or go,
 //      as PyMC's compile does with check_bounds true / false; stabilization
 //      again; then the reverse-mode gradient of the one output with respect to the inputs
@@ -191,7 +192,9 @@ void derive(Graph& g, const Options& o) {
   passes::common_subexpressions(e);
   passes::simplify(e);
   // After the simplification, which removes switches on constant conditions
-  // (data > 0) between a check and the Sum it can switch.
+  // (data > 0) between a check and the Sum it can switch, and after sums of
+  // joins are split.
+  split_joined_sums(e);
   parameter_checks(e, d.check_bounds);
   passes::stabilize(e);  // forms the simplification exposed (x * 1 inside a log1p, ...)
 

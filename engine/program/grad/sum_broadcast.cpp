@@ -198,4 +198,45 @@ class SumBroadcasts {
 
 int sum_broadcasts(passes::Editor& e) { return SumBroadcasts(e).run(); }
 
+// Sum(join(a, b, ...)) over every axis -> Sum(a) + Sum(b) + ..., when the
+// join has no other reader: PyMC joins a time series' first and later terms
+// before summing, and each term's parameter check can then switch its own
+// sum (derive.cpp). A different order of additions, so on graphs being
+// differentiated only.
+int split_joined_sums(passes::Editor& e) {
+  Builder b(e);
+  const passes::Users users = e.users();
+  int rewrites = 0;
+  const int n = e.num_nodes();
+  for (int k = 0; k < n; ++k) {
+    if (e.removed(k) || e.node(k).op != "Sum") continue;
+    const NodeSpec s = e.node(k);
+    const int x = s.inputs[0], out = s.outputs[0];
+    const DType dt = e.g.vars[out].dtype;
+    if (e.g.vars[out].static_shape.ndim != 0 || e.g.vars[x].dtype != dt) continue;
+    if (dt != DType::Float64 && dt != DType::Float32) continue;
+    const int p = e.producer(x);
+    if (p < 0 || e.removed(p) || e.node(p).op != "Join" || users.of(x).size() != 1 || e.is_graph_output(x)) continue;
+    const NodeSpec j = e.node(p);
+    const bool axis_attr = j.attrs.contains("axis");
+    std::vector<int> terms;
+    Shape s0;
+    s0.ndim = 0;
+    for (size_t i = axis_attr ? 0 : 1; i < j.inputs.size(); ++i) {
+      const int piece = j.inputs[i];
+      if (e.g.vars[piece].dtype != dt) {
+        terms.clear();
+        break;
+      }
+      terms.push_back(b.node("Sum", {piece}, nlohmann::json{{"axis", nullptr}}, dt, s0));
+    }
+    if (terms.empty()) continue;
+    e.replace(out, b.add(terms));
+    e.remove(k);
+    ++rewrites;
+  }
+  if (rewrites) e.commit();
+  return rewrites;
+}
+
 }  // namespace ember::grad
