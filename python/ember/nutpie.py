@@ -33,8 +33,9 @@ from .options import resolve_options
 # "stabilize": the rest (fusion, clean-up) is Ember's loader's; its programs
 # run about as fast as fast_run's (median ratio 1.0 over the model suite) and
 # are prepared faster (docs/benchmarks.md, bench/suite/prepare_ab.py).
-# "native" (Ember differentiates model.logp() itself) prepares 3-5x faster but
-# its programs still run 0.7-1.0x as fast as these: not yet the default.
+# "native" (Ember differentiates model.logp() itself) prepares 3-6x faster but
+# its programs run 0.79-1.28x as fast as these (median 0.96) and a few models'
+# gradients are not finite at extreme points where these are: not yet the default.
 DEFAULT_PREPARE = "stabilize"
 
 
