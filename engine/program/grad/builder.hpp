@@ -15,17 +15,6 @@ namespace ember::grad {
 // is 1 in every operand, known when some operand knows it, else unknown.
 Shape broadcast_static(const Graph& g, const std::vector<int>& vars);
 
-// Sum(v, A) of a broadcast along A -> the broadcast value times the count
-// (sum_broadcast.cpp); returns the number of rewrites, committed.
-int sum_broadcasts(passes::Editor& e);
-// Sum(join(a, b, ...)) -> Sum(a) + Sum(b) + ... (sum_broadcast.cpp); committed.
-int split_joined_sums(passes::Editor& e);
-// f(..., fill(x, y), ...) -> fill(x, f(..., y, ...)), or f(..., y, ...) when
-// the fill shapes nothing (fill_sink.cpp); committed.
-int sink_fills(passes::Editor& e);
-// Powers with constant exponents (±0.5, ±1.5, ±2, ±3, ±1) as sqrt, sqr,
-// reciprocal and products (specialize.cpp); committed.
-int specialize_powers(passes::Editor& e);
 
 class Builder {
  public:

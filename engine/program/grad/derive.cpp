@@ -19,6 +19,7 @@
 #include <set>
 
 #include "engine/program/grad/builder.hpp"
+#include "engine/program/grad/canonicalize.hpp"
 #include "engine/program/grad/grad.hpp"
 #include "engine/program/grad/reverse.hpp"
 #include "engine/program/passes/passes.hpp"

@@ -6,6 +6,7 @@
 // broadcast becomes a product (sum_broadcast.cpp). Exact: a fill only
 // repeats values.
 #include "engine/program/grad/builder.hpp"
+#include "engine/program/grad/canonicalize.hpp"
 
 namespace ember::grad {
 

@@ -11,6 +11,7 @@
 //   fill_sink.cpp     fills moved out of element-wise ops
 //   sum_broadcast.cpp sums of broadcast values become products
 //   specialize.cpp    powers with constant exponents become cheaper ops
+//   canonicalize.hpp  the three files above
 //   builder.*         making typed nodes and variables on an Editor
 #pragma once
 #include <string>
@@ -32,7 +33,5 @@ struct NoRule : LoadError {
 // Applies g's "gradient" directive (a no-op without one). Throws LoadError
 // for a malformed directive, NoRule for a graph it cannot differentiate.
 void derive(Graph& g, const Options& o);
-
-
 
 }  // namespace ember::grad

@@ -5,6 +5,7 @@
 // logps and the power rule's x**(y - 1) make them; pow is many times the
 // cost of these. Not bit-exact against pow, so on differentiated graphs only.
 #include "engine/program/grad/builder.hpp"
+#include "engine/program/grad/canonicalize.hpp"
 
 namespace ember::grad {
 

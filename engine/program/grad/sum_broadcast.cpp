@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "engine/program/grad/builder.hpp"
+#include "engine/program/grad/canonicalize.hpp"
 #include "engine/program/grad/grad.hpp"
 
 namespace ember::grad {

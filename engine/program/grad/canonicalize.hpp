@@ -1,0 +1,23 @@
+// Canonicalization of differentiated graphs, as PyTensor's canonicalize and
+// specialize do after pt.grad: what the adjoints make, made cheap. Each
+// returns its count of rewrites and leaves the graph committed. All but
+// sink_fills change bits against the graph as built (sums reassociated,
+// powers replaced), so they run on graphs being differentiated only.
+#pragma once
+#include "engine/program/passes/editor.hpp"
+
+namespace ember::grad {
+
+// Sum(v, A) of a broadcast along A -> the broadcast value times the count
+// (sum_broadcast.cpp); returns the number of rewrites, committed.
+int sum_broadcasts(passes::Editor& e);
+// Sum(join(a, b, ...)) -> Sum(a) + Sum(b) + ... (sum_broadcast.cpp); committed.
+int split_joined_sums(passes::Editor& e);
+// f(..., fill(x, y), ...) -> fill(x, f(..., y, ...)), or f(..., y, ...) when
+// the fill shapes nothing (fill_sink.cpp); committed.
+int sink_fills(passes::Editor& e);
+// Powers with constant exponents (±0.5, ±1.5, ±2, ±3, ±1) as sqrt, sqr,
+// reciprocal and products (specialize.cpp); committed.
+int specialize_powers(passes::Editor& e);
+
+}  // namespace ember::grad
