@@ -161,7 +161,11 @@ std::unique_ptr<ProgramImpl> ProgramImpl::build(Graph g, const Options& o) {
     const auto t0 = std::chrono::steady_clock::now();
     derived.name = "differentiate";
     derived.nodes_before = static_cast<int>(gr.nodes.size());
-    grad::derive(p->graph, p->options);
+    try {
+      grad::derive(p->graph, p->options);
+    } catch (const nlohmann::json::exception& e) {  // an attribute of the wrong JSON type
+      throw LoadError(gr.source + ": gradient: " + e.what());
+    }
     derived.nodes_after = static_cast<int>(gr.nodes.size());
     derived.ms = derived.cpu_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

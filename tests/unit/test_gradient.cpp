@@ -141,3 +141,13 @@ TEST_CASE("a malformed gradient directive names its field", "[gradient]") {
             .find("listed twice") != std::string::npos);
   CHECK(msg(json::array({json(3)})).find("gradient.wrt[0]") != std::string::npos);
 }
+
+TEST_CASE("a malformed attribute on the differentiated path is a load error, not a crash", "[gradient]") {
+  test::GraphBuilder b;
+  const int x = b.input("float64", {3}, "x");
+  const int y = b.node("Elemwise", {x}, "float64", {3}, {{"scalar_op", 3}});
+  b.outputs.push_back(b.node("Sum", {y}, "float64", json::array(), {{"axis", nullptr}}));
+  json d = json::parse(b.str());
+  d["gradient"] = {{"wrt", {{{"input", 0}, {"shape", {3}}}}}};
+  CHECK_THROWS_AS(Program::from_json(d.dump()), LoadError);
+}
