@@ -38,22 +38,6 @@ struct Ctx {
   }
 };
 
-std::vector<int> axes_of(const Ctx& c, int nd) {
-  std::vector<int> axes;
-  auto it = c.n.attrs.find("axis");
-  if (it == c.n.attrs.end() || it->is_null()) {
-    for (int d = 0; d < nd; ++d) axes.push_back(d);
-  } else if (it->is_number_integer()) {
-    axes.push_back(it->get<int>());
-  } else {
-    for (const json& a : *it) axes.push_back(a.get<int>());
-  }
-  for (int& a : axes)
-    if (a < 0) a += nd;
-  std::sort(axes.begin(), axes.end());
-  return axes;
-}
-
 // v (a reduction's result) with length-1 axes put back at `axes`.
 int unreduce(Ctx& c, int v, const std::vector<int>& axes, int nd) {
   std::vector<int> order;
@@ -92,13 +76,13 @@ void dimshuffle(Ctx& c) {
 
 void reduce_sum(Ctx& c) {
   const int x = c.in(0), nd = c.ndim(x);
-  const int g = unreduce(c, c.gz[0], axes_of(c, nd), nd);
+  const int g = unreduce(c, c.gz[0], reduce_axes(c.n.attrs, nd), nd);
   c.give(0, c.b.elem("Second", {x, c.b.cast(g, c.b.dtype(x))}, c.b.dtype(x)));
 }
 
 void reduce_extremum(Ctx& c) {  // Max, Min: the gradient goes to every element equal to the result
   const int x = c.in(0), nd = c.ndim(x);
-  const std::vector<int> axes = axes_of(c, nd);
+  const std::vector<int> axes = reduce_axes(c.n.attrs, nd);
   const int g = unreduce(c, c.gz[0], axes, nd), z = unreduce(c, c.n.outputs[0], axes, nd);
   c.give(0, c.b.elem("Mul", {g, c.b.elem("EQ", {x, z}, DType::Bool)}, c.b.dtype(x)));
 }

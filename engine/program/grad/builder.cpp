@@ -25,6 +25,22 @@ Shape broadcast_static(const Graph& g, const std::vector<int>& vars) {
   return s;
 }
 
+std::vector<int> reduce_axes(const json& attrs, int ndim) {
+  std::vector<int> axes;
+  auto it = attrs.find("axis");
+  if (it == attrs.end() || it->is_null()) {
+    for (int d = 0; d < ndim; ++d) axes.push_back(d);
+  } else if (it->is_number_integer()) {
+    axes.push_back(it->get<int>());
+  } else {
+    for (const json& a : *it) axes.push_back(a.get<int>());
+  }
+  for (int& a : axes)
+    if (a < 0) a += ndim;
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
 int Builder::var(DType dt, const Shape& s) {
   VarSpec v;
   v.dtype = dt;

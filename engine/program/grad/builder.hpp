@@ -16,6 +16,10 @@ namespace ember::grad {
 Shape broadcast_static(const Graph& g, const std::vector<int>& vars);
 
 
+// A reduction's axes from its "axis" attribute (null: all; one integer; a
+// list), negatives counted from the end, ascending.
+std::vector<int> reduce_axes(const nlohmann::json& attrs, int ndim);
+
 class Builder {
  public:
   explicit Builder(passes::Editor& e) : e(e), at_(e.num_nodes()) {}
@@ -47,5 +51,26 @@ class Builder {
  private:
   int at_;  // new nodes order after every existing one
 };
+
+// The driver of the one-node canonicalizations: rewrite(b, node) for each
+// live node there before; a result >= 0 replaces the node's first output and
+// the node goes. Commits when anything changed; returns the count.
+template <class F>
+int rewrite_each(passes::Editor& e, F&& rewrite) {
+  Builder b(e);
+  int rewrites = 0;
+  const int n = e.num_nodes();
+  for (int k = 0; k < n; ++k) {
+    if (e.removed(k)) continue;
+    const NodeSpec node = e.node(k);  // a copy: rewriting appends nodes
+    const int r = rewrite(b, node);
+    if (r < 0) continue;
+    e.replace(node.outputs[0], r);
+    e.remove(k);
+    ++rewrites;
+  }
+  if (rewrites) e.commit();
+  return rewrites;
+}
 
 }  // namespace ember::grad

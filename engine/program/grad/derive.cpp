@@ -101,8 +101,7 @@ int only_full_sum(passes::Editor& e, const passes::Users& u, int x) {
   const Shape& xs = e.g.vars[x].static_shape;
   for (int d = 0; d < xs.ndim; ++d)
     if (xs.dims[d] < 1) return -1;
-  auto it = s.attrs.find("axis");
-  if (it != s.attrs.end() && !it->is_null() && static_cast<int>(it->size()) != xs.ndim) return -1;
+  if (static_cast<int>(reduce_axes(s.attrs, xs.ndim).size()) != xs.ndim) return -1;
   return readers[0];
 }
 

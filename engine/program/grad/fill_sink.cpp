@@ -11,14 +11,9 @@
 namespace ember::grad {
 
 int sink_fills(passes::Editor& e) {
-  Builder b(e);
-  int rewrites = 0;
-  const int n = e.num_nodes();
-  for (int k = 0; k < n; ++k) {
-    if (e.removed(k)) continue;
-    const NodeSpec node = e.node(k);
+  return rewrite_each(e, [&](Builder& b, const NodeSpec& node) {
     const std::string op = passes::elemwise_scalar_op(node);
-    if (op.empty() || op == "Second" || node.outputs.size() != 1) continue;
+    if (op.empty() || op == "Second" || node.outputs.size() != 1) return -1;
     const int out = node.outputs[0];
     const DType dt = e.g.vars[out].dtype;
     std::vector<int> ins = node.inputs, shapers;
@@ -30,24 +25,16 @@ int sink_fills(passes::Editor& e) {
       shapers.push_back(f.inputs[0]);
       v = f.inputs[1];
     }
-    if (shapers.empty()) continue;
+    if (shapers.empty()) return -1;
     const Shape want = e.g.vars[out].static_shape;
-    int r;
-    if (passes::same_broadcast_pattern(broadcast_static(e.g, ins), want)) {
-      r = b.elem(op, ins, dt);
-    } else {
-      std::vector<int> all = ins;
-      all.insert(all.end(), shapers.begin(), shapers.end());
-      if (!passes::same_broadcast_pattern(broadcast_static(e.g, all), want)) continue;
-      r = b.elem(op, ins, dt);
-      for (int x : shapers) r = b.elem("Second", {x, r}, dt);
-    }
-    e.replace(out, r);
-    e.remove(k);
-    ++rewrites;
-  }
-  if (rewrites) e.commit();
-  return rewrites;
+    if (passes::same_broadcast_pattern(broadcast_static(e.g, ins), want)) return b.elem(op, ins, dt);
+    std::vector<int> all = ins;
+    all.insert(all.end(), shapers.begin(), shapers.end());
+    if (!passes::same_broadcast_pattern(broadcast_static(e.g, all), want)) return -1;
+    int r = b.elem(op, ins, dt);
+    for (int x : shapers) r = b.elem("Second", {x, r}, dt);
+    return r;
+  });
 }
 
 }  // namespace ember::grad

@@ -10,35 +10,26 @@
 namespace ember::grad {
 
 int specialize_powers(passes::Editor& e) {
-  Builder b(e);
-  int rewrites = 0;
-  const int n = e.num_nodes();
-  for (int k = 0; k < n; ++k) {
-    if (e.removed(k)) continue;
-    const NodeSpec node = e.node(k);
-    if (passes::elemwise_scalar_op(node) != "Pow" || node.inputs.size() != 2 || node.outputs.size() != 1) continue;
+  return rewrite_each(e, [&](Builder& b, const NodeSpec& node) {
+    if (passes::elemwise_scalar_op(node) != "Pow" || node.inputs.size() != 2 || node.outputs.size() != 1) return -1;
     const int x = node.inputs[0], c = node.inputs[1], out = node.outputs[0];
     const DType dt = e.g.vars[out].dtype;
-    if ((dt != DType::Float64 && dt != DType::Float32) || e.g.vars[x].dtype != dt || !e.is_constant(c)) continue;
-    if (!passes::same_broadcast_pattern(e.g.vars[x].static_shape, e.g.vars[out].static_shape)) continue;
-    int r = -1;
-    if (passes::constant_all(e, c, 0.5)) r = b.elem("Sqrt", {x}, dt);
-    else if (passes::constant_all(e, c, -0.5)) r = b.elem("Reciprocal", {b.elem("Sqrt", {x}, dt)}, dt);
-    else if (passes::constant_all(e, c, 2.0)) r = b.elem("Sqr", {x}, dt);
-    else if (passes::constant_all(e, c, -2.0)) r = b.elem("Reciprocal", {b.elem("Sqr", {x}, dt)}, dt);
-    else if (passes::constant_all(e, c, -1.0)) r = b.elem("Reciprocal", {x}, dt);
-    else if (passes::constant_all(e, c, 3.0)) r = b.elem("Mul", {b.elem("Sqr", {x}, dt), x}, dt);
-    else if (passes::constant_all(e, c, -3.0)) r = b.elem("Reciprocal", {b.elem("Mul", {b.elem("Sqr", {x}, dt), x}, dt)}, dt);
-    else if (passes::constant_all(e, c, 1.5)) r = b.elem("Mul", {x, b.elem("Sqrt", {x}, dt)}, dt);
-    else if (passes::constant_all(e, c, -1.5)) r = b.elem("Reciprocal", {b.elem("Mul", {x, b.elem("Sqrt", {x}, dt)}, dt)}, dt);
-    else if (passes::constant_all(e, c, 1.0)) r = x;
-    if (r < 0) continue;
-    e.replace(out, r);
-    e.remove(k);
-    ++rewrites;
-  }
-  if (rewrites) e.commit();
-  return rewrites;
+    if ((dt != DType::Float64 && dt != DType::Float32) || e.g.vars[x].dtype != dt || !e.is_constant(c)) return -1;
+    if (!passes::same_broadcast_pattern(e.g.vars[x].static_shape, e.g.vars[out].static_shape)) return -1;
+    // x ** |y| for these exponents; a negative one takes its reciprocal.
+    auto power = [&](double y) {
+      if (y == 0.5) return b.elem("Sqrt", {x}, dt);
+      if (y == 1.0) return x;
+      if (y == 1.5) return b.elem("Mul", {x, b.elem("Sqrt", {x}, dt)}, dt);
+      if (y == 2.0) return b.elem("Sqr", {x}, dt);
+      return b.elem("Mul", {b.elem("Sqr", {x}, dt), x}, dt);  // 3
+    };
+    for (double y : {0.5, 1.0, 1.5, 2.0, 3.0}) {
+      if (passes::constant_all(e, c, y)) return power(y);
+      if (passes::constant_all(e, c, -y)) return b.elem("Reciprocal", {power(y)}, dt);
+    }
+    return -1;
+  });
 }
 
 }  // namespace ember::grad

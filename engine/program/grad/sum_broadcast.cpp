@@ -32,13 +32,7 @@ class SumBroadcasts {
       const int x = s.inputs[0], out = s.outputs[0];
       const VarSpec xs = e_.g.vars[x];
       if (xs.dtype != e_.g.vars[out].dtype || (xs.dtype != DType::Float64 && xs.dtype != DType::Float32)) continue;
-      std::vector<int> axes;
-      auto it = s.attrs.find("axis");
-      if (it == s.attrs.end() || it->is_null()) {
-        for (int d = 0; d < xs.static_shape.ndim; ++d) axes.push_back(d);
-      } else {
-        for (const json& a : *it) axes.push_back(a.get<int>() < 0 ? a.get<int>() + xs.static_shape.ndim : a.get<int>());
-      }
+      const std::vector<int> axes = reduce_axes(s.attrs, xs.static_shape.ndim);
       double count = 1;
       bool known = true;
       for (int a : axes) {
@@ -205,39 +199,26 @@ int sum_broadcasts(passes::Editor& e) { return SumBroadcasts(e).run(); }
 // sum (derive.cpp). A different order of additions, so on graphs being
 // differentiated only.
 int split_joined_sums(passes::Editor& e) {
-  Builder b(e);
   const passes::Users users = e.users();
-  int rewrites = 0;
-  const int n = e.num_nodes();
-  for (int k = 0; k < n; ++k) {
-    if (e.removed(k) || e.node(k).op != "Sum") continue;
-    const NodeSpec s = e.node(k);
+  return rewrite_each(e, [&](Builder& b, const NodeSpec& s) {
+    if (s.op != "Sum") return -1;
     const int x = s.inputs[0], out = s.outputs[0];
     const DType dt = e.g.vars[out].dtype;
-    if (e.g.vars[out].static_shape.ndim != 0 || e.g.vars[x].dtype != dt) continue;
-    if (dt != DType::Float64 && dt != DType::Float32) continue;
+    if (e.g.vars[out].static_shape.ndim != 0 || e.g.vars[x].dtype != dt) return -1;
+    if (dt != DType::Float64 && dt != DType::Float32) return -1;
     const int p = e.producer(x);
-    if (p < 0 || e.removed(p) || e.node(p).op != "Join" || users.of(x).size() != 1 || e.is_graph_output(x)) continue;
+    if (p < 0 || e.removed(p) || e.node(p).op != "Join" || users.of(x).size() != 1 || e.is_graph_output(x)) return -1;
     const NodeSpec j = e.node(p);
-    const bool axis_attr = j.attrs.contains("axis");
     std::vector<int> terms;
     Shape s0;
     s0.ndim = 0;
-    for (size_t i = axis_attr ? 0 : 1; i < j.inputs.size(); ++i) {
+    for (size_t i = j.attrs.contains("axis") ? 0 : 1; i < j.inputs.size(); ++i) {
       const int piece = j.inputs[i];
-      if (e.g.vars[piece].dtype != dt) {
-        terms.clear();
-        break;
-      }
+      if (e.g.vars[piece].dtype != dt) return -1;
       terms.push_back(b.node("Sum", {piece}, nlohmann::json{{"axis", nullptr}}, dt, s0));
     }
-    if (terms.empty()) continue;
-    e.replace(out, b.add(terms));
-    e.remove(k);
-    ++rewrites;
-  }
-  if (rewrites) e.commit();
-  return rewrites;
+    return terms.empty() ? -1 : b.add(terms);
+  });
 }
 
 }  // namespace ember::grad
