@@ -302,6 +302,22 @@ TEST_CASE("stabilize_one_minus_erf_and_sigmoid_use_the_complementary_op", "[stab
   }
 }
 
+TEST_CASE("stabilize_keeps_sigmoids_derivative_form_with_its_one_sigmoid", "[stabilize]") {
+  // z * (1 - z), z = sigmoid(x): PyTensor's derivative form stays; a second
+  // sigmoid would cost an exp. The same 1 - z times something else goes.
+  for (const bool times_z : {true, false}) {
+    INFO("times z: " << times_z);
+    Builder b = unary([&](Builder& b, int x) {
+      const int z = b.ew("Sigmoid", {x}, "float64", {nullptr});
+      const int c = b.ew("Sub", {one(b), z}, "float64", {nullptr});
+      return b.ew("Mul", {times_z ? z : x, c}, "float64", {nullptr});
+    });
+    const Stabilized s = stabilized(b);
+    CHECK(s.rewrites == (times_z ? 0 : 1));
+    CHECK(count(s.after, "Sigmoid") == 1);
+  }
+}
+
 TEST_CASE("stabilize_one_over_one_plus_exp_becomes_sigmoid", "[stabilize]") {
   for (int form = 0; form < 3; ++form) {
     INFO("form " << form);

@@ -65,8 +65,9 @@ void elemwise(Ctx& c) {
 }
 
 void dimshuffle(Ctx& c) {
-  std::vector<int> order;
-  for (const json& x : c.n.attrs.at("new_order")) order.push_back(x.is_string() ? -1 : x.get<int>());
+  const auto parsed = passes::dimshuffle_order(c.n);
+  if (!parsed) c.no_rule("a DimShuffle with a malformed new_order");
+  const std::vector<int>& order = *parsed;
   const int nd = c.ndim(c.in(0));
   std::vector<int> back(nd, -1);
   for (size_t j = 0; j < order.size(); ++j)

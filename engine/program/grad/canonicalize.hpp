@@ -19,5 +19,14 @@ int sink_fills(passes::Editor& e);
 // Powers with constant exponents (±0.5, ±1.5, ±2, ±3, ±1) as sqrt, sqr,
 // reciprocal and products (specialize.cpp); committed.
 int specialize_powers(passes::Editor& e);
+// DimShuffle(f(a, b)) -> f(DimShuffle(a), DimShuffle(b)) for broadcast
+// dims only, f's only reader (dimshuffle_lift.cpp, exact); committed.
+int lift_dimshuffles(passes::Editor& e);
+// a + b - a + 1 - 1 -> b: cancelled terms and folded scalar constants
+// through Add, Sub and Neg (cancel_terms.cpp); committed.
+int cancel_terms(passes::Editor& e);
+// -0.5 * x * 2 / s -> -(x / s): scalar constants and signs of a product
+// through Mul, TrueDiv and Neg folded, x / x gone (fold_factors.cpp); committed.
+int fold_factors(passes::Editor& e);
 
 }  // namespace ember::grad

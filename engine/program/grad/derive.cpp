@@ -12,7 +12,9 @@
 //   3. each such input is replaced by its slice of the flat point, reshaped
 //      to its shape; the gradients are raveled and joined in that order
 //   4. fills sunk through element-wise ops (fill_sink.cpp), sums of
-//      broadcasts become products (sum_broadcast.cpp), powers with constant
+//      broadcasts become products (sum_broadcast.cpp), DimShuffles lifted
+//      through element-wise ops (dimshuffle_lift.cpp), products' constants
+//      folded (fold_factors.cpp), powers with constant
 //      exponents become cheaper ops (specialize.cpp), and
 //      stabilization again, on the gradient's forms
 //   5. inputs: the point, then the other inputs; outputs: cost, gradient
@@ -191,6 +193,10 @@ void derive(Graph& g, const Options& o) {
   passes::fold_constants(e, o);
   passes::common_subexpressions(e);
   passes::simplify(e);
+  if (cancel_terms(e)) {
+    sink_fills(e);  // gammaln(fill(y, a)) -> fill(y, gammaln(a)): parameter work
+    passes::dead_code(e);
+  }
   // After the simplification, which removes switches on constant conditions
   // (data > 0) between a check and the Sum it can switch, and after sums of
   // joins are split.
@@ -248,7 +254,9 @@ void derive(Graph& g, const Options& o) {
   e.commit();
   sink_fills(e);
   sum_broadcasts(e);
-  passes::fold_constants(e, o);  // the power rule's exponents y - 1
+  lift_dimshuffles(e);
+  fold_factors(e);
+  passes::fold_constants(e, o);  // the power rule's exponents y - 1; lifted constants
   specialize_powers(e);
   passes::stabilize(e);  // after: the forms the adjoints made (log of a rule's quotient, ...)
 

@@ -231,6 +231,18 @@ bool constant_all(const Editor& e, int v, double x) {
   return all;
 }
 
+std::optional<std::vector<int>> dimshuffle_order(const NodeSpec& n) {
+  auto it = n.attrs.find("new_order");
+  if (it == n.attrs.end() || !it->is_array()) return std::nullopt;
+  std::vector<int> r;
+  for (const nlohmann::json& x : *it) {
+    if (x.is_string() && x.get<std::string>() == "x") r.push_back(-1);
+    else if (x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() < kMaxRank) r.push_back(x.get<int>());
+    else return std::nullopt;
+  }
+  return r;
+}
+
 std::string elemwise_scalar_op(const NodeSpec& n) {
   if (!is_op(n, TensorOp::Elemwise) || !n.attrs.is_object()) return "";
   auto it = n.attrs.find("scalar_op");

@@ -88,6 +88,10 @@ bool constant_all(const Editor& e, int v, double x);
 // and other ops).
 std::string elemwise_scalar_op(const NodeSpec& n);
 
+// A DimShuffle's new_order: axis numbers, -1 for "x"; empty optional when
+// malformed.
+std::optional<std::vector<int>> dimshuffle_order(const NodeSpec& n);
+
 // Whether the node's op is `op` (a name outside the tensor op table is none).
 inline bool is_op(const NodeSpec& n, TensorOp op) { return find_tensor_op(n.op) == op; }
 // Equal rank, and every dim statically 1 in both or in neither. Under

@@ -66,19 +66,6 @@ bool constant_bool(const Editor& e, int v, bool value) {
   return all;
 }
 
-// DimShuffle's new_order: axis numbers, -1 for "x"; empty optional when malformed.
-std::optional<std::vector<int>> read_order(const NodeSpec& n) {
-  auto it = n.attrs.find("new_order");
-  if (it == n.attrs.end() || !it->is_array()) return std::nullopt;
-  std::vector<int> r;
-  for (const json& x : *it) {
-    if (x.is_string() && x.get<std::string>() == "x") r.push_back(-1);
-    else if (x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() < kMaxRank) r.push_back(x.get<int>());
-    else return std::nullopt;
-  }
-  return r;
-}
-
 json order_json(const std::vector<int>& order) {
   json a = json::array();
   for (int x : order) a.push_back(x < 0 ? json("x") : json(x));
@@ -195,7 +182,7 @@ void Simplifier::advanced_to_axis0(NodeSpec& n) {
 
 void Simplifier::dimshuffle(int k, NodeSpec& n) {
   const int x = n.inputs[0], o = n.outputs[0];
-  auto order = read_order(n);
+  auto order = dimshuffle_order(n);
   if (!order) return;
   if (is_identity_order(*order, var(x).static_shape.ndim) && var(x).dtype == var(o).dtype) return to(k, o, x);
   const int p = e.producer(x);
@@ -205,7 +192,7 @@ void Simplifier::dimshuffle(int k, NodeSpec& n) {
     if (var(y).dtype == var(o).dtype && var(y).static_shape.ndim == 0) return to(k, o, y);
   }
   if (p < 0 || !is_op(g.nodes[p], TensorOp::DimShuffle) || g.nodes[p].inputs.size() != 1) return;
-  auto inner = read_order(g.nodes[p]);
+  auto inner = dimshuffle_order(g.nodes[p]);
   if (!inner) return;
   std::vector<int> composed;
   for (int a : *order) {

@@ -5,7 +5,7 @@
 //   log(1 + x), log(x + 1) -> log1p(x); log(1 - x) -> log1p(-x)
 //   exp(x) - 1, -1 + exp(x) -> expm1(x)
 //   log(sigmoid(x)) -> -softplus(-x); log(1 - sigmoid(x)), log1p(-sigmoid(x))
-//     -> -softplus(x); 1 - sigmoid(x) -> sigmoid(-x)
+//     -> -softplus(x); 1 - sigmoid(x) -> sigmoid(-x) (not in z * (1 - z))
 //   log(1 + exp(x)), log1p(exp(x)) -> softplus(x)
 //   log(1 - exp(x)), log1p(-exp(x)), log(-expm1(x)) -> log1mexp(x)
 //   1 / (1 + exp(x)) -> sigmoid(-x); exp(x) / (1 + exp(x)) -> sigmoid(x)
@@ -45,11 +45,22 @@ class Stabilizer {
   Editor& e;
   Graph& g;
   int rewrites = 0;
+  Users users;                 // of the nodes there before
   int at = 0;                  // the node rewritten: new nodes take its place
   DType dt = DType::Float64;   // its output's dtype, the one new nodes compute in
   Shape os;                    // its output's static shape
 
   const VarSpec& var(int v) const { return g.vars[v]; }
+  // Some reader of v is a product with y among its factors.
+  bool multiplied_by(int v, int y) const {
+    if (v + 1 >= static_cast<int>(users.off.size())) return false;
+    for (const int r : users.of(v)) {
+      if (e.removed(r) || elemwise_scalar_op(g.nodes[r]) != "Mul") continue;
+      for (const int i : g.nodes[r].inputs)
+        if (e.resolve(i) == y) return true;
+    }
+    return false;
+  }
   bool kept_shapes_output(int x) const { return same_broadcast_pattern(var(x).static_shape, os); }
 
   // The resolved inputs of the single-op Elemwise `s` defining v in dtype dt
@@ -212,7 +223,9 @@ int Stabilizer::affine(int o) {
   // 1 - y
   if (const int x = arg(a.y, "Erf"); x >= 0) return ew("Erfc", {x});
   if (const int x = arg(a.y, "Erfc"); x >= 0) return ew("Erf", {x});
-  if (const int x = arg(a.y, "Sigmoid"); x >= 0) return ew("Sigmoid", {neg(x)});
+  // Not in z * (1 - z), sigmoid's derivative (PyTensor's form): its z
+  // carries the same rounding, and a second sigmoid costs an exp.
+  if (const int x = arg(a.y, "Sigmoid"); x >= 0 && !multiplied_by(o, a.y)) return ew("Sigmoid", {neg(x)});
   return -1;
 }
 
@@ -313,6 +326,7 @@ int Stabilizer::div_switch_sink(const std::vector<int>& in) {
 int Stabilizer::run() {
   // Only the nodes there before: the ones added are already stable.
   const int n0 = e.num_nodes();
+  users = e.users();
   for (int k = 0; k < n0; ++k) {
     if (e.removed(k)) continue;
     const NodeSpec& n = e.node(k);

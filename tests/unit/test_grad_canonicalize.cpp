@@ -1,0 +1,188 @@
+// The canonicalizations of differentiated graphs (engine/program/grad/
+// canonicalize.hpp) that are not exercised through a whole gradient here:
+// cancelled terms (cancel_terms.cpp) and lifted DimShuffles
+// (dimshuffle_lift.cpp), each run alone, then dce, on a built graph.
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "ember/ember.hpp"
+#include "engine/program/grad/canonicalize.hpp"
+#include "engine/program/passes/passes.hpp"
+#include "engine/program/program_impl.hpp"
+#include "graph_builder.hpp"
+
+using namespace ember;
+using nlohmann::json;
+
+namespace {
+
+using Builder = test::GraphBuilder;
+
+Options no_passes() {
+  Options o;
+  o.passes = Options::Passes{false, false, false, false, false};
+  return o;
+}
+
+struct Rewritten {
+  std::shared_ptr<const Program> before, after;
+  int rewrites = 0;
+};
+
+Rewritten rewritten(const Builder& b, const std::function<int(passes::Editor&)>& pass) {
+  Rewritten r;
+  r.before = Program::from_json(b.str(), no_passes());
+  Graph g = Graph::parse(b.str(), nullptr, 0, "<t>");
+  passes::Editor e(g);
+  r.rewrites = pass(e);
+  passes::dead_code(e);
+  r.after = Program::from_graph(std::move(g), no_passes());
+  return r;
+}
+
+std::vector<double> run(const std::shared_ptr<const Program>& p, const std::vector<double>& a) {
+  std::vector<Array> args{Array::of<double>(Shape{1, {static_cast<int64_t>(a.size())}}, a)};
+  std::vector<Tensor> t{args[0].t};
+  const std::vector<Array> out = p->call(std::span<const Tensor>(t.data(), t.size()));
+  std::vector<double> r(out.at(0).size());
+  for (size_t i = 0; i < r.size(); ++i) r[i] = out[0].t.at<double>(static_cast<int64_t>(i));
+  return r;
+}
+
+// The static shape of each input of each Elemwise node of scalar op `op`.
+std::vector<std::vector<int64_t>> operand_shapes(const std::shared_ptr<const Program>& p, const std::string& op) {
+  std::vector<std::vector<int64_t>> r;
+  const Graph& g = p->graph();
+  for (const NodeSpec& n : g.nodes) {
+    if (n.op != "Elemwise" || n.attrs["scalar_op"]["op"] != op) continue;
+    const Shape& s = g.vars[n.inputs[0]].static_shape;
+    r.emplace_back(s.dims, s.dims + s.ndim);
+  }
+  return r;
+}
+
+int count_op(const std::shared_ptr<const Program>& p, const std::string& op) {
+  int n = 0;
+  for (const NodeSpec& s : p->graph().nodes) n += s.op == op;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a binomial coefficient's cancelled data term leaves gammaln on the parameter", "[gradient]") {
+  // PyMC's NegativeBinomial: n = y + a - 1; gammaln(n - y + 1) + gammaln(n + 1).
+  Builder b;
+  const int a = b.input("float64", {1}, "a");
+  const int y = b.constant("int64", {4}, {0, 3, 7, 12});
+  const int one = b.constant("float64", {1}, {1.0});
+  const int n = b.ew("Sub", {b.ew("Add", {y, a}, "float64", {4}), one}, "float64", {4});
+  const int k = b.ew("Add", {b.ew("Sub", {n, y}, "float64", {4}), one}, "float64", {4});
+  const int out = b.ew("Add", {b.ew("GammaLn", {k}, "float64", {4}),
+                               b.ew("GammaLn", {b.ew("Add", {n, one}, "float64", {4})}, "float64", {4})},
+                       "float64", {4});
+  b.outputs = {out};
+  const Rewritten r = rewritten(b, [](passes::Editor& e) {
+    const int c = grad::cancel_terms(e);
+    grad::sink_fills(e);
+    return c;
+  });
+  CHECK(r.rewrites >= 2);
+  // One gammaln on the (1,) parameter, one on y + a.
+  const auto shapes = operand_shapes(r.after, "GammaLn");
+  REQUIRE(shapes.size() == 2);
+  CHECK(std::count(shapes.begin(), shapes.end(), std::vector<int64_t>{1}) == 1);
+  for (double av : {0.3, 2.5, 40.0}) {
+    const auto want = run(r.before, {av}), got = run(r.after, {av});
+    REQUIRE(got.size() == 4);
+    for (size_t i = 0; i < 4; ++i) CHECK(got[i] == Approx(want[i]).epsilon(1e-14));
+  }
+}
+
+TEST_CASE("terms that all cancel leave zeros of the sum's shape", "[gradient]") {
+  Builder b;
+  const int x = b.input("float64", {3}, "x");
+  const int one = b.constant("float64", {1}, {1.0});
+  const int s = b.ew("Sub", {b.ew("Add", {x, one}, "float64", {3}), b.ew("Add", {one, x}, "float64", {3})}, "float64",
+                     {3});
+  b.outputs = {b.ew("Exp", {s}, "float64", {3})};
+  const Rewritten r = rewritten(b, grad::cancel_terms);
+  CHECK(r.rewrites == 1);
+  CHECK(run(r.after, {1e300, -2.0, 0.5}) == std::vector<double>{1.0, 1.0, 1.0});
+  CHECK(operand_shapes(r.after, "Sub").empty());
+}
+
+TEST_CASE("a sum without cancelled terms or constants to fold is left as built", "[gradient]") {
+  Builder b;
+  const int x = b.input("float64", {3}, "x");
+  const int two = b.constant("float64", {1}, {2.0});
+  b.outputs = {b.ew("Sub", {b.ew("Add", {x, two}, "float64", {3}), b.ew("Exp", {x}, "float64", {3})}, "float64", {3})};
+  CHECK(rewritten(b, grad::cancel_terms).rewrites == 0);
+}
+
+TEST_CASE("DimShuffles of scalar steps lift to the inputs and the steps meet", "[gradient]") {
+  // exp(-x) for 0-d x, moved to (1,), times a (1,) input: the DimShuffle
+  // sits between Neg/Exp and Mul; lifted, only the input is reshaped.
+  Builder b;
+  const int x = b.input("float64", json::array(), "x");
+  const int e = b.ew("Exp", {b.ew("Neg", {x}, "float64", json::array())}, "float64", json::array());
+  const int row = b.node("DimShuffle", {e}, "float64", {1}, {{"new_order", {"x"}}});
+  b.outputs = {b.ew("Mul", {row, b.constant("float64", {1}, {3.0})}, "float64", {1})};
+  const Rewritten r = rewritten(b, grad::lift_dimshuffles);
+  CHECK(r.rewrites == 2);
+  const Graph& g = r.after->graph();
+  for (const NodeSpec& n : g.nodes) {
+    if (n.op != "DimShuffle") continue;
+    INFO("a DimShuffle reads " << n.inputs[0]);
+    CHECK(n.inputs[0] == g.inputs[0].var);
+  }
+  CHECK(count_op(r.after, "DimShuffle") == 1);
+  for (double xv : {-700.0, -1.5, 0.0, 2.25}) {
+    Array a = Array::of<double>(Shape{0, {}}, {xv});
+    std::vector<Tensor> t{a.t};
+    const auto want = r.before->call(std::span<const Tensor>(t.data(), 1));
+    const auto got = r.after->call(std::span<const Tensor>(t.data(), 1));
+    CHECK(got[0].t.at<double>(0) == want[0].t.at<double>(0));  // exact
+  }
+}
+
+TEST_CASE("a transposing DimShuffle is not lifted", "[gradient]") {
+  Builder b;
+  const int x = b.input("float64", {2, 3}, "x");
+  const int e = b.ew("Exp", {x}, "float64", {2, 3});
+  b.outputs = {b.node("DimShuffle", {e}, "float64", {3, 2}, {{"new_order", {1, 0}}})};
+  CHECK(rewritten(b, grad::lift_dimshuffles).rewrites == 0);
+}
+
+TEST_CASE("a product's constants and signs fold into one", "[gradient]") {
+  // -(-0.5 * x * 2) / s: the power rule's and the chain rule's leftovers.
+  Builder b;
+  const int x = b.input("float64", {3}, "x");
+  const int s = b.constant("float64", {3}, {2.0, 3.0, 0.7});
+  const int prod = b.ew("Mul", {b.constant("float64", {1}, {-0.5}), x, b.constant("float64", {1}, {2.0})}, "float64", {3});
+  const int q = b.ew("TrueDiv", {b.ew("Neg", {prod}, "float64", {3}), s}, "float64", {3});
+  b.outputs = {b.ew("Mul", {q, b.ew("TrueDiv", {s, s}, "float64", {3})}, "float64", {3})};
+  const Rewritten r = rewritten(b, grad::fold_factors);
+  CHECK(r.rewrites >= 1);
+  // x / s, nothing else: the constants' product is 1, s / s goes.
+  CHECK(operand_shapes(r.after, "Mul").empty());
+  CHECK(operand_shapes(r.after, "Neg").empty());
+  CHECK(operand_shapes(r.after, "TrueDiv").size() == 1);
+  const std::vector<double> xs{1.5, -4.0, 1e-300};
+  const auto want = run(r.before, xs), got = run(r.after, xs);
+  for (size_t i = 0; i < 3; ++i) CHECK(got[i] == Approx(want[i]).epsilon(1e-15));
+}
+
+TEST_CASE("a zero constant factor is not folded over a factor that may be infinite", "[gradient]") {
+  Builder b;
+  const int x = b.input("float64", {3}, "x");
+  const int z = b.constant("float64", {1}, {0.0});
+  b.outputs = {b.ew("Mul", {z, x, b.constant("float64", {1}, {2.0})}, "float64", {3})};
+  const Rewritten r = rewritten(b, grad::fold_factors);
+  CHECK(r.rewrites == 0);
+  CHECK(std::isnan(run(r.after, {INFINITY, 0, 0})[0]));
+}
