@@ -201,8 +201,8 @@ int gradient_cases(const FuzzArgs& a) {
     }
   }
   std::printf("ember fuzz --gradient: %" PRId64 " cases, %" PRId64 " failing; %d entries checked, %d skipped "
-              "(cost not finite), %d skipped (not smooth at the step), %d excused (NaN inside the Composite, "
-              "Maximum/Minimum tie), %.1f s\n",
+              "(cost not finite), %d skipped (not smooth at the step), %d excused (NaN inside, 0 * inf, a tie, "
+              "a rounding op moving), %.1f s\n",
               done, failures, all.checked, all.nonfinite, all.not_smooth, all.excused,
               std::chrono::duration<double>(clock::now() - t0).count());
   return failures ? 1 : 0;
