@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/differential.hpp"
+#include "tools/grad_fuzz.hpp"
 #include "tools/pass_fuzz.hpp"
 #include "engine/graph/graph.hpp"
 #include "interp/math/math.hpp"
@@ -38,6 +39,7 @@ struct FuzzArgs {
   int samples = 200;
   bool tensor_graphs = false;
   bool passes = false;
+  bool gradient = false;
   std::string corpus_dir;
   int keep_going = 0;
   int jit_every = 8;  // > 0: report up to this many distinct mismatches, then stop
@@ -167,6 +169,45 @@ int pass_graphs(const FuzzArgs& a) {
   return 0;
 }
 
+// Random differentiable Composites: the engine's gradient against central
+// differences. Each failure prints its case seed and writes its graph.
+int gradient_cases(const FuzzArgs& a) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  Rng rng(a.seed);
+  fuzz::CompositeGenOptions go;
+  go.max_nodes = a.max_nodes;
+  fuzz::GradResult all;
+  int64_t done = 0, failures = 0;
+  for (; done < a.iterations; ++done) {
+    if (a.time_limit > 0 && std::chrono::duration<double>(clock::now() - t0).count() > a.time_limit) break;
+    const uint64_t case_seed = rng();
+    Rng crng(case_seed);
+    const fuzz::GradCase gc = fuzz::random_grad_case(crng, go);
+    const fuzz::GradResult r = fuzz::run_grad_case(gc, crng);
+    all.add(r);
+    if (r.ok) continue;
+    ++failures;
+    std::string ops;
+    for (const auto& n : gc.c.nodes) ops += " " + std::string(interp::op_info(n.op).name);
+    const std::string path = a.out.empty() ? "fuzz-grad-" + std::to_string(case_seed) + ".json"
+                                           : a.out + (a.keep_going > 0 ? "/grad-" + std::to_string(case_seed) + ".json" : "");
+    std::ofstream(path) << fuzz::grad_graph(gc).dump(1) << "\n";
+    std::fprintf(stderr, "ember fuzz --gradient: case seed %" PRIu64 " (ops%s): %s\ngraph: %s\n", case_seed,
+                 ops.c_str(), r.message.c_str(), path.c_str());
+    if (failures >= std::max(1, a.keep_going)) {
+      ++done;
+      break;
+    }
+  }
+  std::printf("ember fuzz --gradient: %" PRId64 " cases, %" PRId64 " failing; %d entries checked, %d skipped "
+              "(cost not finite), %d skipped (not smooth at the step), %d excused (NaN inside, 0 * inf, a tie, "
+              "a rounding op moving), %.1f s\n",
+              done, failures, all.checked, all.nonfinite, all.not_smooth, all.excused,
+              std::chrono::duration<double>(clock::now() - t0).count());
+  return failures ? 1 : 0;
+}
+
 // (op, inputs, output) of the math-library ops through the interpreter, as
 // tab-separated lines for tests/fuzz/check_accuracy.py.
 int dump_samples(const FuzzArgs& a) {
@@ -275,6 +316,7 @@ int run(const FuzzArgs& a) {
   if (!a.samples_file.empty()) return dump_samples(a);
   if (a.tensor_graphs) return tensor_graphs(a);
   if (a.passes) return pass_graphs(a);
+  if (a.gradient) return gradient_cases(a);
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   Rng rng(a.seed);
@@ -334,6 +376,8 @@ void add_fuzz_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--loops", a->loops, "share of cases that are ScalarLoops (default 0.1)")->check(CLI::Range(0.0, 1.0));
   sub->add_flag("--tensor-graphs", a->tensor_graphs, "fuzz small tensor graphs (serial vs parallel) instead");
+  sub->add_flag("--gradient", a->gradient,
+                "fuzz differentiation (random differentiable Composites, gradient vs central differences) instead");
   sub->add_flag("--passes", a->passes, "fuzz the load-time graph passes (random graphs, passes off vs on) instead");
   sub->callback([a] {
     int rc;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "tools/differential.hpp"
+#include "tools/grad_fuzz.hpp"
 #include "interp/vm.hpp"
 
 using namespace ember;
@@ -200,4 +201,63 @@ TEST_CASE("random_tensor_graphs_load_or_fail_with_a_load_error", "[fuzz]") {
     }
   }
   CHECK(loaded > 0);
+}
+
+TEST_CASE("gradient_fuzz_short_seeded_run_matches_central_differences", "[fuzz][gradient]") {
+  Rng rng(1);  // `ember fuzz --gradient --seed 1` draws the same cases
+  GradResult all;
+  std::set<interp::ScalarOp> ops;
+  bool multi_output = false, broadcast = false;
+  for (int it = 0; it < 400; ++it) {
+    const uint64_t seed = rng();
+    Rng crng(seed);
+    const GradCase gc = random_grad_case(crng);
+    REQUIRE(gc.c.validate() == "");
+    const GradResult r = run_grad_case(gc, crng);
+    INFO("case seed " << seed << ": " << r.message);
+    CHECK(r.ok);
+    all.add(r);
+    for (const auto& n : gc.c.nodes) ops.insert(n.op);
+    multi_output |= gc.c.outputs.size() > 1;
+    for (int64_t s : gc.sizes) broadcast |= s == 1 && gc.n > 1;
+  }
+  CHECK(all.checked > 3000);  // most entries compared, not skipped
+  CHECK(all.not_smooth + all.excused < all.checked / 20);
+  CHECK(ops.size() >= 60);
+  CHECK(ops.count(interp::ScalarOp::Switch));
+  CHECK(ops.count(interp::ScalarOp::GammaInc));  // its shape a constant
+  CHECK(multi_output);
+  CHECK(broadcast);
+}
+
+TEST_CASE("gradient_check_reports_a_wrong_gradient", "[fuzz][gradient]") {
+  // A flat-point program whose "gradient" is d/dx sum(x sin x) with one sign
+  // wrong: x cos x - sin x. The right one passes.
+  auto program = [](const char* second_op) {
+    nlohmann::json so = {{"op", "Composite"},
+                         {"inputs", {"float64"}},
+                         {"nodes", {{{"op", "Sin"}, {"inputs", {0}}, {"dtype", "float64"}},
+                                    {{"op", "Mul"}, {"inputs", {0, 1}}, {"dtype", "float64"}},
+                                    {{"op", "Cos"}, {"inputs", {0}}, {"dtype", "float64"}},
+                                    {{"op", "Mul"}, {"inputs", {0, 3}}, {"dtype", "float64"}},
+                                    {{"op", second_op}, {"inputs", {4, 1}}, {"dtype", "float64"}}}},
+                         {"outputs", {2, 5}}};
+    nlohmann::json doc = {
+        {"format", "ember-graph"}, {"version", 1},
+        {"variables", {{{"dtype", "float64"}, {"shape", {3}}, {"name", "_unconstrained_point"}},
+                       {{"dtype", "float64"}, {"shape", {3}}}, {{"dtype", "float64"}, {"shape", {3}}},
+                       {{"dtype", "float64"}, {"shape", nlohmann::json::array()}}}},
+        {"inputs", {{{"var", 0}}}},
+        {"outputs", {3, 2}},
+        {"nodes", {{{"op", "Elemwise"}, {"inputs", {0}}, {"outputs", {1, 2}}, {"attrs", {{"scalar_op", so}}}},
+                   {{"op", "Sum"}, {"inputs", {1}}, {"outputs", {3}}, {"attrs", {{"axis", nullptr}}}}}}};
+    return Program::from_json(doc.dump());
+  };
+  const std::vector<double> x{0.4, -1.3, 2.2};
+  const GradResult right = check_gradient_at(*program("Add"), x);
+  CHECK(right.ok);
+  CHECK(right.checked == 3);
+  const GradResult wrong = check_gradient_at(*program("Sub"), x);
+  CHECK_FALSE(wrong.ok);
+  CHECK(wrong.message.find("gradient entry 0") != std::string::npos);
 }

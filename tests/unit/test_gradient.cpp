@@ -151,3 +151,106 @@ TEST_CASE("a malformed attribute on the differentiated path is a load error, not
   d["gradient"] = {{"wrt", {{{"input", 0}, {"shape", {3}}}}}};
   CHECK_THROWS_AS(Program::from_json(d.dump()), LoadError);
 }
+
+namespace {
+
+// cost = sum(switch(x > 0.5, sin(x * y), y)) + sum(w * (x * y)), x (3,) and y
+// (1,) broadcast; the scalar work one Composite with two outputs, or each
+// op its own Elemwise. With `second_only`, the cost reads only the second.
+std::string composite_model(bool fused, bool second_only = false) {
+  test::GraphBuilder b;
+  const int x = b.input("float64", {3}, "x");
+  const int y = b.input("float64", {1}, "y");
+  int sw, xy;
+  if (fused) {
+    const json so = {{"op", "Composite"},
+                     {"inputs", {"float64", "float64"}},
+                     {"constants", {{{"dtype", "float64"}, {"value", 0.5}}}},
+                     {"nodes", {{{"op", "Mul"}, {"inputs", {0, 1}}, {"dtype", "float64"}},
+                                {{"op", "Sin"}, {"inputs", {3}}, {"dtype", "float64"}},
+                                {{"op", "GT"}, {"inputs", {0, 2}}, {"dtype", "bool"}},
+                                {{"op", "Switch"}, {"inputs", {5, 4, 1}}, {"dtype", "float64"}}}},
+                     {"outputs", {6, 3}}};
+    sw = b.var("float64", {3});
+    xy = b.var("float64", {3});
+    b.nodes.push_back({{"op", "Elemwise"}, {"inputs", {x, y}}, {"outputs", {sw, xy}}, {"attrs", {{"scalar_op", so}}}});
+  } else {
+    xy = b.ew("Mul", {x, y}, "float64", {3});
+    const int gt = b.ew("GT", {x, b.constant("float64", {1}, {0.5})}, "bool", {3});
+    sw = b.ew("Switch", {gt, b.ew("Sin", {xy}, "float64", {3}), y}, "float64", {3});
+  }
+  const int w = b.constant("float64", {3}, {0.75, -1.25, 2.0});
+  const int s2 = b.node("Sum", {b.ew("Mul", {xy, w}, "float64", {3})}, "float64", json::array(), {{"axis", nullptr}});
+  if (second_only) {
+    b.outputs.push_back(s2);
+  } else {
+    const int s1 = b.node("Sum", {sw}, "float64", json::array(), {{"axis", nullptr}});
+    b.outputs.push_back(b.ew("Add", {s1, s2}, "float64", json::array()));
+  }
+  json d = json::parse(b.str());
+  d["gradient"] = {{"wrt", {{{"input", 0}, {"shape", {3}}}, {{"input", 1}, {"shape", {1}}}}}};
+  return d.dump();
+}
+
+}  // namespace
+
+TEST_CASE("an Elemwise over a Composite differentiates as its ops one by one", "[gradient]") {
+  for (bool second_only : {false, true}) {
+    auto fused = Program::from_json(composite_model(true, second_only));
+    auto split = Program::from_json(composite_model(false, second_only));
+    for (const std::vector<double>& pt : {std::vector<double>{0.3, 0.9, -1.2, 0.7}, {1.5, 0.2, 0.6, -2.1}}) {
+      const auto [lp, g] = call(fused, pt);
+      const auto [lp2, g2] = call(split, pt);
+      CHECK(lp == Approx(lp2).epsilon(1e-13));
+      REQUIRE(g.size() == 4);
+      for (size_t i = 0; i < pt.size(); ++i) {
+        INFO("second_only " << second_only << " coordinate " << i);
+        CHECK(g[i] == Approx(g2[i]).epsilon(1e-14).margin(1e-15));
+        const double h = 1e-6;
+        std::vector<double> a = pt, b = pt;
+        a[i] += h;
+        b[i] -= h;
+        const double fd = (call(fused, a).first - call(fused, b).first) / (2 * h);
+        CHECK(g[i] == Approx(fd).epsilon(1e-7).margin(1e-8));
+      }
+    }
+  }
+}
+
+TEST_CASE("a Composite op without a rule on the differentiated path fails naming it", "[gradient]") {
+  test::GraphBuilder b;
+  const int x = b.input("float64", {3}, "x");
+  const json so = {{"op", "Composite"},
+                   {"inputs", {"float64"}},
+                   {"constants", {{{"dtype", "float64"}, {"value", 2.0}}}},
+                   {"nodes", {{{"op", "Exp"}, {"inputs", {0}}, {"dtype", "float64"}},
+                              {{"op", "Mod"}, {"inputs", {2, 1}}, {"dtype", "float64"}}}},
+                   {"outputs", {3}}};
+  const int m = b.var("float64", {3});
+  b.nodes.push_back({{"op", "Elemwise"}, {"inputs", {x}}, {"outputs", {m}}, {"attrs", {{"scalar_op", so}}}});
+  b.outputs.push_back(b.node("Sum", {m}, "float64", json::array(), {{"axis", nullptr}}));
+  json d = json::parse(b.str());
+  d["gradient"] = {{"wrt", {{{"input", 0}, {"shape", {3}}}}}};
+  try {
+    Program::from_json(d.dump());
+    FAIL("loaded");
+  } catch (const LoadError& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("cannot differentiate") != std::string::npos);
+    CHECK(msg.find("Mod") != std::string::npos);
+  }
+}
+
+TEST_CASE("a gradient that is an unchanged variable stays an output through the canonicalizations", "[gradient]") {
+  // sum(x * c): the gradient is c's fill, which the fill sinking rewrites.
+  test::GraphBuilder b;
+  const int x = b.input("float64", {3}, "x");
+  const int c = b.constant("float64", {3}, {1.0, 2.0, 3.0});
+  b.outputs.push_back(
+      b.node("Sum", {b.ew("Mul", {x, c}, "float64", {3})}, "float64", json::array(), {{"axis", nullptr}}));
+  json d = json::parse(b.str());
+  d["gradient"] = {{"wrt", {{{"input", 0}, {"shape", {3}}}}}};
+  const auto [lp, g] = call(Program::from_json(d.dump()), {0.5, 0.5, 0.5});
+  CHECK(lp == 3.0);
+  CHECK(g == std::vector<double>{1.0, 2.0, 3.0});
+}

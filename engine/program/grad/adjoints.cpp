@@ -49,7 +49,13 @@ int unreduce(Ctx& c, int v, const std::vector<int>& axes, int nd) {
 void elemwise(Ctx& c) {
   const json& so = c.n.attrs.at("scalar_op");
   const std::string name = so.is_object() ? so.value("op", "") : "";
-  if (name.empty() || name == "Composite" || name == "ScalarLoop") c.no_rule("Elemwise of " + name);
+  if (name == "Composite") {
+    const std::vector<int> g = composite_adjoint(c.b, c.n, c.gz, c.need, c.where);
+    for (size_t i = 0; i < g.size(); ++i) c.give(static_cast<int>(i), g[i]);
+    return;
+  }
+  if (c.gz[0] < 0) c.no_rule("Elemwise without its first output's gradient");
+  if (name.empty() || name == "ScalarLoop") c.no_rule("Elemwise of " + name);
   if (c.n.outputs.size() != 1) c.no_rule("Elemwise with several outputs");
   ElemwiseEnv env;
   env.inputs = c.n.inputs;
@@ -467,7 +473,7 @@ std::vector<int> adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& 
     if (gz[0] < 0) c.no_rule(n.op + " without its first output's gradient");
   };
   switch (*op) {
-    case TensorOp::Elemwise: first(); elemwise(c); break;
+    case TensorOp::Elemwise: elemwise(c); break;
     case TensorOp::DimShuffle: first(); dimshuffle(c); break;
     case TensorOp::Sum: first(); reduce_sum(c); break;
     case TensorOp::Max:

@@ -23,6 +23,12 @@ struct ElemwiseEnv {
 // a scalar op's input `env.wrt`, or -1 when it is zero. Throws NoRule.
 int scalar_adjoint(Builder& b, std::string_view scalar_op, const ElemwiseEnv& env, const std::string& where);
 
+// An Elemwise over a Composite: each input's contribution in the output's
+// shape (not yet cast or summed to the input's), -1 when none. Throws NoRule
+// naming the scalar op when a needed rule is "undefined".
+std::vector<int> composite_adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& gz,
+                                   const std::vector<char>& need, const std::string& where);
+
 // Node k's input contributions (-1: none), for the inputs with need[i];
 // gz[j] is output j's gradient or -1. Each contribution has its input's
 // dtype and shape pattern. Throws NoRule naming `where`.

@@ -251,6 +251,7 @@ void derive(Graph& g, const Options& o) {
     Array a = Array::empty(DType::Float64, ps);
     joined = e.add_constant(DType::Float64, ps, a);
   }
+  e.add_output(joined);  // the canonicalizations below keep its variable
   e.commit();
   sink_fills(e);
   sum_broadcasts(e);

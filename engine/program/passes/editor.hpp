@@ -33,6 +33,11 @@ class Editor {
   bool is_constant(int v) const { return const_of_[v] >= 0; }
   Tensor constant(int v) const;  // is_constant(v) must hold
   bool is_graph_output(int v) const { return is_output_[v] != 0; }
+  // v becomes a graph output (appended to g.outputs): the passes keep its variable.
+  void add_output(int v) {
+    g.outputs.push_back(v);
+    is_output_[v] = 1;
+  }
 
   // Uses of `from` read `to` from now on (resolve) and after commit().
   void replace(int from, int to);
