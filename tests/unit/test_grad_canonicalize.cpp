@@ -186,3 +186,27 @@ TEST_CASE("a zero constant factor is not folded over a factor that may be infini
   CHECK(r.rewrites == 0);
   CHECK(std::isnan(run(r.after, {INFINITY, 0, 0})[0]));
 }
+
+TEST_CASE("increments of zeros added to a gradient increment the gradient instead", "[gradient]") {
+  // exp(x) + inc(zeros, sin(x[1:]), 1:) + inc(zeros, cos(x[:-1]), :-1)
+  Builder b;
+  const int x = b.input("float64", {5}, "x");
+  auto slice = [](json start, json stop) {
+    return json::array({{{"type", "slice"}, {"start", start}, {"stop", stop}, {"step", nullptr}}});
+  };
+  const int zeros = b.constant("float64", {5}, {0.0, 0.0, 0.0, 0.0, 0.0});
+  const int tail = b.node("Subtensor", {x}, "float64", {4}, {{"idx_list", slice(1, nullptr)}});
+  const int head = b.node("Subtensor", {x}, "float64", {4}, {{"idx_list", slice(nullptr, -1)}});
+  const int i1 = b.node("IncSubtensor", {zeros, b.ew("Sin", {tail}, "float64", {4})}, "float64", {5},
+                        {{"idx_list", slice(1, nullptr)}, {"set_instead_of_inc", false}});
+  const int i2 = b.node("IncSubtensor", {zeros, b.ew("Cos", {head}, "float64", {4})}, "float64", {5},
+                        {{"idx_list", slice(nullptr, -1)}, {"set_instead_of_inc", false}});
+  b.outputs = {b.ew("Add", {i1, b.ew("Exp", {x}, "float64", {5}), i2}, "float64", {5})};
+  const Rewritten r = rewritten(b, grad::serialize_increments);
+  CHECK(r.rewrites == 1);
+  CHECK(operand_shapes(r.after, "Add").empty());
+  CHECK(count_op(r.after, "IncSubtensor") == 2);
+  const std::vector<double> xs{0.5, -1.0, 2.0, 0.25, 3.0};
+  const auto want = run(r.before, xs), got = run(r.after, xs);
+  for (size_t i = 0; i < 5; ++i) CHECK(got[i] == Approx(want[i]).epsilon(1e-15));
+}

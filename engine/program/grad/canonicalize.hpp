@@ -22,6 +22,8 @@ int specialize_powers(passes::Editor& e);
 // DimShuffle(f(a, b)) -> f(DimShuffle(a), DimShuffle(b)) for broadcast
 // dims only, f's only reader (dimshuffle_lift.cpp, exact); committed.
 int lift_dimshuffles(passes::Editor& e);
+// a + inc(zeros, y, i) -> inc(a, y, i) (inc_serialize.cpp); committed.
+int serialize_increments(passes::Editor& e);
 // a + b - a + 1 - 1 -> b: cancelled terms and folded scalar constants
 // through Add, Sub and Neg (cancel_terms.cpp); committed.
 int cancel_terms(passes::Editor& e);

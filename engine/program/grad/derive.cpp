@@ -14,7 +14,8 @@
 //   4. fills sunk through element-wise ops (fill_sink.cpp), sums of
 //      broadcasts become products (sum_broadcast.cpp), DimShuffles lifted
 //      through element-wise ops (dimshuffle_lift.cpp), products' constants
-//      folded (fold_factors.cpp), powers with constant
+//      folded (fold_factors.cpp), increments of zeros added to a gradient
+//      made increments of it (inc_serialize.cpp), powers with constant
 //      exponents become cheaper ops (specialize.cpp), and
 //      stabilization again, on the gradient's forms
 //   5. inputs: the point, then the other inputs; outputs: cost, gradient
@@ -257,6 +258,7 @@ void derive(Graph& g, const Options& o) {
   sum_broadcasts(e);
   lift_dimshuffles(e);
   fold_factors(e);
+  serialize_increments(e);
   passes::fold_constants(e, o);  // the power rule's exponents y - 1; lifted constants
   specialize_powers(e);
   passes::stabilize(e);  // after: the forms the adjoints made (log of a rule's quotient, ...)
