@@ -2,7 +2,8 @@
 // graph over its value variables becomes nutpie's graph over one flat point.
 //
 //   1. stabilization (engine/program/passes/stabilize.cpp) and dce, fold,
-//      cse and simplify on the forward graph
+//      cse and simplify on the forward graph; Subtensors of DimShuffles
+//      lifted (subtensor_lift.cpp), additive terms cancelled (cancel_terms.cpp)
 //   2. sums of joins split into sums of their pieces; parameter checks
 //      (PyMC's CheckParameterValue, exported as CheckAndRaise
 //      with "parameter_check") become switch(all(conds), logp, -inf), or go,
@@ -194,6 +195,7 @@ void derive(Graph& g, const Options& o) {
   passes::fold_constants(e, o);
   passes::common_subexpressions(e);
   passes::simplify(e);
+  lift_subtensors(e);
   if (cancel_terms(e)) {
     sink_fills(e);  // gammaln(fill(y, a)) -> fill(y, gammaln(a)): parameter work
     passes::dead_code(e);
