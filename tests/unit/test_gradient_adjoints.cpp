@@ -252,3 +252,16 @@ TEST_CASE("batched adjoints: a Blockwise with batch dims broadcast", "[gradient]
     });
   }
 }
+// One rank-1 input: its gradient is the program's output as it is, and the
+// canonicalizations after the sweep rewrite that gradient's last node.
+TEST_CASE("a gradient whose last node the canonicalizations rewrite stays the output", "[gradient][adjoints]") {
+  const In x{{3}, {0.3, -0.2, 0.5}};
+  check({x}, [](test::GraphBuilder& b, const std::vector<int>& v) {
+    const int p = b.node("Prod", {b.ew("Exp", {v[0]}, "float64", {3})}, "float64", json::array(), {{"axis", nullptr}});
+    const int mu = b.node("DimShuffle", {p}, "float64", {1}, {{"new_order", {"x"}}});
+    const int d = b.ew("Sub", {b.constant("float64", {4}, {0.1, 0.7, -0.3, 1.2}), mu}, "float64", {4});
+    const int sx = b.node("Sum", {v[0]}, "float64", json::array(), {{"axis", nullptr}});
+    const int sx1 = b.node("DimShuffle", {sx}, "float64", {1}, {{"new_order", {"x"}}});
+    return std::pair{b.ew("Add", {b.ew("Sqr", {d}, "float64", {4}), sx1}, "float64", {4}), json{4}};
+  });
+}

@@ -245,6 +245,7 @@ void derive(Graph& g, const Options& o) {
     Array a = Array::empty(DType::Float64, ps);
     joined = e.add_constant(DType::Float64, ps, a);
   }
+  g.outputs = {cost, joined};  // the rewrites below keep an output's variable
   e.commit();
   sink_fills(e);
   sum_broadcasts(e);
