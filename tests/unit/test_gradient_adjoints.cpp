@@ -265,3 +265,20 @@ TEST_CASE("a gradient whose last node the canonicalizations rewrite stays the ou
     return std::pair{b.ew("Add", {b.ew("Sqr", {d}, "float64", {4}), sx1}, "float64", {4}), json{4}};
   });
 }
+
+// Sum(second(x, w), axis 2) with w (1, 1, 1) and x (2, 1, 3): the count times
+// w broadcast to the sum's (2, 1), not w's (1, 1) (a batched MvNormal's).
+TEST_CASE("a sum of a fill keeps the dims the fill broadcasts but does not sum", "[gradient][adjoints]") {
+  const In x{{2, 1, 3}, {0.3, -0.2, 0.5, 1.1, 0.7, -0.4}}, t{json::array(), {0.8}};
+  check({x, t}, [](test::GraphBuilder& b, const std::vector<int>& v) {
+    const int w = b.node("DimShuffle", {b.ew("Exp", {v[1]}, "float64", json::array())}, "float64", {1, 1, 1},
+                         {{"new_order", {"x", "x", "x"}}});
+    const int f = b.ew("Second", {v[0], w}, "float64", {2, 1, 3});
+    const int s = b.node("Sum", {b.ew("Mul", {f, v[0]}, "float64", {2, 1, 3})}, "float64", {2, 1}, {{"axis", {2}}});
+    const int s0 = b.node("Sum", {f}, "float64", {2, 1}, {{"axis", {2}}});
+    const int e = b.node("DimShuffle", {s0}, "float64", {2, 1, 1}, {{"new_order", {0, 1, "x"}}});
+    return std::pair{b.ew("Mul", {e, b.node("DimShuffle", {s}, "float64", {2, 1, 1}, {{"new_order", {0, 1, "x"}}})},
+                          "float64", {2, 1, 1}),
+                     json{2, 1, 1}};
+  });
+}
