@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "engine/ops/tensor_op.hpp"
+#include "engine/program/grad/adjoint_kit.hpp"
 
 namespace ember::grad {
 
@@ -99,6 +100,7 @@ void careduce(Ctx& c) {
                                                                : c.n.attrs.at("scalar_op").value("op", "");
   if (op == "Add") return reduce_sum(c);
   if (op == "ScalarMaximum" || op == "ScalarMinimum") return reduce_extremum(c);
+  if (op == "Mul") return void(c.out = products_adjoint(c.b, c.n, c.gz, c.need, c.where));
   c.no_rule("CAReduce of " + op);
 }
 
@@ -347,7 +349,7 @@ void dot(Ctx& c) {
 }
 
 void cumop(Ctx& c) {
-  if (c.n.attrs.value("mode", "add") != "add") c.no_rule("CumOp of mode mul");
+  if (c.n.attrs.value("mode", "add") == "mul") return void(c.out = products_adjoint(c.b, c.n, c.gz, c.need, c.where));
   auto it = c.n.attrs.find("axis");
   if (it == c.n.attrs.end() || it->is_null()) c.no_rule("CumOp over the flattened input");
   const int x = c.in(0), nd = c.ndim(x);
@@ -362,100 +364,6 @@ void cumop(Ctx& c) {
   const int flip = c.b.node("Subtensor", {c.b.cast(c.gz[0], dt)}, json{{"idx_list", idx}}, dt, s);
   const int cum = c.b.node("CumOp", {flip}, json{{"axis", axis}, {"mode", "add"}}, dt, s);
   c.give(0, c.b.node("Subtensor", {cum}, json{{"idx_list", idx}}, dt, s));
-}
-
-// A constant bool (n, n) mask: below (and on, with `diag`) the diagonal,
-// or on it alone with `only_diag`.
-int tri_mask(Ctx& c, int64_t n, bool diag, bool only_diag) {
-  Shape s;
-  s.ndim = 2;
-  s.dims[0] = s.dims[1] = n;
-  Array a = Array::empty(DType::Bool, s);
-  bool* p = a.data<bool>();
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) p[i * n + j] = only_diag ? i == j : (j < i || (diag && i == j));
-  return c.b.e.add_constant(DType::Bool, s, a);
-}
-
-int64_t square_size(const Ctx& c, int a, const char* what) {
-  const Shape s = c.shape(a);
-  if (s.ndim != 2 || s.dims[0] < 0 || s.dims[0] != s.dims[1]) c.no_rule(std::string(what) + " of unknown size");
-  return s.dims[0];
-}
-
-int masked(Ctx& c, int mask, int v) {
-  return c.b.elem("Switch", {mask, v, c.b.constant(0.0, c.b.dtype(v), 2)}, c.b.dtype(v));
-}
-
-int matmul(Ctx& c, int p, int q) {
-  Shape s;
-  const Shape ps = c.shape(p), qs = c.shape(q);
-  s.ndim = ps.ndim + qs.ndim - 2;
-  int k = 0;
-  for (int d = 0; d + 1 < ps.ndim; ++d) s.dims[k++] = ps.dims[d];
-  for (int d = 1; d < qs.ndim; ++d) s.dims[k++] = qs.dims[d];
-  return c.b.node("Dot", {p, q}, json::object(), c.b.dtype(p), s);
-}
-
-// PyTensor's Cholesky.L_op (lower): with Phi(X) = tril(X) - diag(X)/2,
-// S = L^-T Phi(L^T dL) L^-1 and dA = tril(S + S^T) - diag(S).
-void cholesky(Ctx& c) {
-  if (!c.n.attrs.value("lower", true)) c.no_rule("upper Cholesky");
-  const int L = c.n.outputs[0];
-  const int64_t n = square_size(c, L, "Cholesky");
-  const DType dt = c.b.dtype(L);
-  const int lt = c.b.dimshuffle(L, {1, 0});
-  const int lower = tri_mask(c, n, false, false), eye = tri_mask(c, n, false, true);
-  const int p = matmul(c, lt, c.b.cast(c.gz[0], dt));
-  const int half = c.b.elem("Mul", {p, c.b.constant(0.5, dt, 2)}, dt);
-  const int phi = c.b.elem("Switch", {lower, p, c.b.elem("Switch", {eye, half, c.b.constant(0.0, dt, 2)}, dt)}, dt);
-  Shape s = c.shape(L);
-  auto solve_upper = [&](int a, int b) {
-    return c.b.node("SolveTriangular", {a, b}, json{{"lower", false}, {"trans", 0}, {"unit_diagonal", false},
-                                                    {"b_ndim", 2}}, dt, s);
-  };
-  const int inner = c.b.dimshuffle(solve_upper(lt, c.b.dimshuffle(phi, {1, 0})), {1, 0});
-  const int S = solve_upper(lt, inner);
-  const int sym = c.b.elem("Add", {S, c.b.dimshuffle(S, {1, 0})}, dt);
-  c.give(0, c.b.elem("Switch", {lower, sym, masked(c, eye, S)}, dt));
-}
-
-// PyTensor's SolveBase.L_op for a triangular A: b_bar = A^-T c_bar,
-// A_bar = -b_bar c^T kept on A's triangle.
-void solve_triangular(Ctx& c) {
-  const int A = c.in(0), x = c.n.outputs[0];
-  const json& at = c.n.attrs;
-  const json trans = at.value("trans", json(0));
-  if (!(trans == json(0) || trans == json("N"))) c.no_rule("SolveTriangular with trans");
-  if (at.value("unit_diagonal", false)) c.no_rule("SolveTriangular with a unit diagonal");
-  const bool lower = at.value("lower", false);
-  const int64_t n = square_size(c, A, "SolveTriangular");
-  const DType dt = c.b.dtype(x);
-  json attrs = at;
-  attrs["trans"] = 1;
-  const int b_bar = c.b.node("SolveTriangular", {A, c.b.cast(c.gz[0], dt)}, attrs, dt, c.shape(c.in(1)));
-  if (c.need[1]) c.give(1, b_bar);
-  if (c.need[0]) {
-    const int prod = c.ndim(x) == 1 ? matmul(c, c.b.dimshuffle(b_bar, {0, -1}), c.b.dimshuffle(x, {-1, 0}))
-                                    : matmul(c, b_bar, c.b.dimshuffle(x, {1, 0}));
-    const int neg = c.b.elem("Neg", {prod}, dt);
-    int tri = tri_mask(c, n, true, false);
-    if (!lower) tri = c.b.dimshuffle(tri, {1, 0});
-    c.give(0, masked(c, tri, neg));
-  }
-}
-
-// The main diagonal of a square matrix: its gradient on the diagonal, zero elsewhere.
-void extract_diag(Ctx& c) {
-  const json& at = c.n.attrs;
-  if (at.value("offset", 0) != 0 || at.value("axis1", 0) != 0 || at.value("axis2", 1) != 1)
-    c.no_rule("ExtractDiag off the main diagonal");
-  const int x = c.in(0);
-  const int64_t n = square_size(c, x, "ExtractDiag");
-  const DType dt = c.b.dtype(x);
-  const int row = c.b.dimshuffle(c.b.cast(c.gz[0], dt), {-1, 0});
-  const int z = c.b.constant(0.0, dt, 2);
-  c.give(0, c.b.elem("Switch", {tri_mask(c, n, false, true), row, z}, dt));
 }
 
 }  // namespace
@@ -501,9 +409,17 @@ std::vector<int> adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& 
     case TensorOp::Split: split(c); break;
     case TensorOp::Dot: first(); dot(c); break;
     case TensorOp::CumOp: first(); cumop(c); break;
-    case TensorOp::Cholesky: first(); cholesky(c); break;
-    case TensorOp::ExtractDiag: first(); extract_diag(c); break;
-    case TensorOp::SolveTriangular: first(); solve_triangular(c); break;
+    case TensorOp::Cholesky: return linalg_adjoint(b, n, gz, need, where);
+    case TensorOp::ExtractDiag: return linalg_adjoint(b, n, gz, need, where);
+    case TensorOp::SolveTriangular: return linalg_adjoint(b, n, gz, need, where);
+    case TensorOp::Solve: return linalg_adjoint(b, n, gz, need, where);
+    case TensorOp::MatrixInverse: return linalg_adjoint(b, n, gz, need, where);
+    case TensorOp::Det: return linalg_adjoint(b, n, gz, need, where);
+    case TensorOp::SLogDet: return linalg_adjoint(b, n, gz, need, where);
+    case TensorOp::Blockwise: return linalg_adjoint(b, n, gz, need, where);
+    case TensorOp::Softmax: return products_adjoint(b, n, gz, need, where);
+    case TensorOp::LogSoftmax: return products_adjoint(b, n, gz, need, where);
+    case TensorOp::Prod: return products_adjoint(b, n, gz, need, where);
     default: c.no_rule("no adjoint for op " + n.op);
   }
   return c.out;

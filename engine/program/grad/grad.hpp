@@ -5,7 +5,10 @@
 //   derive.cpp        the directive: parameter checks, stabilization, the
 //                     flat point, the joined gradient
 //   reverse.cpp       the reverse sweep over the nodes between inputs and cost
-//   adjoints.cpp      each tensor op's adjoint
+//   adjoints.cpp      each tensor op's adjoint, or where it is:
+//   adjoints_linalg.cpp    linear algebra, plain and Blockwise (batched)
+//   adjoints_products.cpp  Softmax, LogSoftmax, Prod, cumulative products
+//   adjoint_kit.hpp        what those two share
 //   scalar_rules.cpp  Elemwise adjoints from the derivative column of the
 //                     scalar op table (interp/scalar_grad.def)
 //   fill_sink.cpp     fills moved out of element-wise ops

@@ -60,8 +60,13 @@ class SumBroadcasts {
         continue;
       }
       std::vector<int> order;
+      bool kept_dims = true;  // w broadcast along the kept axes too would give the Sum a smaller shape
       for (int d = 0; d < xs.static_shape.ndim; ++d)
-        if (std::find(axes.begin(), axes.end(), d) == axes.end()) order.push_back(d);
+        if (std::find(axes.begin(), axes.end(), d) == axes.end()) {
+          order.push_back(d);
+          kept_dims = kept_dims && (b_.spec(w).static_shape.dims[d] != 1 || xs.static_shape.dims[d] == 1);
+        }
+      if (!kept_dims) continue;
       const int dropped = b_.dimshuffle(w, order);
       e_.replace(out, b_.elem("Mul", {dropped, b_.constant(count, xs.dtype, b_.ndim(dropped))}, xs.dtype));
       e_.remove(k);
