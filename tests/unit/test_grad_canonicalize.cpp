@@ -210,3 +210,27 @@ TEST_CASE("increments of zeros added to a gradient increment the gradient instea
   const auto want = run(r.before, xs), got = run(r.after, xs);
   for (size_t i = 0; i < 5; ++i) CHECK(got[i] == Approx(want[i]).epsilon(1e-15));
 }
+
+TEST_CASE("a sum of a switch on a condition constant along its axes switches the sum", "[gradient]") {
+  // Sum(switch(c, exp(x), 0)) for a (1,) condition over (4,) values.
+  Builder b;
+  const int x = b.input("float64", {4}, "x");
+  const int c = b.ew("GT", {b.node("Subtensor", {x}, "float64", {1},
+                                   {{"idx_list", json::array({{{"type", "slice"}, {"start", 0}, {"stop", 1},
+                                                               {"step", nullptr}}})}}),
+                            b.constant("float64", {1}, {0.0})},
+                     "bool", {1});
+  const int sw = b.ew("Switch", {c, b.ew("Exp", {x}, "float64", {4}), b.constant("float64", {1}, {0.0})}, "float64",
+                      {4});
+  b.outputs = {b.node("Sum", {sw}, "float64", json::array(), {{"axis", nullptr}})};
+  const Rewritten r = rewritten(b, grad::sum_broadcasts);
+  CHECK(r.rewrites == 1);
+  // The Switch reads the Sum now: no per-element switch.
+  const Graph& g = r.after->graph();
+  for (const NodeSpec& n : g.nodes)
+    if (n.op == "Elemwise" && n.attrs["scalar_op"]["op"] == "Switch") CHECK(g.vars[n.outputs[0]].static_shape.ndim == 0);
+  for (const std::vector<double>& xs : {std::vector<double>{1.0, 2.0, -3.0, 0.5}, {-1.0, NAN, 800.0, 0.5}}) {
+    const auto want = run(r.before, xs), got = run(r.after, xs);
+    CHECK(got[0] == Approx(want[0]).epsilon(1e-15));
+  }
+}

@@ -257,13 +257,16 @@ void derive(Graph& g, const Options& o) {
   e.add_output(joined);  // the canonicalizations below keep its variable
   e.commit();
   sink_fills(e);
+  // The forms the adjoints made (log of a rule's quotient, switches sunk into
+  // products), before the sums see them: a sum of a switch on a scalar
+  // condition switches the sum.
+  passes::stabilize(e);
   sum_broadcasts(e);
   lift_dimshuffles(e);
   fold_factors(e);
   serialize_increments(e);
   passes::fold_constants(e, o);  // the power rule's exponents y - 1; lifted constants
   specialize_powers(e);
-  passes::stabilize(e);  // after: the forms the adjoints made (log of a rule's quotient, ...)
 
   std::vector<InputSpec> inputs{InputSpec{point, false}};
   for (size_t k = 0; k < g.inputs.size(); ++k) {

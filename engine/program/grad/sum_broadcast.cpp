@@ -99,7 +99,8 @@ class SumBroadcasts {
     return b_.dimshuffle(v, order);
   }
 
-  // Sum(neg(x)) = -Sum(x), Sum(x / s) = Sum(x) / s, Sum(s * x) = s * Sum(x)
+  // Sum(neg(x)) = -Sum(x), Sum(x / s) = Sum(x) / s, Sum(s * x) = s * Sum(x),
+  // Sum(switch(s, x, 0)) = switch(s, Sum(x), 0)
   // for s constant along the summed axes, as PyTensor's canonicalize does
   // (local_sum_mul_by_scalar, local_sum_div_dimshuffle): the gradient's
   // scalar factors leave the per-element loop. The rewritten Sum, or -1.
@@ -133,6 +134,13 @@ class SumBroadcasts {
         post.push_back({"Mul", fs.size() == 1 ? fs[0] : b_.elem("Mul", fs, dt)});
         v = rest.size() == 1 ? rest[0] : b_.elem("Mul", rest, dt);
         if (rest.size() != 1) break;  // a new node: nothing further to peel
+      } else if (op == "Switch" && n.inputs.size() == 3 && flat(n.inputs[0], axes_)) {
+        // Sum(switch(c, x, 0)) = switch(c, Sum(x), 0) for c constant along the axes.
+        const bool zero_else = passes::constant_all(e_, n.inputs[2], 0.0);
+        const bool zero_then = passes::constant_all(e_, n.inputs[1], 0.0);
+        if (zero_else == zero_then) break;
+        post.push_back({zero_else ? "SwitchThen" : "SwitchElse", n.inputs[0]});
+        v = n.inputs[zero_else ? 1 : 2];
       } else {
         break;
       }
@@ -141,8 +149,14 @@ class SumBroadcasts {
     Shape rs = e_.g.vars[sum.outputs[0]].static_shape;
     int r = b_.node("Sum", {v}, sum.attrs, dt, rs);
     for (auto it = post.rbegin(); it != post.rend(); ++it) {
-      if (it->op == "Neg") r = b_.elem("Neg", {r}, dt);
-      else r = b_.elem(it->op, {r, b_.cast(drop(it->operand), dt)}, dt);
+      if (it->op == "Neg") {
+        r = b_.elem("Neg", {r}, dt);
+      } else if (it->op == "SwitchThen" || it->op == "SwitchElse") {
+        const int c = drop(it->operand), z = b_.constant(0.0, dt, b_.ndim(r));
+        r = it->op == "SwitchThen" ? b_.elem("Switch", {c, r, z}, dt) : b_.elem("Switch", {c, z, r}, dt);
+      } else {
+        r = b_.elem(it->op, {r, b_.cast(drop(it->operand), dt)}, dt);
+      }
     }
     return r;
   }
