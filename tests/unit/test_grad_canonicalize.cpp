@@ -234,3 +234,24 @@ TEST_CASE("a sum of a switch on a condition constant along its axes switches the
     CHECK(got[0] == Approx(want[0]).epsilon(1e-15));
   }
 }
+
+TEST_CASE("a batched triangular solve of one matrix becomes one solve of a matrix", "[gradient]") {
+  Builder b;
+  const int v = b.input("float64", {4, 3}, "v");
+  const int a = b.constant("float64", {1, 3, 3}, {2.0, 0.0, 0.0, 0.5, 1.5, 0.0, -1.0, 0.25, 3.0});
+  json core = {{"op", "SolveTriangular"},
+               {"attrs", {{"lower", true}, {"trans", 0}, {"unit_diagonal", false}, {"b_ndim", 1}}}};
+  b.outputs = {b.node("Blockwise", {a, v}, "float64", {4, 3}, {{"core_op", core}, {"signature", "(m,m),(m)->(m)"}})};
+  const Rewritten r = rewritten(b, grad::unbatch_solves);
+  CHECK(r.rewrites == 1);
+  CHECK(count_op(r.after, "Blockwise") == 0);
+  CHECK(count_op(r.after, "SolveTriangular") == 1);
+  std::vector<double> xs;
+  for (int i = 0; i < 12; ++i) xs.push_back(std::sin(1.0 + i));
+  Array in = Array::of<double>(Shape{2, {4, 3}}, xs);
+  std::vector<Tensor> t{in.t};
+  const auto want = r.before->call(std::span<const Tensor>(t.data(), 1));
+  const auto got = r.after->call(std::span<const Tensor>(t.data(), 1));
+  REQUIRE(got[0].size() == 12);
+  for (int64_t i = 0; i < 12; ++i) CHECK(got[0].t.at<double>(i) == Approx(want[0].t.at<double>(i)).epsilon(1e-14));
+}

@@ -97,8 +97,12 @@ struct Lin : Kit {
   int mm(int p, int q) {
     return core("Dot", json::object(), {p, q}, "(m,k),(k,n)->(m,n)", dtype(p), {dim(p, 2), dim(q, 1)});
   }
-  // u v^T of two batched vectors.
-  int outer(int u, int v) { return mm(core_shuffle(u, {0, -1}), core_shuffle(v, {-1, 0})); }
+  // u v^T of two batched vectors: an element-wise product of broadcasts
+  // (a one-term dot product, the same values), which fuses and sums as
+  // element-wise work where a batched Dot would loop over the batch.
+  int outer(int u, int v) {
+    return b.elem("Mul", {core_shuffle(u, {0, -1}), core_shuffle(v, {-1, 0})}, dtype(u));
+  }
   int64_t square(int a, const char* what) const {
     const int64_t n = dim(a, 1);
     if (n < 0 || dim(a, 2) != n) no_rule(std::string(what) + " of unknown size");

@@ -53,7 +53,7 @@ class Builder {
 };
 
 // The driver of the one-node canonicalizations: rewrite(b, node) for each
-// live node there before; a result >= 0 replaces the node's first output and
+// live node there before (node is valid until the rewrite adds a node); a result >= 0 replaces the node's first output and
 // the node goes. Commits when anything changed; returns the count.
 template <class F>
 int rewrite_each(passes::Editor& e, F&& rewrite) {
@@ -62,10 +62,13 @@ int rewrite_each(passes::Editor& e, F&& rewrite) {
   const int n = e.num_nodes();
   for (int k = 0; k < n; ++k) {
     if (e.removed(k)) continue;
-    const NodeSpec node = e.node(k);  // a copy: rewriting appends nodes
+    // Not a copy (attrs are json maps): the reference is good until the
+    // rewrite adds a node, so rewrites read what they need first.
+    const NodeSpec& node = e.node(k);
+    const int out = node.outputs.empty() ? -1 : node.outputs[0];
     const int r = rewrite(b, node);
     if (r < 0) continue;
-    e.replace(node.outputs[0], r);
+    e.replace(out, r);
     e.remove(k);
     ++rewrites;
   }

@@ -20,11 +20,14 @@ int sink_fills(passes::Editor& e);
 // reciprocal and products (specialize.cpp); committed.
 int specialize_powers(passes::Editor& e);
 // DimShuffle(f(a, b)) -> f(DimShuffle(a), DimShuffle(b)) for broadcast
-// dims only, f's only reader (dimshuffle_lift.cpp, exact); committed.
+// dims of one-element values only, f's only reader (dimshuffle_lift.cpp, exact); committed.
 int lift_dimshuffles(passes::Editor& e);
 // x[:, None][0] -> x[0][None]: a Subtensor of a DimShuffle that adds
 // broadcast dims, literal indices (subtensor_lift.cpp, exact); committed.
 int lift_subtensors(passes::Editor& e);
+// Blockwise(solve_triangular)(A[None], B) -> solve_triangular(A, B.T).T
+// (blockwise_core.cpp); committed.
+int unbatch_solves(passes::Editor& e);
 // a + inc(zeros, y, i) -> inc(a, y, i) (inc_serialize.cpp); committed.
 int serialize_increments(passes::Editor& e);
 // a + b - a + 1 - 1 -> b: cancelled terms and folded scalar constants

@@ -12,7 +12,8 @@
 //      the directive lists
 //   3. each such input is replaced by its slice of the flat point, reshaped
 //      to its shape; the gradients are raveled and joined in that order
-//   4. fills sunk through element-wise ops (fill_sink.cpp), sums of
+//   4. batched triangular solves of one matrix made one solve
+//      (blockwise_core.cpp), fills sunk through element-wise ops (fill_sink.cpp), sums of
 //      broadcasts become products (sum_broadcast.cpp), DimShuffles lifted
 //      through element-wise ops (dimshuffle_lift.cpp), products' constants
 //      folded (fold_factors.cpp), increments of zeros added to a gradient
@@ -256,6 +257,7 @@ void derive(Graph& g, const Options& o) {
   }
   e.add_output(joined);  // the canonicalizations below keep its variable
   e.commit();
+  unbatch_solves(e);
   sink_fills(e);
   // The forms the adjoints made (log of a rule's quotient, switches sunk into
   // products), before the sums see them: a sum of a switch on a scalar

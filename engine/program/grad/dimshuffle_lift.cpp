@@ -1,7 +1,7 @@
 // DimShuffles lifted through element-wise ops toward the inputs, as
 // PyTensor's canonicalize does (local_dimshuffle_lift): DimShuffle(f(a, b))
 // -> f(DimShuffle(a), DimShuffle(b)) when the DimShuffle only adds or drops
-// broadcast dims and is f's only reader. A gradient moves one-element values
+// broadcast dims of a one-element value and is f's only reader. A gradient moves one-element values
 // between 0-d and (1,) at every scalar step (a Sum's output, a parameter's
 // slice); lifted, the steps meet in one Elemwise and fuse into one kernel.
 // Exact: the same values in the same order.
@@ -23,42 +23,58 @@ bool keeps_order(const std::vector<int>& order) {
   return true;
 }
 
-int lift_once(passes::Editor& e) {
-  const passes::Users users = e.users();
-  return rewrite_each(e, [&](Builder& b, const NodeSpec& node) {
-    if (!passes::is_op(node, TensorOp::DimShuffle) || node.inputs.size() != 1) return -1;
-    const int x = node.inputs[0];
-    const int p = e.producer(x);
-    if (p < 0 || x + 1 >= static_cast<int>(users.off.size()) || users.of(x).size() != 1 || e.is_graph_output(x))
-      return -1;
-    const NodeSpec f = e.node(p);
-    const std::string op = passes::elemwise_scalar_op(f);
-    if (op.empty() || f.outputs.size() != 1) return -1;
-    const auto order = passes::dimshuffle_order(node);
-    if (!order || !keeps_order(*order)) return -1;
-    // Every dropped dim is 1 in the output, so in every operand: the same
-    // order applies to each.
-    for (const int v : f.inputs)
-      if (b.ndim(v) != b.ndim(x)) return -1;
-    std::vector<int> ins;
-    for (const int v : f.inputs) ins.push_back(b.dimshuffle(v, *order));
-    const int r = b.elem(op, ins, e.g.vars[x].dtype);
-    e.remove(p);
-    return r;
-  });
-}
-
 }  // namespace
 
+// One pass over a worklist: the DimShuffles a lift puts on f's operands are
+// tried in turn, so a chain lifts to its inputs without a commit per step.
+// Reader counts are kept by hand: a lift removes f and the DimShuffle and
+// reads each operand once, through its new DimShuffle.
 int lift_dimshuffles(passes::Editor& e) {
-  // Each round lifts one step further; a gradient's scalar chains are short.
-  int total = 0;
-  for (int round = 0; round < 8; ++round) {
-    const int n = lift_once(e);
-    if (!n) break;
-    total += n;
+  const passes::Users users = e.users();
+  std::vector<int> readers(e.g.vars.size());
+  for (size_t v = 0; v < readers.size(); ++v) readers[v] = static_cast<int>(users.of(static_cast<int>(v)).size());
+  Builder b(e);
+  std::vector<int> work;
+  for (int k = e.num_nodes() - 1; k >= 0; --k)
+    if (!e.removed(k) && passes::is_op(e.node(k), TensorOp::DimShuffle)) work.push_back(k);
+  int lifts = 0;
+  while (!work.empty()) {
+    const int k = work.back();
+    work.pop_back();
+    if (e.removed(k)) continue;
+    const NodeSpec& node = e.node(k);
+    if (node.inputs.size() != 1 || node.outputs.size() != 1) continue;
+    const int x = node.inputs[0], out = node.outputs[0];
+    const int p = e.producer(x);
+    if (p < 0 || e.removed(p) || readers[x] != 1 || e.is_graph_output(x)) continue;
+    if (!passes::one_element(e.g.vars[x])) continue;  // a rank change of scalar steps only
+    const std::string op = passes::elemwise_scalar_op(e.node(p));
+    if (op.empty() || e.node(p).outputs.size() != 1) continue;
+    const auto order = passes::dimshuffle_order(node);
+    if (!order || !keeps_order(*order)) continue;
+    // Every dropped dim is 1 in the output, so in every operand: the same
+    // order applies to each.
+    const std::vector<int> operands = e.node(p).inputs;
+    bool same_rank = true;
+    for (const int v : operands) same_rank = same_rank && b.ndim(v) == b.ndim(x);
+    if (!same_rank) continue;
+    std::vector<int> ins;
+    for (const int v : operands) ins.push_back(b.dimshuffle(v, *order));
+    const int r = b.elem(op, ins, e.g.vars[x].dtype);
+    readers.resize(e.g.vars.size(), 0);
+    readers[r] = readers[out];
+    for (size_t i = 0; i < ins.size(); ++i) {
+      if (ins[i] == operands[i]) continue;  // an identity order: no new node
+      readers[ins[i]] = 1;
+      work.push_back(e.producer(ins[i]));
+    }
+    e.replace(out, r);
+    e.remove(k);
+    e.remove(p);
+    ++lifts;
   }
-  return total;
+  if (lifts) e.commit();
+  return lifts;
 }
 
 }  // namespace ember::grad

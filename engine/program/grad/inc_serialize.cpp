@@ -34,7 +34,7 @@ int serialize_increments(passes::Editor& e) {
   return rewrite_each(e, [&](Builder& b, const NodeSpec& node) {
     if (passes::elemwise_scalar_op(node) != "Add" || node.outputs.size() != 1) return -1;
     const int out = node.outputs[0];
-    const VarSpec& ov = e.g.vars[out];
+    const VarSpec ov = e.g.vars[out];  // a copy: building adds variables
     std::vector<int> rest, incs;  // incs: node indices
     for (const int v : node.inputs) {
       const int p = e.producer(v);
