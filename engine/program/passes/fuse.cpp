@@ -6,7 +6,8 @@
 // outputs) reads is an extra Composite output. Under PyTensor's
 // broadcasting rule every member then has the fused node's run-time shape.
 //
-// Groups grow greedily from the last unfused node backwards (its producers,
+// Groups grow greedily from the last unfused node backwards, nodes of more
+// than one element first (its producers,
 // its consumers and the other readers of its operands), up to kMaxOperands
 // inputs + outputs and kMaxScalarNodes scalar nodes. A node joins only if no
 // path leaves the group and comes back, counting groups already formed as
@@ -502,8 +503,14 @@ int Fuser::run() {
     }
     cand[k] = 1;
   }
-  for (int k = n - 1; k >= 0; --k)
-    if (cand[k] && group[k] < 0) grow(k, static_cast<int>(members.size()));
+  // Array work first, then one-element work: a scalar group grown first
+  // from the cost's end takes in conditions and coefficients that array
+  // groups read, and its reads of array sums then order those array groups
+  // apart (a logp's loop and its gradient's could not fuse).
+  for (const bool scalar : {false, true})
+    for (int k = n - 1; k >= 0; --k)
+      if (cand[k] && group[k] < 0 && one_element(g.vars[g.nodes[k].outputs[0]]) == scalar)
+        grow(k, static_cast<int>(members.size()));
   int fused = 0;
   for (size_t gid = 0; gid < members.size(); ++gid)
     if (build(static_cast<int>(gid))) fused += static_cast<int>(members[gid].size()) - 1;
