@@ -255,3 +255,29 @@ TEST_CASE("a batched triangular solve of one matrix becomes one solve of a matri
   REQUIRE(got[0].size() == 12);
   for (int64_t i = 0; i < 12; ++i) CHECK(got[0].t.at<double>(i) == Approx(want[0].t.at<double>(i)).epsilon(1e-14));
 }
+
+TEST_CASE("cholesky of L L^T is L for an L set into zeros on and below the diagonal", "[gradient]") {
+  for (const bool lower : {true, false}) {
+    INFO("indices " << (lower ? "on and below" : "above") << " the diagonal");
+    Builder b;
+    const int v = b.input("float64", {6}, "v");
+    const int z = b.constant("float64", {3, 3}, std::vector<double>(9, 0.0));
+    const int rows = b.constant("int64", {6}, lower ? json{0, 1, 1, 2, 2, 2} : json{0, 0, 1, 0, 1, 2});
+    const int cols = b.constant("int64", {6}, lower ? json{0, 0, 1, 0, 1, 2} : json{0, 1, 1, 2, 2, 2});
+    json idx = json::array({{{"type", "array"}, {"input", 2}}, {{"type", "array"}, {"input", 3}}});
+    const int l = b.node("AdvancedIncSubtensor", {z, v, rows, cols}, "float64", {3, 3},
+                         {{"idx_list", idx}, {"set_instead_of_inc", true}, {"ignore_duplicates", false}});
+    const int lt = b.node("DimShuffle", {l}, "float64", {3, 3}, {{"new_order", {1, 0}}});
+    const int cov = b.node("Dot", {l, lt}, "float64", {3, 3});
+    b.outputs = {b.node("Cholesky", {cov}, "float64", {3, 3}, {{"lower", true}, {"on_error", "nan"}})};
+    const Rewritten r = rewritten(b, grad::cholesky_of_llt);
+    CHECK(r.rewrites == (lower ? 1 : 0));
+    CHECK(count_op(r.after, "Cholesky") == (lower ? 0 : 1));
+    const std::vector<double> vs{1.5, 0.3, 2.0, -0.7, 0.4, 0.9};  // a positive diagonal
+    Array in = Array::of<double>(Shape{1, {6}}, vs);
+    std::vector<Tensor> t{in.t};
+    const auto want = r.before->call(std::span<const Tensor>(t.data(), 1));
+    const auto got = r.after->call(std::span<const Tensor>(t.data(), 1));
+    for (int64_t i = 0; i < 9; ++i) CHECK(got[0].t.at<double>(i) == Approx(want[0].t.at<double>(i)).epsilon(1e-13));
+  }
+}

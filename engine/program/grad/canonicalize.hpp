@@ -28,6 +28,9 @@ int lift_subtensors(passes::Editor& e);
 // Blockwise(solve_triangular)(A[None], B) -> solve_triangular(A, B.T).T
 // (blockwise_core.cpp); committed.
 int unbatch_solves(passes::Editor& e);
+// cholesky(L @ L.T) -> L for L set into zeros on or below the diagonal
+// (cholesky_llt.cpp); committed.
+int cholesky_of_llt(passes::Editor& e);
 // a + inc(zeros, y, i) -> inc(a, y, i) (inc_serialize.cpp); committed.
 int serialize_increments(passes::Editor& e);
 // a + b - a + 1 - 1 -> b: cancelled terms and folded scalar constants

@@ -3,7 +3,8 @@
 //
 //   1. stabilization (engine/program/passes/stabilize.cpp) and dce, fold,
 //      cse and simplify on the forward graph; Subtensors of DimShuffles
-//      lifted (subtensor_lift.cpp), additive terms cancelled (cancel_terms.cpp)
+//      lifted (subtensor_lift.cpp), cholesky(L @ L.T) -> L (cholesky_llt.cpp),
+//      additive terms cancelled (cancel_terms.cpp)
 //   2. sums of joins split into sums of their pieces; parameter checks
 //      (PyMC's CheckParameterValue, exported as CheckAndRaise
 //      with "parameter_check") become switch(all(conds), logp, -inf), or go,
@@ -197,6 +198,7 @@ void derive(Graph& g, const Options& o) {
   passes::common_subexpressions(e);
   passes::simplify(e);
   lift_subtensors(e);
+  cholesky_of_llt(e);
   if (cancel_terms(e)) {
     sink_fills(e);  // gammaln(fill(y, a)) -> fill(y, gammaln(a)): parameter work
     passes::dead_code(e);
