@@ -1,6 +1,6 @@
 // The canonicalizations of differentiated graphs (engine/program/grad/
 // canonicalize.hpp) that are not exercised through a whole gradient here:
-// cancelled terms (cancel_terms.cpp) and lifted DimShuffles
+// cancelled terms and folded factors (canonize.cpp), lifted DimShuffles
 // (dimshuffle_lift.cpp), each run alone, then dce, on a built graph.
 #include <cmath>
 #include <functional>
@@ -15,6 +15,7 @@
 #include "engine/program/passes/passes.hpp"
 #include "engine/program/program_impl.hpp"
 #include "graph_builder.hpp"
+#include "pass_harness.hpp"
 
 using namespace ember;
 using nlohmann::json;
@@ -23,27 +24,8 @@ namespace {
 
 using Builder = test::GraphBuilder;
 
-Options no_passes() {
-  Options o;
-  o.passes = Options::Passes{false, false, false, false, false};
-  return o;
-}
-
-struct Rewritten {
-  std::shared_ptr<const Program> before, after;
-  int rewrites = 0;
-};
-
-Rewritten rewritten(const Builder& b, const std::function<int(passes::Editor&)>& pass) {
-  Rewritten r;
-  r.before = Program::from_json(b.str(), no_passes());
-  Graph g = Graph::parse(b.str(), nullptr, 0, "<t>");
-  passes::Editor e(g);
-  r.rewrites = pass(e);
-  passes::dead_code(e);
-  r.after = Program::from_graph(std::move(g), no_passes());
-  return r;
-}
+using test::Rewritten;
+using test::rewritten;
 
 std::vector<double> run(const std::shared_ptr<const Program>& p, const std::vector<double>& a) {
   std::vector<Array> args{Array::of<double>(Shape{1, {static_cast<int64_t>(a.size())}}, a)};

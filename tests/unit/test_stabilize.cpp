@@ -18,6 +18,7 @@
 #include "engine/program/passes/passes.hpp"
 #include "engine/program/program_impl.hpp"
 #include "graph_builder.hpp"
+#include "pass_harness.hpp"
 
 using namespace ember;
 using nlohmann::json;
@@ -26,28 +27,10 @@ namespace {
 
 using Builder = test::GraphBuilder;
 
-Options no_passes() {
-  Options o;
-  o.passes = Options::Passes{false, false, false, false, false};
-  return o;
-}
-
-struct Stabilized {
-  std::shared_ptr<const Program> before, after;
-  int rewrites = 0;
-};
+using Stabilized = test::Rewritten;
 
 // The graph as built and after stabilize + dce, both run without the other passes.
-Stabilized stabilized(const Builder& b) {
-  Stabilized s;
-  s.before = Program::from_json(b.str(), no_passes());
-  Graph g = Graph::parse(b.str(), nullptr, 0, "<t>");
-  passes::Editor e(g);
-  s.rewrites = passes::stabilize(e);
-  passes::dead_code(e);
-  s.after = Program::from_graph(std::move(g), no_passes());
-  return s;
-}
+Stabilized stabilized(const Builder& b) { return test::rewritten(b, passes::stabilize); }
 
 // Elemwise nodes of scalar op `op` (or nodes of tensor op `op`).
 int count(const std::shared_ptr<const Program>& p, const std::string& op) {

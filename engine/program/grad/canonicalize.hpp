@@ -34,10 +34,10 @@ int cholesky_of_llt(passes::Editor& e);
 // a + inc(zeros, y, i) -> inc(a, y, i) (inc_serialize.cpp); committed.
 int serialize_increments(passes::Editor& e);
 // a + b - a + 1 - 1 -> b: cancelled terms and folded scalar constants
-// through Add, Sub and Neg (cancel_terms.cpp); committed.
+// through Add, Sub and Neg (canonize.cpp); committed.
 int cancel_terms(passes::Editor& e);
 // -0.5 * x * 2 / s -> -(x / s): scalar constants and signs of a product
-// through Mul, TrueDiv and Neg folded, x / x gone (fold_factors.cpp); committed.
+// through Mul, TrueDiv and Neg folded, x / x gone (canonize.cpp); committed.
 int fold_factors(passes::Editor& e);
 
 }  // namespace ember::grad

@@ -4,7 +4,7 @@
 //   1. stabilization (engine/program/passes/stabilize.cpp) and dce, fold,
 //      cse and simplify on the forward graph; Subtensors of DimShuffles
 //      lifted (subtensor_lift.cpp), cholesky(L @ L.T) -> L (cholesky_llt.cpp),
-//      additive terms cancelled (cancel_terms.cpp)
+//      additive terms cancelled (canonize.cpp)
 //   2. sums of joins split into sums of their pieces; parameter checks
 //      (PyMC's CheckParameterValue, exported as CheckAndRaise
 //      with "parameter_check") become switch(all(conds), logp, -inf), or go,
@@ -17,7 +17,7 @@
 //      (blockwise_core.cpp), fills sunk through element-wise ops (fill_sink.cpp), sums of
 //      broadcasts become products (sum_broadcast.cpp), DimShuffles lifted
 //      through element-wise ops (dimshuffle_lift.cpp), products' constants
-//      folded (fold_factors.cpp), increments of zeros added to a gradient
+//      folded (canonize.cpp), increments of zeros added to a gradient
 //      made increments of it (inc_serialize.cpp), powers with constant
 //      exponents become cheaper ops (specialize.cpp), and
 //      stabilization again, on the gradient's forms
