@@ -13,6 +13,7 @@
 #include "ember/ember.hpp"
 #include "ember/error.hpp"
 #include "engine/graph/graph.hpp"
+#include "gradient_harness.hpp"
 #include "graph_builder.hpp"
 
 using namespace ember;
@@ -52,14 +53,7 @@ std::string model(bool check_bounds, json wrt_override = nullptr) {
   return d.dump();
 }
 
-std::pair<double, std::vector<double>> call(const std::shared_ptr<const Program>& p, const std::vector<double>& pt) {
-  Array a = Array::of<double>(Shape{1, {static_cast<int64_t>(pt.size())}}, pt);
-  std::vector<Tensor> t{a.t};
-  const std::vector<Array> out = p->call(std::span<const Tensor>(t.data(), t.size()));
-  std::vector<double> g(out.at(1).size());
-  for (size_t i = 0; i < g.size(); ++i) g[i] = out[1].t.at<double>(static_cast<int64_t>(i));
-  return {out[0].t.at<double>(0), g};
-}
+using test::call;
 
 }  // namespace
 

@@ -13,23 +13,9 @@ namespace {
 
 using nlohmann::json;
 
-struct Ctx {
-  Builder& b;
-  const NodeSpec& n;
-  const std::vector<int>& gz;
-  const std::vector<char>& need;
-  const std::string& where;
-  std::vector<int> out;
-
-  [[noreturn]] void no_rule(const std::string& why) const { throw NoRule(where + ": " + why); }
-  int in(int i) const { return n.inputs[i]; }
-  int ndim(int v) const { return b.ndim(v); }
-  Shape shape(int v) const { return b.spec(v).static_shape; }
-  // The contribution to input i: cast to its dtype, summed to its pattern.
-  void give(int i, int g) {
-    if (g < 0 || !need[i]) return;
-    out[i] = b.sum_to(b.cast(g, b.dtype(in(i))), shape(in(i)));
-  }
+// The adjoint kit (adjoint_kit.hpp) and a constant operand's value.
+struct Ctx : Kit {
+  using Kit::Kit;
   int const_int(int v, const char* what) const {
     if (!b.e.is_constant(v)) no_rule(std::string(what) + " is not a constant");
     const Tensor t = b.e.constant(v);
@@ -38,14 +24,6 @@ struct Ctx {
     return static_cast<int>(x);
   }
 };
-
-// v (a reduction's result) with length-1 axes put back at `axes`.
-int unreduce(Ctx& c, int v, const std::vector<int>& axes, int nd) {
-  std::vector<int> order;
-  int k = 0;
-  for (int d = 0; d < nd; ++d) order.push_back(std::binary_search(axes.begin(), axes.end(), d) ? -1 : k++);
-  return c.b.dimshuffle(v, order);
-}
 
 void elemwise(Ctx& c) {
   const json& so = c.n.attrs.at("scalar_op");
@@ -84,14 +62,14 @@ void dimshuffle(Ctx& c) {
 
 void reduce_sum(Ctx& c) {
   const int x = c.in(0), nd = c.ndim(x);
-  const int g = unreduce(c, c.gz[0], reduce_axes(c.n.attrs, nd), nd);
+  const int g = c.unreduce(c.gz[0], reduce_axes(c.n.attrs, nd), nd);
   c.give(0, c.b.elem("Second", {x, c.b.cast(g, c.b.dtype(x))}, c.b.dtype(x)));
 }
 
 void reduce_extremum(Ctx& c) {  // Max, Min: the gradient goes to every element equal to the result
   const int x = c.in(0), nd = c.ndim(x);
   const std::vector<int> axes = reduce_axes(c.n.attrs, nd);
-  const int g = unreduce(c, c.gz[0], axes, nd), z = unreduce(c, c.n.outputs[0], axes, nd);
+  const int g = c.unreduce(c.gz[0], axes, nd), z = c.unreduce(c.n.outputs[0], axes, nd);
   c.give(0, c.b.elem("Mul", {g, c.b.elem("EQ", {x, z}, DType::Bool)}, c.b.dtype(x)));
 }
 
@@ -370,7 +348,7 @@ void cumop(Ctx& c) {
 
 std::vector<int> adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& gz, const std::vector<char>& need,
                          const std::string& where) {
-  Ctx c{b, n, gz, need, where, std::vector<int>(n.inputs.size(), -1)};
+  Ctx c(b, n, gz, need, where);
   const std::optional<TensorOp> op = find_tensor_op(n.op);
   if (!op) c.no_rule("no adjoint for op " + n.op);
   bool any = false;
