@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "engine/program/grad/adjoints.hpp"
 #include "interp/vm.hpp"
 
 namespace ember::fuzz {
@@ -18,26 +19,13 @@ using nlohmann::json;
 
 namespace {
 
-// The derivative column, read here to pick ops and their constant operands.
-struct Row {
-  ScalarOp op;
-  const char* d[3];
-};
-constexpr Row kRows[] = {
-#define G(E, a, b, c) {ScalarOp::E, {a, b, c}},
-#include "interp/scalar_grad.def"
-#undef G
-};
-
 bool chance(Rng& rng, double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
 int irange(Rng& rng, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
 double uniform(Rng& rng, double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
 
 int arity_of(ScalarOp op) { return interp::op_info(op).arity; }
-bool undefined(ScalarOp op, int k) {
-  const int a = arity_of(op);
-  return std::string_view(kRows[static_cast<int>(op)].d[a < 0 ? 0 : k]) == "undefined";
-}
+// The derivative column picks the ops and their constant operands.
+bool undefined(ScalarOp op, int k) { return grad::derivative_rule(op, k) == "undefined"; }
 
 // Float ops, Switch, and ops whose undefined operands can be constants
 // (PolyGamma's order, GammaInc's and BetaInc's shapes); not Mod (no rule).

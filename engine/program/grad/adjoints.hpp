@@ -7,6 +7,7 @@
 
 #include "engine/program/grad/builder.hpp"
 #include "engine/program/grad/grad.hpp"
+#include "interp/scalar_op.hpp"
 
 namespace ember::grad {
 
@@ -22,6 +23,10 @@ struct ElemwiseEnv {
 // The contribution (in the output's shape, not yet summed to the input's) of
 // a scalar op's input `env.wrt`, or -1 when it is zero. Throws NoRule.
 int scalar_adjoint(Builder& b, std::string_view scalar_op, const ElemwiseEnv& env, const std::string& where);
+
+// The derivative column's text for input k of op (a variadic op's one
+// rule): an expression, "zero" or "undefined".
+std::string_view derivative_rule(interp::ScalarOp op, int k);
 
 // An Elemwise over a Composite: each input's contribution in the output's
 // shape (not yet cast or summed to the input's), -1 when none. Throws NoRule

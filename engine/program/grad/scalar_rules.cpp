@@ -124,12 +124,14 @@ class Expr {
 
 }  // namespace
 
+std::string_view derivative_rule(ScalarOp op, int k) {
+  return kRules[static_cast<int>(op)].d[interp::op_info(op).arity < 0 ? 0 : k];
+}
+
 int scalar_adjoint(Builder& b, std::string_view scalar_op, const ElemwiseEnv& env, const std::string& where) {
   const std::optional<ScalarOp> op = interp::scalar_op_from_name(scalar_op);
   if (!op) throw NoRule(where + ": no derivative rule for scalar op " + std::string(scalar_op));
-  const interp::ScalarOpInfo& info = interp::op_info(*op);
-  const Rule& r = kRules[static_cast<int>(*op)];
-  const std::string_view text = r.d[info.arity < 0 ? 0 : env.wrt];
+  const std::string_view text = derivative_rule(*op, env.wrt);
   if (text == "zero") return -1;
   if (text.empty() || text == "undefined")
     throw NoRule(where + ": no derivative rule for input " + std::to_string(env.wrt) + " of scalar op " +
