@@ -14,7 +14,8 @@
 //   log(erfc(x)) -> log(erfcx(x)) - x^2 where x > 0
 //   log(exp(x) + exp(y)) -> m + log(exp(x - m) + exp(y - m)), m = max(x, y)
 //   log(exp(x) - exp(y)) -> x + log1mexp(y - x)
-//   log(softmax(x)) -> log_softmax(x)
+//   log(softmax(x)) -> log_softmax(x); log(exp(x) / y) -> x - log(y); both
+//     also through Subtensor, advanced indexing and DimShuffle
 //   a * switch(c, 0, y) -> switch(c, 0, a * y) (and with 0 the other branch)
 //
 // Unlike the other passes these change bits: the result is the accurate
@@ -122,6 +123,8 @@ class Stabilizer {
 
   int log1p_special(int x, bool minus);
   int log_of(int u);
+  int log_normalized(int u);
+  int log_through_index(int u);
   int affine(int o);
   int divide(const std::string& s, const std::vector<int>& in);
   int log_erfc(int x);
@@ -169,7 +172,22 @@ int Stabilizer::log_of(int u) {
     if (x < 0 || y < 0) continue;
     return s[0] == 'A' ? log_add_exp(x, y) : log_diff_exp(x, y);
   }
-  // Softmax's output underflows to 0 where its log is finite.
+  if (const int r = log_normalized(u); r >= 0) return r;
+  return log_through_index(u);
+}
+
+// log of a normalized exponential, whose entries underflow to 0 where their
+// logs are finite: log(softmax(x)) -> log_softmax(x), and log(exp(x) / y) ->
+// x - log(y), the exact identity (PyTensor makes a Softmax of exp(x) /
+// sum(exp(x)), local_softmax_stabilize, then a LogSoftmax). -1 if neither.
+int Stabilizer::log_normalized(int u) {
+  if (const std::vector<int> q = def(u, "TrueDiv"); q.size() == 2) {
+    const int x = arg(q[0], "Exp");
+    if (x >= 0 && var(x).dtype == dt) {
+      const int l = ew("Log", {q[1]});
+      return ew("Sub", {x, l});
+    }
+  }
   if (const int p = e.producer(u); p >= 0 && is_op(g.nodes[p], TensorOp::Softmax) &&
                                    g.nodes[p].inputs.size() == 1 && g.nodes[p].outputs.size() == 1 &&
                                    var(u).dtype == dt) {
@@ -185,6 +203,39 @@ int Stabilizer::log_of(int u) {
     return out;
   }
   return -1;
+}
+
+// log(index(v)) -> index(log(v)) through a chain of Subtensor, advanced
+// indexing and DimShuffle nodes when log(v) is log_normalized, as PyTensor's
+// local_logsoftmax lifts them: the same entries, each log taken where it is
+// accurate. Only then: elsewhere the log of all of v may cost more than of
+// the entries selected.
+int Stabilizer::log_through_index(int u) {
+  std::vector<int> chain;
+  int v = u;
+  for (int p = e.producer(v); p >= 0 && !e.removed(p); p = e.producer(v)) {
+    const NodeSpec& n = g.nodes[p];
+    const std::optional<TensorOp> op = find_tensor_op(n.op);
+    const bool index = op == TensorOp::Subtensor || op == TensorOp::AdvancedSubtensor ||
+                       op == TensorOp::AdvancedSubtensor1 || op == TensorOp::DimShuffle;
+    if (!index || n.inputs.empty() || n.outputs.size() != 1 || var(v).dtype != dt) break;
+    chain.push_back(p);
+    v = e.resolve(n.inputs[0]);
+  }
+  if (chain.empty() || var(v).dtype != dt) return -1;
+  int r = log_normalized(v);
+  if (r < 0) return -1;
+  for (auto k = chain.rbegin(); k != chain.rend(); ++k) {
+    NodeSpec n = g.nodes[*k];  // a copy: add_node may move the node list
+    for (int& i : n.inputs) i = e.resolve(i);
+    n.inputs[0] = r;
+    VarSpec out = var(n.outputs[0]);
+    out.name.clear();
+    r = e.add_var(out);
+    n.outputs = {r};
+    e.add_node(std::move(n), at);
+  }
+  return r;
 }
 
 // The Add or Sub defining o, c +- y with c = +-1: exp, erf, erfc and sigmoid
