@@ -337,6 +337,97 @@ TEST_CASE("stabilize_log_softmax_becomes_log_softmax_op", "[stabilize]") {
   CHECK(std::isinf(run(s.before, {0, 800, -800})[0]));
 }
 
+// exp(x) / sum(exp(x)): the simplex transform's backward, whose entries
+// underflow to 0 where their logs (a Dirichlet's, a Categorical's) are finite.
+int normalized_exp(Builder& b, int x) {
+  const int ex = b.ew("Exp", {x}, "float64", {nullptr});
+  const int sum = b.node("Sum", {ex}, "float64", json::array(), {{"axis", nullptr}});
+  const int den = b.node("DimShuffle", {sum}, "float64", {1}, {{"new_order", {"x"}}});
+  return b.ew("TrueDiv", {ex, den}, "float64", {nullptr});
+}
+
+TEST_CASE("stabilize_log_of_exp_over_y_becomes_x_minus_log_y", "[stabilize]") {
+  Builder b = unary([](Builder& b, int x) { return b.ew("Log", {normalized_exp(b, x)}, "float64", {nullptr}); });
+  const Stabilized s = stabilized(b);
+  CHECK(s.rewrites == 1);
+  CHECK(count(s.after, "TrueDiv") == 0);
+  CHECK(count(s.after, "Sub") == 1);
+  // exp(-800) is 0: the original's log is -inf.
+  const std::vector<double> x{0, -800, -1};
+  CHECK(std::isinf(run(s.before, x)[1]));
+  const double lse = std::log1p(std::exp(-1.0));
+  const std::vector<double> got = run(s.after, x);
+  CHECK(got[0] == -lse);
+  CHECK(got[1] == -800 - lse);
+  CHECK(got[2] == -1 - lse);
+  const std::vector<double> mid{0.5, -1.5, 2, 0.25}, a = run(s.before, mid), c = run(s.after, mid);
+  for (size_t i = 0; i < mid.size(); ++i) CHECK(ulps(a[i], c[i]) <= 4);
+}
+
+TEST_CASE("stabilize_lifts_indexing_between_a_log_and_a_normalized_exponential", "[stabilize]") {
+  // log(expand_dims(q[idx])) -> expand_dims(log(q)[idx]), as PyTensor lifts
+  // them between log and a softmax; a log of other indexed values stays.
+  for (int form = 0; form < 2; ++form) {
+    INFO("form " << form);
+    Builder b = unary([&](Builder& b, int x) {
+      const int q = form == 0 ? normalized_exp(b, x) : b.ew("Exp", {x}, "float64", {nullptr});
+      const int idx = b.constant("int64", {2}, {1, 0});
+      const int sel = b.node("AdvancedSubtensor1", {q, idx}, "float64", {2});
+      const int row = b.node("DimShuffle", {sel}, "float64", {1, 2}, {{"new_order", {"x", 0}}});
+      return b.ew("Log", {row}, "float64", {1, 2});
+    });
+    const Stabilized s = stabilized(b);
+    if (form == 1) {  // log(exp(x)) is stable only unindexed: not lifted (its cost would grow)
+      CHECK(s.rewrites == 0);
+      continue;
+    }
+    CHECK(s.rewrites == 1);
+    CHECK(count(s.after, "TrueDiv") == 0);
+    CHECK(count(s.after, "AdvancedSubtensor1") == 1);
+    CHECK(count(s.after, "DimShuffle") == 2);
+    const std::vector<double> x{0, -800, -1};
+    CHECK(std::isinf(run(s.before, x)[0]));
+    const double lse = std::log1p(std::exp(-1.0));
+    const std::vector<double> got = run(s.after, x);
+    REQUIRE(got.size() == 2);
+    CHECK(got[0] == -800 - lse);
+    CHECK(got[1] == -lse);
+  }
+}
+
+TEST_CASE("stabilize_sums_constants_and_cancels_terms_of_a_sum", "[stabilize]") {
+  // A negative binomial's (y + n - 1) + 1 and ((y + n - 1) - y) + 1 with a
+  // tiny n: n - 1 + 1 is 0 in float64, gammaln(0) is inf.
+  for (int form = 0; form < 2; ++form) {
+    INFO("form " << form);
+    Builder b;
+    const int n = b.input("float64", {1}, "n");
+    const int y = b.constant("int64", {3}, {0, 2, 5});
+    const int c = one(b);
+    const int m = b.ew("Sub", {b.ew("Add", {y, n}, "float64", {3}), c}, "float64", {3});
+    const int inner = form == 0 ? m : b.ew("Sub", {m, y}, "float64", {3});
+    b.outputs = {b.ew("Add", {inner, c}, "float64", {3})};
+    const Stabilized s = stabilized(b);
+    CHECK(s.rewrites == (form == 0 ? 1 : 2));
+    CHECK(count(s.after, "Sub") == 0);
+    CHECK(count(s.after, "Second") == form);  // y still gives the output its length 3
+    CHECK(run(s.before, {1e-20})[0] == 0);
+    const std::vector<double> got = run(s.after, {1e-20});
+    REQUIRE(got.size() == 3);
+    for (int i = 0; i < 3; ++i) CHECK(got[i] == (form == 0 ? std::vector<double>{0, 2, 5}[i] + 1e-20 : 1e-20));
+    const std::vector<double> a = run(s.before, {0.75}), z = run(s.after, {0.75});
+    for (int i = 0; i < 3; ++i) CHECK(ulps(a[i], z[i]) <= 2);
+  }
+}
+
+TEST_CASE("stabilize_leaves_a_sum_with_one_constant_and_nothing_to_cancel", "[stabilize]") {
+  Builder b = unary([](Builder& b, int x) {
+    const int u = b.ew("Add", {x, b.ew("Exp", {x}, "float64", {nullptr})}, "float64", {nullptr});
+    return b.ew("Sub", {u, one(b)}, "float64", {nullptr});
+  });
+  CHECK(stabilized(b).rewrites == 0);
+}
+
 TEST_CASE("stabilize_leaves_rewrites_that_would_change_the_output_shape", "[stabilize]") {
   // The 1 is what gives log(1 + x) its length 3: log1p(x) would have length 1.
   Builder b;

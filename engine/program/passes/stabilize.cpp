@@ -14,8 +14,11 @@
 //   log(erfc(x)) -> log(erfcx(x)) - x^2 where x > 0
 //   log(exp(x) + exp(y)) -> m + log(exp(x - m) + exp(y - m)), m = max(x, y)
 //   log(exp(x) - exp(y)) -> x + log1mexp(y - x)
-//   log(softmax(x)) -> log_softmax(x)
+//   log(softmax(x)) -> log_softmax(x); log(exp(x) / y) -> x - log(y); both
+//     also through Subtensor, advanced indexing and DimShuffle
 //   a * switch(c, 0, y) -> switch(c, 0, a * y) (and with 0 the other branch)
+//   sums of Add, Sub and Neg: terms that cancel dropped, constants summed
+//     ((y + n - 1) + 1 -> y + n, where n + -1 + 1 is 0 for n < 1e-16)
 //
 // Unlike the other passes these change bits: the result is the accurate
 // value where the original was inf, nan or cancelled, and within a few ulp
@@ -25,6 +28,7 @@
 // output's broadcast pattern (the dropped 1 may not shape the output). The
 // matched nodes stay for their other users; dce removes the rest. The nodes
 // a rewrite adds are not matched again (log(erfc) builds a log(erfc)).
+#include <algorithm>
 #include <cmath>
 
 #include "engine/program/passes/editor.hpp"
@@ -133,12 +137,16 @@ class Stabilizer {
 
   int log1p_special(int x, bool minus);
   int log_of(int u);
+  int log_normalized(int u);
+  int log_through_index(int u);
   int affine(int o);
   int divide(const std::string& s, const std::vector<int>& in);
   int log_erfc(int x);
   int log_add_exp(int x, int y);
   int log_diff_exp(int x, int y);
   int mul_switch_sink(const std::vector<int>& in);
+  int add_canonical(int o);
+  void terms(int v, bool minus, std::vector<std::pair<int, bool>>& out, std::vector<int>& shapers) const;
   int div_switch_sink(const std::vector<int>& in);
 };
 
@@ -180,7 +188,22 @@ int Stabilizer::log_of(int u) {
     if (x < 0 || y < 0) continue;
     return s[0] == 'A' ? log_add_exp(x, y) : log_diff_exp(x, y);
   }
-  // Softmax's output underflows to 0 where its log is finite.
+  if (const int r = log_normalized(u); r >= 0) return r;
+  return log_through_index(u);
+}
+
+// log of a normalized exponential, whose entries underflow to 0 where their
+// logs are finite: log(softmax(x)) -> log_softmax(x), and log(exp(x) / y) ->
+// x - log(y), the exact identity (PyTensor makes a Softmax of exp(x) /
+// sum(exp(x)), local_softmax_stabilize, then a LogSoftmax). -1 if neither.
+int Stabilizer::log_normalized(int u) {
+  if (const std::vector<int> q = def(u, "TrueDiv"); q.size() == 2) {
+    const int x = arg(q[0], "Exp");
+    if (x >= 0 && var(x).dtype == dt) {
+      const int l = ew("Log", {q[1]});
+      return ew("Sub", {x, l});
+    }
+  }
   if (const int p = e.producer(u); p >= 0 && is_op(g.nodes[p], TensorOp::Softmax) &&
                                    g.nodes[p].inputs.size() == 1 && g.nodes[p].outputs.size() == 1 &&
                                    var(u).dtype == dt) {
@@ -196,6 +219,39 @@ int Stabilizer::log_of(int u) {
     return out;
   }
   return -1;
+}
+
+// log(index(v)) -> index(log(v)) through a chain of Subtensor, advanced
+// indexing and DimShuffle nodes when log(v) is log_normalized, as PyTensor's
+// local_logsoftmax lifts them: the same entries, each log taken where it is
+// accurate. Only then: elsewhere the log of all of v may cost more than of
+// the entries selected.
+int Stabilizer::log_through_index(int u) {
+  std::vector<int> chain;
+  int v = u;
+  for (int p = e.producer(v); p >= 0 && !e.removed(p); p = e.producer(v)) {
+    const NodeSpec& n = g.nodes[p];
+    const std::optional<TensorOp> op = find_tensor_op(n.op);
+    const bool index = op == TensorOp::Subtensor || op == TensorOp::AdvancedSubtensor ||
+                       op == TensorOp::AdvancedSubtensor1 || op == TensorOp::DimShuffle;
+    if (!index || n.inputs.empty() || n.outputs.size() != 1 || var(v).dtype != dt) break;
+    chain.push_back(p);
+    v = e.resolve(n.inputs[0]);
+  }
+  if (chain.empty() || var(v).dtype != dt) return -1;
+  int r = log_normalized(v);
+  if (r < 0) return -1;
+  for (auto k = chain.rbegin(); k != chain.rend(); ++k) {
+    NodeSpec n = g.nodes[*k];  // a copy: add_node may move the node list
+    for (int& i : n.inputs) i = e.resolve(i);
+    n.inputs[0] = r;
+    VarSpec out = var(n.outputs[0]);
+    out.name.clear();
+    r = e.add_var(out);
+    n.outputs = {r};
+    e.add_node(std::move(n), at);
+  }
+  return r;
 }
 
 // The Add or Sub defining o, c +- y with c = +-1: exp, erf, erfc and sigmoid
@@ -291,6 +347,70 @@ int Stabilizer::log_diff_exp(int x, int y) {
   return ew("Switch", {none, x, sum});
 }
 
+// The signed terms of v through Add, Sub and Neg in dtype dt, and through
+// the fills (Second) an earlier rewrite left, their shapers collected.
+void Stabilizer::terms(int v, bool minus, std::vector<std::pair<int, bool>>& out, std::vector<int>& shapers) const {
+  if (const std::vector<int> in = def(v, "Add"); !in.empty()) {
+    for (int i : in) terms(i, minus, out, shapers);
+  } else if (const std::vector<int> d = def(v, "Sub"); d.size() == 2) {
+    terms(d[0], minus, out, shapers);
+    terms(d[1], !minus, out, shapers);
+  } else if (const int x = arg(v, "Neg"); x >= 0) {
+    terms(x, !minus, out, shapers);
+  } else if (const std::vector<int> f = def(v, "Second"); f.size() == 2) {
+    shapers.push_back(f[0]);
+    terms(f[1], minus, out, shapers);
+  } else {
+    out.push_back({v, minus});
+  }
+}
+
+// A sum of Adds, Subs and Negs with terms that cancel or constants to sum,
+// as PyTensor's local_add_canonizer: the same terms once each, the constants
+// summed into one, last. Drops cancel exactly what the original would round
+// away or make inf - inf of (a tiny n in (y + n - 1) + 1). The terms dropped
+// still give the output its shape (a fill, Second, of each as needed).
+int Stabilizer::add_canonical(int o) {
+  std::vector<std::pair<int, bool>> t;
+  std::vector<int> dropped;
+  terms(o, false, t, dropped);
+  std::vector<std::pair<int, bool>> kept;
+  double c = 0;
+  int n_const = 0, n_cancel = 0;
+  for (const auto& [v, minus] : t) {
+    if (e.is_constant(v)) {
+      const Tensor k = e.constant(v);
+      if (k.size() > 0 && k.dtype != DType::Bool) {
+        double x = 0;
+        dtype_dispatch(k.dtype, [&](auto z) { x = static_cast<double>(k.at<decltype(z)>(0)); });
+        if (std::abs(x) <= 0x1p53 && constant_all(e, v, x)) {  // integers exactly
+          c += minus ? -x : x;
+          ++n_const;
+          dropped.push_back(v);
+          continue;
+        }
+      }
+    }
+    auto it = std::find_if(kept.begin(), kept.end(), [&](const auto& p) { return p.first == v && p.second != minus; });
+    if (it != kept.end()) {
+      kept.erase(it);
+      dropped.push_back(v);
+      ++n_cancel;
+      continue;
+    }
+    kept.push_back({v, minus});
+  }
+  if (n_cancel == 0 && n_const < 2) return -1;
+  std::vector<int> pos, neg_terms;  // other dtypes cast, as the sum upcast them
+  for (const auto& [v, minus] : kept) (minus ? neg_terms : pos).push_back(var(v).dtype == dt ? v : ew("Cast", {v}));
+  if (c != 0 || kept.empty()) pos.push_back(constant(c, o));
+  int r = pos.size() == 1 ? pos[0] : ew("Add", pos);
+  if (!neg_terms.empty()) r = ew("Sub", {r, neg_terms.size() == 1 ? neg_terms[0] : ew("Add", neg_terms)});
+  for (int d : dropped)
+    if (!same_broadcast_pattern(var(r).static_shape, os)) r = ew("Second", {d, r});
+  return same_broadcast_pattern(var(r).static_shape, os) ? r : -1;
+}
+
 // a * switch(c, 0, y) -> switch(c, 0, a * y): where the switch gives 0, an
 // infinite a (or its gradient) would make nan of it. Operands and so the
 // output's shape are the same; the constant 0 is the switch's own.
@@ -341,7 +461,8 @@ int Stabilizer::run() {
     int r = -1;
     if (s == "Log" && in.size() == 1) r = log_of(in[0]);
     else if (s == "Log1p" && in.size() == 1) r = log1p_special(in[0], false);
-    else if ((s == "Add" || s == "Sub") && in.size() == 2) r = affine(o);
+    else if ((s == "Add" || s == "Sub") && in.size() == 2 && (r = affine(o)) >= 0) {}
+    else if (s == "Add" || s == "Sub") r = add_canonical(o);
     else if (s == "Mul" && in.size() >= 2) r = mul_switch_sink(in);
     else if (s == "TrueDiv" && in.size() == 2 && (r = div_switch_sink(in)) >= 0) {}
     else if ((s == "TrueDiv" && in.size() == 2) || (s == "Reciprocal" && in.size() == 1)) r = divide(s, in);
