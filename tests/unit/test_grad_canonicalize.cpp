@@ -263,3 +263,28 @@ TEST_CASE("cholesky of L L^T is L for an L set into zeros on and below the diago
     for (int64_t i = 0; i < 9; ++i) CHECK(got[0].t.at<double>(i) == Approx(want[0].t.at<double>(i)).epsilon(1e-13));
   }
 }
+
+TEST_CASE("a tiny parameter's sum with cancelling constants keeps its digits", "[gradient]") {
+  // A negative binomial's (y + n - 1) + 1 and ((y + n - 1) - y) + 1 with a
+  // tiny n: n - 1 + 1 is 0 in float64, and gammaln(0) is inf.
+  for (int form = 0; form < 2; ++form) {
+    INFO("form " << form);
+    Builder b;
+    const int n = b.input("float64", {1}, "n");
+    const int y = b.constant("int64", {3}, {0, 2, 5});
+    const int c = b.constant("float64", {1}, {1.0});
+    const int m = b.ew("Sub", {b.ew("Add", {y, n}, "float64", {3}), c}, "float64", {3});
+    const int inner = form == 0 ? m : b.ew("Sub", {m, y}, "float64", {3});
+    b.outputs = {b.ew("Add", {inner, c}, "float64", {3})};
+    const Rewritten r = rewritten(b, grad::cancel_terms);
+    CHECK(r.rewrites == (form == 0 ? 1 : 2));
+    CHECK(operand_shapes(r.after, "Sub").empty());
+    CHECK(operand_shapes(r.after, "Second").size() == static_cast<size_t>(form));  // y still gives the length 3
+    CHECK(run(r.before, {1e-20})[0] == 0);
+    const std::vector<double> got = run(r.after, {1e-20});
+    REQUIRE(got.size() == 3);
+    for (int i = 0; i < 3; ++i) CHECK(got[i] == (form == 0 ? std::vector<double>{0, 2, 5}[i] + 1e-20 : 1e-20));
+    const std::vector<double> a = run(r.before, {0.75}), z = run(r.after, {0.75});
+    for (int i = 0; i < 3; ++i) CHECK(z[i] == Approx(a[i]).epsilon(1e-15));
+  }
+}

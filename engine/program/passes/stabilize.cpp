@@ -17,8 +17,6 @@
 //   log(softmax(x)) -> log_softmax(x); log(exp(x) / y) -> x - log(y); both
 //     also through Subtensor, advanced indexing and DimShuffle
 //   a * switch(c, 0, y) -> switch(c, 0, a * y) (and with 0 the other branch)
-//   sums of Add, Sub and Neg: terms that cancel dropped, constants summed
-//     ((y + n - 1) + 1 -> y + n, where n + -1 + 1 is 0 for n < 1e-16)
 //
 // Unlike the other passes these change bits: the result is the accurate
 // value where the original was inf, nan or cancelled, and within a few ulp
@@ -145,8 +143,6 @@ class Stabilizer {
   int log_add_exp(int x, int y);
   int log_diff_exp(int x, int y);
   int mul_switch_sink(const std::vector<int>& in);
-  int add_canonical(int o);
-  void terms(int v, bool minus, std::vector<std::pair<int, bool>>& out, std::vector<int>& shapers) const;
   int div_switch_sink(const std::vector<int>& in);
 };
 
@@ -347,70 +343,6 @@ int Stabilizer::log_diff_exp(int x, int y) {
   return ew("Switch", {none, x, sum});
 }
 
-// The signed terms of v through Add, Sub and Neg in dtype dt, and through
-// the fills (Second) an earlier rewrite left, their shapers collected.
-void Stabilizer::terms(int v, bool minus, std::vector<std::pair<int, bool>>& out, std::vector<int>& shapers) const {
-  if (const std::vector<int> in = def(v, "Add"); !in.empty()) {
-    for (int i : in) terms(i, minus, out, shapers);
-  } else if (const std::vector<int> d = def(v, "Sub"); d.size() == 2) {
-    terms(d[0], minus, out, shapers);
-    terms(d[1], !minus, out, shapers);
-  } else if (const int x = arg(v, "Neg"); x >= 0) {
-    terms(x, !minus, out, shapers);
-  } else if (const std::vector<int> f = def(v, "Second"); f.size() == 2) {
-    shapers.push_back(f[0]);
-    terms(f[1], minus, out, shapers);
-  } else {
-    out.push_back({v, minus});
-  }
-}
-
-// A sum of Adds, Subs and Negs with terms that cancel or constants to sum,
-// as PyTensor's local_add_canonizer: the same terms once each, the constants
-// summed into one, last. Drops cancel exactly what the original would round
-// away or make inf - inf of (a tiny n in (y + n - 1) + 1). The terms dropped
-// still give the output its shape (a fill, Second, of each as needed).
-int Stabilizer::add_canonical(int o) {
-  std::vector<std::pair<int, bool>> t;
-  std::vector<int> dropped;
-  terms(o, false, t, dropped);
-  std::vector<std::pair<int, bool>> kept;
-  double c = 0;
-  int n_const = 0, n_cancel = 0;
-  for (const auto& [v, minus] : t) {
-    if (e.is_constant(v)) {
-      const Tensor k = e.constant(v);
-      if (k.size() > 0 && k.dtype != DType::Bool) {
-        double x = 0;
-        dtype_dispatch(k.dtype, [&](auto z) { x = static_cast<double>(k.at<decltype(z)>(0)); });
-        if (std::abs(x) <= 0x1p53 && constant_all(e, v, x)) {  // integers exactly
-          c += minus ? -x : x;
-          ++n_const;
-          dropped.push_back(v);
-          continue;
-        }
-      }
-    }
-    auto it = std::find_if(kept.begin(), kept.end(), [&](const auto& p) { return p.first == v && p.second != minus; });
-    if (it != kept.end()) {
-      kept.erase(it);
-      dropped.push_back(v);
-      ++n_cancel;
-      continue;
-    }
-    kept.push_back({v, minus});
-  }
-  if (n_cancel == 0 && n_const < 2) return -1;
-  std::vector<int> pos, neg_terms;  // other dtypes cast, as the sum upcast them
-  for (const auto& [v, minus] : kept) (minus ? neg_terms : pos).push_back(var(v).dtype == dt ? v : ew("Cast", {v}));
-  if (c != 0 || kept.empty()) pos.push_back(constant(c, o));
-  int r = pos.size() == 1 ? pos[0] : ew("Add", pos);
-  if (!neg_terms.empty()) r = ew("Sub", {r, neg_terms.size() == 1 ? neg_terms[0] : ew("Add", neg_terms)});
-  for (int d : dropped)
-    if (!same_broadcast_pattern(var(r).static_shape, os)) r = ew("Second", {d, r});
-  return same_broadcast_pattern(var(r).static_shape, os) ? r : -1;
-}
-
 // a * switch(c, 0, y) -> switch(c, 0, a * y): where the switch gives 0, an
 // infinite a (or its gradient) would make nan of it. Operands and so the
 // output's shape are the same; the constant 0 is the switch's own.
@@ -461,8 +393,7 @@ int Stabilizer::run() {
     int r = -1;
     if (s == "Log" && in.size() == 1) r = log_of(in[0]);
     else if (s == "Log1p" && in.size() == 1) r = log1p_special(in[0], false);
-    else if ((s == "Add" || s == "Sub") && in.size() == 2 && (r = affine(o)) >= 0) {}
-    else if (s == "Add" || s == "Sub") r = add_canonical(o);
+    else if ((s == "Add" || s == "Sub") && in.size() == 2) r = affine(o);
     else if (s == "Mul" && in.size() >= 2) r = mul_switch_sink(in);
     else if (s == "TrueDiv" && in.size() == 2 && (r = div_switch_sink(in)) >= 0) {}
     else if ((s == "TrueDiv" && in.size() == 2) || (s == "Reciprocal" && in.size() == 1)) r = divide(s, in);
