@@ -159,7 +159,7 @@ def test_an_op_without_a_rule_makes_the_whole_graph_fall_back(name, op):
 # ---- tail points -------------------------------------------------------------------------------
 
 TAIL_MODELS = ["beta_regression", "logistic_glm", "horseshoe", "simplex_categorical", "normal_mixture",
-               "negative_binomial"]
+               "negative_binomial", "weibull_survival"]
 TAIL_VALUES = [30.0, -30.0, 300.0, -300.0, 700.0, -700.0]
 TAIL_RTOL = 1e-8
 PER_VARIABLE = 3  # coordinates of each value variable set to the tail value one at a time
