@@ -1,15 +1,16 @@
 """Model to first gradient and to nutpie's first draw, cold and warm, in fresh processes; the report of it.
 
     python bench/driver/startup.py startup [--workloads seed:6x8,seed:15x20,radon,eight_schools]
-        [--backends ember,ember-native,ember-fast_run,numba,jax] [--reps 3] [--out bench/results/startup.json]
+        [--backends ember,ember-stabilize,ember-fast_run,numba,jax] [--reps 3] [--out bench/results/startup.json]
     python bench/driver/startup.py report [--results bench/results/startup.json] [--md docs/benchmarks.md]
 
 startup: per workload (the seed grid's hierarchical LogNormal, `seed:GROUPSxSHARED`; radon; eight schools,
 non-centered; all from ember.testing.models; or `suite:NAME`, a model of bench/suite/models.py) and repetition, each backend in turn (the order rotates per
 repetition) runs twice in fresh processes: "cold" with empty caches (EMBER_CACHE_DIR, NUMBA_CACHE_DIR, PyTensor's
 compiledir and JAX's compilation cache in a new temporary directory), then "warm" with the caches the cold run
-filled. Backends: `ember` (ember.nutpie.compile_pymc_model, its default preparation), `ember-native` and `ember-fast_run` (the
-same with prepare="native": Ember differentiates model.logp(), or "fast_run": PyTensor's fast_run pass; cold only), `numba` and `jax` (nutpie.compile_pymc_model with
+filled. Backends: `ember` (ember.nutpie.compile_pymc_model, its default preparation, "native": Ember differentiates
+model.logp()), `ember-native`, `ember-stabilize` and `ember-fast_run` (the same with that prepare: "stabilize" is
+PyTensor's gradient, "fast_run" PyTensor's fast_run pass; cold only), `numba` and `jax` (nutpie.compile_pymc_model with
 that backend; JAX runs in .venv-jax, made by bench/driver/setup-jax.sh, and is skipped when that is absent).
 A child times, from a built pm.Model: ttfg = compile plus one logp+gradient call at the initial point;
 first draw = that plus nutpie.sample(draws=1, tune=1, chains=1). RSS growth = peak RSS minus the RSS after
@@ -38,8 +39,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 RESULTS = os.path.join(ROOT, "bench", "results", "startup.json")
 JAX_PYTHON = os.path.join(ROOT, ".venv-jax", "bin", "python")
-MODES = {"ember": ("cold", "warm"), "ember-native": ("cold",), "ember-fast_run": ("cold",), "numba": ("cold", "warm"), "jax": ("cold", "warm")}
-EMBER_BACKENDS = ("ember", "ember-native", "ember-fast_run")
+MODES = {"ember": ("cold", "warm"), "ember-native": ("cold",), "ember-stabilize": ("cold",), "ember-fast_run": ("cold",),
+         "numba": ("cold", "warm"), "jax": ("cold", "warm")}
+EMBER_BACKENDS = ("ember", "ember-native", "ember-stabilize", "ember-fast_run")
 EMBER_OWN = ("cache_key", "export", "cache_store", "load", "first_call")
 BEGIN, END = "<!-- startup:begin -->", "<!-- startup:end -->"
 
@@ -111,6 +113,7 @@ def child(args):
            "versions": versions}
     if args.backend.startswith("ember"):
         out["timings"] = dict(compiled.timings)
+        out["prepare"] = prepare or enutpie.DEFAULT_PREPARE
     print("RESULT " + json.dumps(out), flush=True)
 
 
@@ -256,11 +259,12 @@ def report(args):
          "**warm**: a second process on the same model with the caches the cold run filled. **ttfg**: compile and "
          "one logp+gradient call at the initial point; **first draw**: that plus `nutpie.sample(draws=1, tune=1, "
          "chains=1)`. **RSS growth**: peak RSS minus RSS after importing pymc, nutpie and the backend. "
-         "`ember` is `ember.nutpie.compile_pymc_model` with its default preparation (`prepare=\"stabilize\"`: "
-         "PyTensor's canonicalize, stabilize, `pt.grad` and specialize, the rest in ember's loader); `ember-native` "
-         "the same with `prepare=\"native\"` (`model.logp()` as PyMC builds it, differentiated and stabilized in "
-         "ember's loader); `ember-fast_run` with `prepare=\"fast_run\"` (PyTensor's whole fast_run pass). Medians "
-         "over `n` runs.", "",
+         "`ember` is `ember.nutpie.compile_pymc_model` with its default preparation, which each run records as "
+         "`prepare` (runs without the field used `\"stabilize\"`): `\"native\"`, `model.logp()` as PyMC builds "
+         "it, differentiated and stabilized in ember's loader, or `\"stabilize\"`, PyTensor's canonicalize, "
+         "stabilize, `pt.grad` and specialize, the rest in ember's loader; `ember-native` and `ember-stabilize` "
+         "name one; `ember-fast_run` is `prepare=\"fast_run\"` (PyTensor's whole fast_run pass). Medians over "
+         "`n` runs.", "",
          "| workload | backend | mode | n | ttfg s | first draw s | RSS growth MB |", "|---|---|---|---|---|---|---|"]
     for w in workloads:
         for b in backends:
@@ -350,7 +354,7 @@ def main(argv=None):
     c.add_argument("--workload", required=True)
     s = sub.add_parser("startup")
     s.add_argument("--workloads", default="seed:6x8,radon,eight_schools,seed:15x20,seed:18x24,seed:36x48")
-    s.add_argument("--backends", default="ember,ember-native,ember-fast_run,numba,jax")
+    s.add_argument("--backends", default="ember,ember-stabilize,ember-fast_run,numba,jax")
     s.add_argument("--reps", type=int, default=3)
     s.add_argument("--first-rep", type=int, default=0, help="number of the first repetition (when adding runs)")
     s.add_argument("--timeout", type=float, default=1800)

@@ -29,14 +29,13 @@ from . import nutpie_lib
 from .nutpie_lib import TESTED_NUTPIE, CompiledModel  # noqa: F401
 from .options import resolve_options
 
-# What PyTensor does after canonicalize + stabilize + gradient (ember/prepare.py).
-# "stabilize": the rest (fusion, clean-up) is Ember's loader's; its programs
-# run about as fast as fast_run's (median ratio 1.0 over the model suite) and
-# are prepared faster (docs/benchmarks.md, bench/suite/prepare_ab.py).
-# "native" (Ember differentiates model.logp() itself) prepares 3-6x faster but
-# its programs run 0.79-1.28x as fast as these (median 0.96) and a few models'
-# gradients are not finite at extreme points where these are: not yet the default.
-DEFAULT_PREPARE = "stabilize"
+# How the logp+gradient graph is made (ember/prepare.py). "native": Ember
+# differentiates model.logp() itself (its loader's differentiation pass);
+# a graph with an op it cannot differentiate falls back, whole, to
+# "stabilize": PyTensor's canonicalize, stabilize and gradient, the rest in
+# Ember's loader. Native prepares 3-5x faster and its programs run at a
+# median 1.0x of stabilize's (docs/benchmarks.md, bench/suite/prepare_ab.py).
+DEFAULT_PREPARE = "native"
 
 
 def _check_nutpie():
@@ -148,8 +147,8 @@ def compile_pymc_model(model, *, jit=None, jit_memory=None, parallel_threshold=N
     """Like nutpie.compile_pymc_model(model, backend="numba"), on Ember.
 
     jit / jit_memory / parallel_threshold are Ember's engine options
-    (ember/options.py); prepare is "stabilize" or "fast_run" (ember/prepare.py,
-    default DEFAULT_PREPARE); cache=False skips the program cache (default:
+    (ember/options.py); prepare is "native", "stabilize" or "fast_run"
+    (ember/prepare.py, default DEFAULT_PREPARE); cache=False skips the program cache (default:
     on unless EMBER_PROGRAM_CACHE=0); fallback=False makes ops without a
     native kernel an error instead of running them in Python (ember/fallback.py;
     unset: EMBER_FALLBACK, default on). Other keyword arguments are accepted for
