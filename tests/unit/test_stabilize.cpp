@@ -301,6 +301,26 @@ TEST_CASE("stabilize_keeps_sigmoids_derivative_form_with_its_one_sigmoid", "[sta
   }
 }
 
+TEST_CASE("stabilize_log_sum_exp_subtracts_the_max", "[stabilize]") {
+  // A naive logsumexp over one axis of a (2, 3) matrix whose first row is
+  // below exp's range: log(0) = -inf before, finite after.
+  Builder b;
+  const int x = b.input("float64", {2, 3}, "x");
+  const int ex = b.ew("Exp", {x}, "float64", {2, 3});
+  const int sum = b.node("Sum", {ex}, "float64", {2}, {{"axis", {1}}});
+  b.outputs = {b.ew("Log", {sum}, "float64", {2})};
+  const Stabilized s = stabilized(b);
+  CHECK(s.rewrites == 1);
+  CHECK(count(s.after, "Max") == 1);
+  Array in = Array::of<double>(Shape{2, {2, 3}}, {-800.0, -801.0, -802.0, 0.5, -1.0, 2.0});
+  std::vector<Tensor> t{in.t};
+  const auto before = s.before->call(std::span<const Tensor>(t.data(), 1));
+  const auto after = s.after->call(std::span<const Tensor>(t.data(), 1));
+  CHECK(before[0].t.at<double>(0) == -INFINITY);
+  CHECK(after[0].t.at<double>(0) == Approx(-800.0 + std::log(1 + std::exp(-1.0) + std::exp(-2.0))).epsilon(1e-15));
+  CHECK(ulps(after[0].t.at<double>(1), before[0].t.at<double>(1)) <= 4);
+}
+
 TEST_CASE("stabilize_one_over_one_plus_exp_becomes_sigmoid", "[stabilize]") {
   for (int form = 0; form < 3; ++form) {
     INFO("form " << form);

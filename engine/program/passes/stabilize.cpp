@@ -14,6 +14,7 @@
 //   log(erfc(x)) -> log(erfcx(x)) - x^2 where x > 0
 //   log(exp(x) + exp(y)) -> m + log(exp(x - m) + exp(y - m)), m = max(x, y)
 //   log(exp(x) - exp(y)) -> x + log1mexp(y - x)
+//   log(sum(exp(x), axes)) -> m + log(sum(exp(x - m), axes)), m = max(x, axes)
 //   log(softmax(x)) -> log_softmax(x); log(exp(x) / y) -> x - log(y); both
 //     also through Subtensor, advanced indexing and DimShuffle
 //   a * switch(c, 0, y) -> switch(c, 0, a * y) (and with 0 the other branch)
@@ -140,6 +141,7 @@ class Stabilizer {
   int affine(int o);
   int divide(const std::string& s, const std::vector<int>& in);
   int log_erfc(int x);
+  int log_sum_exp(int u);
   int log_add_exp(int x, int y);
   int log_diff_exp(int x, int y);
   int mul_switch_sink(const std::vector<int>& in);
@@ -184,8 +186,63 @@ int Stabilizer::log_of(int u) {
     if (x < 0 || y < 0) continue;
     return s[0] == 'A' ? log_add_exp(x, y) : log_diff_exp(x, y);
   }
+  if (const int r = log_sum_exp(u); r >= 0) return r;
   if (const int r = log_normalized(u); r >= 0) return r;
   return log_through_index(u);
+}
+
+// log(sum(exp(x), axes)) -> m + log(sum(exp(x - m'), axes)), m = max(x, axes),
+// m' = m with the axes kept and 0 where m is infinite, as PyTensor's
+// local_log_sum_exp: a mixture's naive logsumexp over components whose logps
+// are all below -745 underflows to log(0).
+int Stabilizer::log_sum_exp(int u) {
+  const int p = e.producer(u);
+  if (p < 0 || e.removed(p) || !is_op(g.nodes[p], TensorOp::Sum) || g.nodes[p].outputs.size() != 1) return -1;
+  const NodeSpec sum = g.nodes[p];  // a copy: nodes are added below
+  const int x = arg(e.resolve(sum.inputs[0]), "Exp");
+  if (x < 0 || var(x).dtype != dt || var(u).dtype != dt) return -1;
+  const int nd = var(x).static_shape.ndim;
+  std::vector<bool> summed(nd, false);
+  auto it = sum.attrs.find("axis");
+  if (it == sum.attrs.end() || it->is_null()) {
+    summed.assign(nd, true);
+  } else {
+    for (const auto& a : it->is_array() ? *it : nlohmann::json::array({*it})) {
+      if (!a.is_number_integer()) return -1;
+      const int ax = a.get<int>() < 0 ? a.get<int>() + nd : a.get<int>();
+      if (ax < 0 || ax >= nd) return -1;
+      summed[ax] = true;
+    }
+  }
+  auto add = [&](const char* op, std::vector<int> in, nlohmann::json attrs, const Shape& shape) {
+    VarSpec v;
+    v.dtype = dt;
+    v.static_shape = shape;
+    const int out = e.add_var(v);
+    NodeSpec n;
+    n.op = op;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    n.attrs = std::move(attrs);
+    e.add_node(std::move(n), at);
+    return out;
+  };
+  const Shape rs = var(u).static_shape;
+  nlohmann::json axis_only{{"axis", it == sum.attrs.end() ? nlohmann::json() : *it}};
+  const int m = add("Max", {x}, axis_only, rs);
+  nlohmann::json keep = nlohmann::json::array();
+  Shape ks;
+  ks.ndim = nd;
+  for (int d = 0, k = 0; d < nd; ++d) {
+    keep.push_back(summed[d] ? nlohmann::json("x") : nlohmann::json(k++));
+    ks.dims[d] = summed[d] ? 1 : var(x).static_shape.dims[d];
+  }
+  const int mk = add("DimShuffle", {m}, nlohmann::json{{"new_order", keep}}, ks);
+  const int inf = ew("IsInf", {mk}, DType::Bool);
+  const int safe = ew("Switch", {inf, constant(0.0, mk), mk});
+  const int shifted = ew("Exp", {ew("Sub", {x, safe})});
+  const int total = add("Sum", {shifted}, axis_only, rs);
+  return ew("Add", {m, ew("Log", {total})});
 }
 
 // log of a normalized exponential, whose entries underflow to 0 where their
