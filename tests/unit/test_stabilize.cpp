@@ -32,25 +32,9 @@ using Stabilized = test::Rewritten;
 // The graph as built and after stabilize + dce, both run without the other passes.
 Stabilized stabilized(const Builder& b) { return test::rewritten(b, passes::stabilize); }
 
-// Elemwise nodes of scalar op `op` (or nodes of tensor op `op`).
-int count(const std::shared_ptr<const Program>& p, const std::string& op) {
-  int n = 0;
-  for (const NodeSpec& s : p->graph().nodes)
-    n += s.op == op || (s.op == "Elemwise" && s.attrs["scalar_op"]["op"] == op);
-  return n;
-}
+using test::count;
+using test::run;
 
-std::vector<double> run(const std::shared_ptr<const Program>& p, const std::vector<double>& x,
-                        const std::vector<double>& y = {}) {
-  std::vector<Array> args{Array::of<double>(Shape{1, {static_cast<int64_t>(x.size())}}, x)};
-  if (!y.empty()) args.push_back(Array::of<double>(Shape{1, {static_cast<int64_t>(y.size())}}, y));
-  std::vector<Tensor> t;
-  for (const Array& a : args) t.push_back(a.t);
-  const std::vector<Array> out = p->call(std::span<const Tensor>(t.data(), t.size()));
-  std::vector<double> r(out.at(0).size());
-  for (size_t i = 0; i < r.size(); ++i) r[i] = out[0].t.at<double>(static_cast<int64_t>(i));
-  return r;
-}
 
 // Distance in units in the last place (finite values of one sign, or equal).
 int64_t ulps(double a, double b) {

@@ -25,6 +25,15 @@ Shape broadcast_static(const Graph& g, const std::vector<int>& vars) {
   return s;
 }
 
+bool is_zeros(const passes::Editor& e, int v) {
+  if (passes::constant_all(e, v, 0.0)) return true;
+  const int p = e.producer(v);
+  if (p < 0 || e.removed(p)) return false;
+  const NodeSpec& n = e.g.nodes[p];
+  if (passes::elemwise_scalar_op(n) == "Second") return passes::constant_all(e, e.resolve(n.inputs[1]), 0.0);
+  return passes::is_op(n, TensorOp::Alloc) && passes::constant_all(e, e.resolve(n.inputs[0]), 0.0);
+}
+
 std::vector<int> reduce_axes(const json& attrs, int ndim) {
   std::vector<int> axes;
   auto it = attrs.find("axis");

@@ -16,6 +16,10 @@ namespace ember::grad {
 Shape broadcast_static(const Graph& g, const std::vector<int>& vars);
 
 
+// v is zeros: a constant of zeros, a fill of zeros (Second(x, 0), an
+// adjoint's zeros_like) or an Alloc of zero.
+bool is_zeros(const passes::Editor& e, int v);
+
 // A reduction's axes from its "axis" attribute (null: all; one integer; a
 // list), negatives counted from the end, ascending.
 std::vector<int> reduce_axes(const nlohmann::json& attrs, int ndim);

@@ -12,13 +12,6 @@ namespace ember::grad {
 
 namespace {
 
-bool zeros(const passes::Editor& e, int v) {
-  if (passes::constant_all(e, v, 0.0)) return true;
-  const int p = e.producer(v);
-  return p >= 0 && !e.removed(p) && passes::is_op(e.g.nodes[p], TensorOp::Alloc) &&
-         passes::constant_all(e, e.resolve(e.g.nodes[p].inputs[0]), 0.0);
-}
-
 // A constant int64 vector's values, or empty.
 std::vector<int64_t> int_values(const passes::Editor& e, int v) {
   if (!e.is_constant(v) || e.g.vars[v].dtype != DType::Int64 || e.g.vars[v].static_shape.ndim != 1) return {};
@@ -33,7 +26,7 @@ bool lower_triangular(passes::Editor& e, int l) {
   if (p < 0 || e.g.vars[l].static_shape.ndim != 2) return false;
   const NodeSpec& s = e.node(p);
   if (!passes::is_op(s, TensorOp::AdvancedIncSubtensor) || !s.attrs.value("set_instead_of_inc", false) ||
-      s.inputs.size() != 4 || !zeros(e, s.inputs[0]))
+      s.inputs.size() != 4 || !is_zeros(e, s.inputs[0]))
     return false;
   const nlohmann::json idx = s.attrs.value("idx_list", nlohmann::json());
   if (!idx.is_array() || idx.size() != 2) return false;

@@ -12,14 +12,6 @@ namespace ember::grad {
 
 namespace {
 
-bool is_zeros(const passes::Editor& e, int v) {
-  if (passes::constant_all(e, v, 0.0)) return true;
-  const int p = e.producer(v);
-  if (p < 0 || e.removed(p)) return false;
-  const NodeSpec& n = e.g.nodes[p];
-  return passes::elemwise_scalar_op(n) == "Second" && passes::constant_all(e, e.resolve(n.inputs[1]), 0.0);
-}
-
 bool is_increment(const NodeSpec& n) {
   const auto op = find_tensor_op(n.op);
   if (op != TensorOp::IncSubtensor && op != TensorOp::AdvancedIncSubtensor1 && op != TensorOp::AdvancedIncSubtensor)

@@ -106,27 +106,33 @@ class Stabilizer {
     return r;
   }
 
+  // A new node of one output, in the rewritten node's place.
+  int node(const char* op, std::vector<int> in, json attrs, DType dtype, const Shape& shape) {
+    VarSpec v;
+    v.dtype = dtype;
+    v.static_shape = shape;
+    const int out = e.add_var(v);
+    NodeSpec n;
+    n.op = op;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    n.attrs = std::move(attrs);
+    e.add_node(std::move(n), at);
+    return out;
+  }
   // A new single-op Elemwise whose static shape broadcasts its inputs'.
   int ew(const char* s, std::vector<int> in, std::optional<DType> dtype = std::nullopt) {
-    VarSpec v;
-    v.dtype = dtype ? *dtype : dt;
-    v.static_shape.ndim = var(in[0]).static_shape.ndim;
-    for (int d = 0; d < v.static_shape.ndim; ++d) {
+    Shape shape;
+    shape.ndim = var(in[0]).static_shape.ndim;
+    for (int d = 0; d < shape.ndim; ++d) {
       int64_t n = 1;
       for (int i : in) {
         const int64_t m = var(i).static_shape.dims[d];
         if (m != 1 && (n == 1 || n < 0)) n = m;
       }
-      v.static_shape.dims[d] = n;
+      shape.dims[d] = n;
     }
-    const int out = e.add_var(v);
-    NodeSpec n;
-    n.op = "Elemwise";
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    n.attrs = json{{"scalar_op", json{{"op", s}}}};
-    e.add_node(std::move(n), at);
-    return out;
+    return node("Elemwise", std::move(in), json{{"scalar_op", json{{"op", s}}}}, dtype ? *dtype : dt, shape);
   }
   int constant(double x, int like) { return e.scalar_constant(dt, x, var(like).static_shape.ndim); }
   int neg(int x) {
@@ -207,41 +213,28 @@ int Stabilizer::log_sum_exp(int u) {
   if (it == sum.attrs.end() || it->is_null()) {
     summed.assign(nd, true);
   } else {
-    for (const auto& a : it->is_array() ? *it : nlohmann::json::array({*it})) {
+    for (const auto& a : it->is_array() ? *it : json::array({*it})) {
       if (!a.is_number_integer()) return -1;
       const int ax = a.get<int>() < 0 ? a.get<int>() + nd : a.get<int>();
       if (ax < 0 || ax >= nd) return -1;
       summed[ax] = true;
     }
   }
-  auto add = [&](const char* op, std::vector<int> in, nlohmann::json attrs, const Shape& shape) {
-    VarSpec v;
-    v.dtype = dt;
-    v.static_shape = shape;
-    const int out = e.add_var(v);
-    NodeSpec n;
-    n.op = op;
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    n.attrs = std::move(attrs);
-    e.add_node(std::move(n), at);
-    return out;
-  };
   const Shape rs = var(u).static_shape;
-  nlohmann::json axis_only{{"axis", it == sum.attrs.end() ? nlohmann::json() : *it}};
-  const int m = add("Max", {x}, axis_only, rs);
-  nlohmann::json keep = nlohmann::json::array();
+  json axis_only{{"axis", it == sum.attrs.end() ? json() : *it}};
+  const int m = node("Max", {x}, axis_only, dt, rs);
+  json keep = json::array();
   Shape ks;
   ks.ndim = nd;
   for (int d = 0, k = 0; d < nd; ++d) {
-    keep.push_back(summed[d] ? nlohmann::json("x") : nlohmann::json(k++));
+    keep.push_back(summed[d] ? json("x") : json(k++));
     ks.dims[d] = summed[d] ? 1 : var(x).static_shape.dims[d];
   }
-  const int mk = add("DimShuffle", {m}, nlohmann::json{{"new_order", keep}}, ks);
+  const int mk = node("DimShuffle", {m}, json{{"new_order", keep}}, dt, ks);
   const int inf = ew("IsInf", {mk}, DType::Bool);
   const int safe = ew("Switch", {inf, constant(0.0, mk), mk});
   const int shifted = ew("Exp", {ew("Sub", {x, safe})});
-  const int total = add("Sum", {shifted}, axis_only, rs);
+  const int total = node("Sum", {shifted}, axis_only, dt, rs);
   return ew("Add", {m, ew("Log", {total})});
 }
 
