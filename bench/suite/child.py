@@ -88,6 +88,18 @@ def describe(node):
     return inner.get("op", "")
 
 
+SMALL = 32  # elements: a node this small costs its fixed per-node overhead, not its work
+
+
+def elements(shape):
+    """Elements of a node_profile shape: "()" 1, "(600, 4)" 2400."""
+    dims = [int(d) for d in shape.strip("()").split(",") if d.strip()]
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
 def profile(graph, x_path, doc=None):
     """node_profile's per-op sums (interpreter: EMBER_JIT=off) and its costliest nodes."""
     out = subprocess.run([NODE_PROFILE, graph, x_path, str(PROFILE_CALLS)], capture_output=True, text=True,
@@ -107,7 +119,9 @@ def profile(graph, x_path, doc=None):
             o[0] += float(m[2])
             o[1] += float(m[3])
     ops = sorted(([k, *v] for k, v in ops.items()), key=lambda r: -r[1])
+    small = sum(n["pct"] for n in nodes if elements(n["shape"]) <= SMALL)
     return {"format": 2, "steps": int(head[1]), "call_us": float(head[2]), "sum_us": float(head[3]),
+            "small_pct": round(small, 1),
             "top_ops": [dict(op=o, us=round(u, 2), pct=round(p, 1)) for o, u, p in ops[:6]],
             "top_nodes": nodes[:5], "raw": lines[:split + 1][:30] + lines[split:]}
 

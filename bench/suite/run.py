@@ -1,10 +1,11 @@
-"""Run the model suite against nutpie's numba backend:
-python bench/suite/run.py [--only a,b] [--repeats N] [--cap SECONDS] [--out FILE] [--append | --replace]
+"""Run the model suite against nutpie's numba and JAX backends:
+python bench/suite/run.py [--only a,b] [--repeats N] [--cap SECONDS] [--out FILE] [--append | --replace] [--no-jax]
 
 Every (model, repeat) runs in its own subprocess (child.py) under a wall cap, so
 one hang loses one run; the results file is rewritten after every run. Repeats
 go round the whole suite, so each model's repeats see different moments of the
-machine's load.
+machine's load. nutpie-JAX runs next, in .venv-jax (bench/driver/setup-jax.sh
+makes it; skipped when absent), in a subprocess of its own (jax_child.py).
 """
 
 import argparse
@@ -23,6 +24,8 @@ sys.path.insert(0, os.path.join(ROOT, "bench", "driver"))
 sys.path.insert(0, HERE)
 
 import ctimer  # noqa: E402
+
+JAX_PYTHON = os.path.join(ROOT, ".venv-jax", "bin", "python")
 
 
 def versions():
@@ -57,6 +60,25 @@ def run_one(name, repeat, cap, timer_so, blas_threads=None):
     return res
 
 
+def run_jax(name, cap):
+    """nutpie-JAX's time per call on one model (jax_child.py), or its failure."""
+    with tempfile.TemporaryDirectory(prefix=f"suite-jax-{name}-") as d:
+        state = os.path.join(d, "state.json")
+        env = dict(os.environ, JAX_PLATFORMS="cpu", PYTENSOR_FLAGS=f"compiledir={os.path.join(d, 'pytensor')}",
+                   JAX_COMPILATION_CACHE_DIR=os.path.join(d, "jax"))
+        try:
+            p = subprocess.run([JAX_PYTHON, os.path.join(HERE, "jax_child.py"), name, state], env=env,
+                               capture_output=True, text=True, timeout=cap)
+            status, err = ("ok" if p.returncode == 0 else f"exit {p.returncode}"), p.stderr
+        except subprocess.TimeoutExpired:
+            status, err = f"killed after {cap} s", ""
+        res = json.load(open(state)) if os.path.exists(state) else {}
+    res["status"] = res.get("status", status) if status == "ok" else status
+    if status != "ok":
+        res["stderr_tail"] = err[-1500:]
+    return res
+
+
 def main():
     import models
 
@@ -70,6 +92,7 @@ def main():
     ap.add_argument("--replace", action="store_true",
                     help="as --append, but the runs of the models run now replace their earlier ones")
     ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
+    ap.add_argument("--no-jax", action="store_true", help="skip nutpie-JAX even when .venv-jax exists")
     a = ap.parse_args()
     names = [n for n in a.only.split(",") if n] or list(models.MODELS)
     unknown = set(names) - set(models.MODELS)
@@ -93,6 +116,8 @@ def main():
                 continue
             res = run_one(name, r + 1, a.cap, timer_so, a.blas_threads)
             res["blas_threads"] = a.blas_threads
+            if not a.no_jax and os.path.exists(JAX_PYTHON):
+                res["jax"] = run_jax(name, a.cap)
             doc["runs"].append(res)
             print(f"[{(time.time() - start) / 60:5.1f} min] {name} #{r + 1}: {res['status']}"
                   f" ratio {res.get('ratio_auto', '-')}", flush=True)
