@@ -48,9 +48,11 @@ class ElemwiseKernel final : public OpKernel, public SwapTarget {
     fused_dst_ = std::move(dst);
   }
   bool fused() const { return !fused_out_.empty(); }
-  // Outputs (1 per output) that a float64 Sum over all axes reduces, fused
-  // into this node at load (engine/program/fuse_reduce.cpp): computed into
-  // scratch, then summed in the Sum's own order; the step's output is the sum.
+  // Outputs that a float64 Sum over its trailing axes reduces, fused into
+  // this node at load (engine/program/fuse_reduce.cpp): per output 0 (not
+  // reduced) or 1 + the leading dims the Sum keeps (1: a sum of everything).
+  // Computed into scratch, then summed in the Sum's own order; the step's
+  // output is the sum.
   void set_reduced(std::vector<uint8_t> r) { reduced_ = std::move(r); }
   const std::vector<uint8_t>& reduced() const { return reduced_; }
   const std::vector<Shape>& fused_out_shapes() const { return fused_out_; }

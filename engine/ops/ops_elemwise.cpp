@@ -277,6 +277,9 @@ bool run_packed(const interp::ElemKernel* k, const LoopNest& L, const int64_t* s
     bytes += (total * esize[i] + 63) / 64 * 64;
   }
   if (L.dims[j] > L.dims[in] && npack > 2 * nswap) return false;
+  // Rows of kShortRun or more elements: one kernel call per row costs about
+  // what copying a few hundred elements does (the groups of a batch, (18, 20)).
+  if (L.dims[in] >= kShortRun && npack * L.dims[in] > 256) return false;
   constexpr int64_t kMaxScratch = int64_t(1) << 21;
   if (bytes > kMaxScratch) return false;
   thread_local std::vector<double> scratch;
@@ -332,7 +335,8 @@ namespace {
 // reduces (ElemwiseKernel::reduced), a slice of the step's scratch.
 struct Outs {
   const std::vector<uint8_t>& reduced;
-  char* at[kMaxReducedOutput];  // per reduced output: its scratch slice (set before it is read)
+  char* at[kMaxReducedOutput];       // per reduced output: its scratch slice (set before it is read)
+  int64_t lead[kMaxRank];            // the outputs' leading dims (set with the first slice)
   char* next = nullptr;
   explicit Outs(const std::vector<uint8_t>& r) : reduced(r) {}
 
@@ -340,22 +344,35 @@ struct Outs {
     if (reduced.empty() || !reduced[o]) return f.alloc_out(o, s).data;
     if (!next) {
       int k = 0;
-      for (uint8_t r : reduced) k += r;
+      for (uint8_t r : reduced) k += r != 0;
       next = static_cast<char*>(f.scratch(static_cast<size_t>(k) * static_cast<size_t>(s.size()) * sizeof(double)));
+      for (int d = 0; d < s.ndim; ++d) lead[d] = s.dims[d];
     }
     at[o] = next;
     next += static_cast<size_t>(s.size()) * sizeof(double);
     return at[o];
   }
-  // The sums, into the step's outputs (0-d float64), as the Sum step would.
+  // The sums, into the step's outputs, as the Sum step would: over every
+  // axis (a 0-d float64), or over all but the first k - 1 axes, each row of
+  // the C-contiguous slice by the same tree as a whole sum of its elements.
   void finish(Frame& f, int64_t total) {
     static const Shape scalar{};  // built once: a Shape is 136 bytes to zero
     for (size_t o = 0; o < reduced.size(); ++o) {
       if (!reduced[o]) continue;
-      const double v = total > 0 ? reduce::reduce_contiguous<reduce::Rop::Add, double>(
-                                       reinterpret_cast<const double*>(at[o]), total)
-                                 : 0.0;
-      *static_cast<double*>(f.alloc_out(static_cast<int>(o), scalar).data) = v;
+      const auto* x = reinterpret_cast<const double*>(at[o]);
+      if (reduced[o] == 1) {
+        const double v = total > 0 ? reduce::reduce_contiguous<reduce::Rop::Add, double>(x, total) : 0.0;
+        *static_cast<double*>(f.alloc_out(static_cast<int>(o), scalar).data) = v;
+        continue;
+      }
+      Shape kept;
+      kept.ndim = reduced[o] - 1;
+      int64_t rows = 1;
+      for (int d = 0; d < kept.ndim; ++d) rows *= kept.dims[d] = lead[d];
+      auto* y = static_cast<double*>(f.alloc_out(static_cast<int>(o), kept).data);
+      const int64_t n = rows > 0 ? total / rows : 0;
+      for (int64_t r = 0; r < rows; ++r)
+        y[r] = n > 0 ? reduce::reduce_contiguous<reduce::Rop::Add, double>(x + r * n, n) : 0.0;
     }
   }
 };
@@ -451,9 +468,10 @@ struct Outs {
     return total;
   }
   // A short inner run (a (600, 3) broadcast) costs one kernel call per row:
-  // run it as one packed run, or move the longest dim inside. Elements are
+  // run it as one packed run, or move the longest dim inside; rows up to
+  // kLongRun are packed when that copies little. Elements are
   // independent, so the order they are computed in changes no bit.
-  if (L.m >= 2 && L.dims[L.m - 1] < kShortRun) {
+  if (L.m >= 2 && L.dims[L.m - 1] < kLongRun) {
     int j = 0;
     for (int d = 1; d < L.m - 1; ++d)
       if (L.dims[d] > L.dims[j]) j = d;
@@ -470,7 +488,7 @@ struct Outs {
     if (!(rows && strided_inner) && total < parallel_threshold && nops <= 24 &&
         run_packed(k, L, st, base, esize, total))
       return total;
-    if (L.dims[j] > L.dims[L.m - 1]) {
+    if (L.dims[L.m - 1] < kShortRun && L.dims[j] > L.dims[L.m - 1]) {
       std::swap(L.dims[j], L.dims[L.m - 1]);
       for (int i = 0; i < nops; ++i) std::swap(st[i * kMaxRank + j], st[i * kMaxRank + L.m - 1]);
     }

@@ -1,5 +1,6 @@
 #include "engine/program/fuse_reduce.hpp"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -11,19 +12,30 @@ namespace ember {
 
 namespace {
 
-// A Sum of a float64 input over every axis into a float64 scalar, summed in
-// float64: what ElemwiseKernel's reduced outputs compute.
-bool sums_all_float64(const Graph& g, const Step& st) {
-  if (st.op != TensorOp::Sum || st.in.size() != 1 || st.out.size() != 1) return false;
+// A Sum of a float64 input over its trailing axes (every axis, or all but
+// the first k) into float64, summed in float64: what ElemwiseKernel's reduced
+// outputs compute. Returns k, or -1.
+int sums_trailing_float64(const Graph& g, const Step& st) {
+  if (st.op != TensorOp::Sum || st.in.size() != 1 || st.out.size() != 1) return -1;
   const VarSpec& x = g.vars[st.in[0]];
   const VarSpec& y = g.vars[st.out[0]];
-  if (x.dtype != DType::Float64 || y.dtype != DType::Float64 || y.static_shape.ndim != 0) return false;
+  if (x.dtype != DType::Float64 || y.dtype != DType::Float64) return -1;
   const nlohmann::json& a = g.nodes[st.node].attrs;
   if (a.contains("acc_dtype") && !a["acc_dtype"].is_null() &&
       !(a["acc_dtype"].is_string() && a["acc_dtype"].get<std::string>() == "float64"))
-    return false;
-  // The output is 0-d, so a Sum that loaded reduces every axis.
-  return true;
+    return -1;
+  const int k = y.static_shape.ndim, n = x.static_shape.ndim;
+  if (k == 0) return 0;  // the output is 0-d, so a Sum that loaded reduces every axis
+  if (k >= n || !a.contains("axis") || !a["axis"].is_array() || static_cast<int>(a["axis"].size()) != n - k) return -1;
+  std::vector<int> axes;
+  for (const nlohmann::json& d : a["axis"]) {
+    if (!d.is_number_integer()) return -1;
+    axes.push_back(d.get<int>() < 0 ? d.get<int>() + n : d.get<int>());
+  }
+  std::sort(axes.begin(), axes.end());
+  for (int i = 0; i < n - k; ++i)
+    if (axes[i] != k + i) return -1;
+  return k;
 }
 
 }  // namespace
@@ -44,7 +56,8 @@ int fuse_reductions(ProgramImpl& p) {
   std::vector<char> drop(nsteps, 0);
   for (int s = 0; s < nsteps; ++s) {
     const Step& r = p.steps[s];
-    if (!sums_all_float64(g, r)) continue;
+    const int kept = sums_trailing_float64(g, r);
+    if (kept < 0) continue;
     const int v = r.in[0];
     const auto [e, j] = made_by[v];
     if (e < 0 || uses[v] != 1 || j >= kMaxReducedOutput) continue;
@@ -52,7 +65,7 @@ int fuse_reductions(ProgramImpl& p) {
     if (!k || k->one_element()) continue;  // 0-d and fused nodes are one element
     Step& es = p.steps[e];
     if (reduced[e].empty()) reduced[e].assign(es.out.size(), 0);
-    reduced[e][j] = 1;
+    reduced[e][j] = static_cast<uint8_t>(1 + kept);
     es.out[j] = r.out[0];  // the sum is made where the Elemwise runs, before any reader of it
     drop[s] = 1;
   }

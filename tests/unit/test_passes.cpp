@@ -400,3 +400,44 @@ TEST_CASE("passes_random_graphs_same_bits") {
     REQUIRE(res.ok);
   }
 }
+
+// A likelihood per group, written as a loop: each group's (y_g - mu_g) / s_g
+// squared and summed, over its own constant data and one-element parameters.
+// The batch pass runs the groups of one shape as one node over (G, 20) with
+// row sums; a group of another shape, or whose values are read elsewhere,
+// stays as it was.
+TEST_CASE("passes_batch_runs_sibling_group_likelihoods_as_one_node") {
+  Builder b;
+  std::vector<Array> args;
+  std::vector<int> outs;
+  auto group = [&](int n, int g) {
+    json data = json::array();
+    for (int i = 0; i < n; ++i) data.push_back(std::sin(0.7 * i + g) * (g + 1));
+    const int y = b.constant("float64", {n}, data);
+    const int mu = b.input("float64", {1}), s = b.input("float64", {1});
+    args.push_back(vec({0.1 * g - 0.2}));
+    args.push_back(vec({0.5 + 0.25 * g}));
+    const int d = b.ew("TrueDiv", {b.ew("Sub", {y, mu}, "float64", {n}), s}, "float64", {n});
+    const int sq = b.ew("Mul", {d, d}, "float64", {n});
+    outs.push_back(b.node("Sum", {sq}, "float64", json::array(), {{"axis", nullptr}}));
+    return sq;
+  };
+  for (int g = 0; g < 4; ++g) group(20, g);
+  group(10, 4);                   // another shape
+  const int shared = group(20, 5);  // also read elsewhere
+  outs.push_back(b.ew("Neg", {shared}, "float64", {20}));
+  b.outputs = outs;
+  auto p = same_bits(b.str(), args, only("fuse"));
+  const auto& passes = p->impl().pass_report.passes;
+  REQUIRE(passes.size() == 2);
+  CHECK(passes[1].name == "batch");
+  CHECK(passes[1].rewrites == 4);
+  int batched = 0;
+  for (const NodeSpec& s : p->graph().nodes)
+    if (s.op == "Elemwise" && s.outputs.size() == 1 && p->graph().vars[s.outputs[0]].static_shape.str() == "(4, 20)")
+      ++batched;
+  CHECK(batched == 1);
+  CHECK(count_op(p, "Sum") == 1 + 1 + 1);  // the batch's row sums, the (10,) group, the shared group
+  // Without the fuse pass the groups are not Composites and nothing batches.
+  for (const auto& st : Program::from_json(b.str(), only("dce"))->impl().pass_report.passes) CHECK(st.name != "batch");
+}

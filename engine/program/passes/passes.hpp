@@ -17,6 +17,10 @@
 //   fuse      chains and trees of Elemwise nodes of one broadcast pattern
 //             become one Composite (bounded operands; values used elsewhere
 //             are extra outputs)
+//   batch     Elemwise nodes of one op over arrays of one shape, reading
+//             constants of that shape and one-element values, whose outputs
+//             are only summed whole: one node over the stacked batch and a
+//             Sum per output over all but its first axis (with fuse)
 //   dce       what the rewrites left unused
 //
 // Every pass is deterministic and keeps results bit for bit: only exact
@@ -67,6 +71,7 @@ int fold_constants(Editor& e, const Options& o);
 int common_subexpressions(Editor& e);
 int simplify(Editor& e);
 int fuse_elementwise(Editor& e);
+int batch_siblings(Editor& e);
 // PyTensor's stabilize rewrites (changes bits); not in run_passes: the caller runs it around differentiation.
 int stabilize(Editor& e);
 

@@ -65,6 +65,7 @@ PassReport run_passes(Graph& g, const Options& o) {
   run("fold", on.fold && on.simplify, [&] { return fold_constants(e, o); });
   run("cse", on.cse && on.simplify, [&] { return common_subexpressions(e); });
   run("fuse", on.fuse, [&] { return fuse_elementwise(e); });
+  run("batch", on.fuse, [&] { return batch_siblings(e); });
   run("dce", on.dce, [&] { return dead_code(e); });
   rep.nodes_after = static_cast<int>(g.nodes.size());
   rep.ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
