@@ -104,13 +104,16 @@ inline void two_prod(D a, D b, D& p, D& e) {
   p = a * b;
   e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
 }
-// num / (dhi + dlo), |dlo| <= ulp(dhi): one correction step, ~0.5 ulp.
+// num / (dhi + dlo), |dlo| <= ulp(dhi): one correction step, ~0.5 ulp. One
+// division: q = num * (1/dhi) may be an ulp off, the exact residual corrects
+// it, and the correction (~1 ulp of q) needs only a few correct bits.
 inline D div_dd(D num, D dhi, D dlo) {
-  D q = num / dhi;
+  D inv = D(1.0) / dhi;
+  D q = num * inv;
   D p, pe;
   two_prod(q, dhi, p, pe);
   D r = ((num - p) - pe) - q * dlo;
-  return q + r / dhi;
+  return q + r * inv;
 }
 
 // Polynomial c0 + x*(c1 + x*(c2 + ...)), Horner without FMA.
