@@ -8,8 +8,8 @@ namespace ember::math::simd {
 D sigmoid(D x) {
   // exp(-|x|) never overflows; e/(1+e) keeps precision for x < 0.
   D e = exp(neg(abs(x)));
-  D s, se;
-  two_sum(D(1.0), e, s, se);  // 1 + e kept exact
+  D s = D(1.0) + e;
+  D se = (D(1.0) - s) + e;  // 1 + e = s + se exactly (Fast2Sum: e <= 1)
   D y = div_dd(select(x < D(0.0), e, D(1.0)), s, se);
   return select(is_nan(x), x, y);
 }
