@@ -4,6 +4,7 @@
 // exact near the zeros at 1 and 2); tgamma reduces to
 // [2,3) by exact recurrences and the Cephes rational; digamma uses the
 // Boost/SciPy rational on [1,2] written around its positive root.
+#include "interp/math/kernels.hpp"
 #include "interp/math/math.hpp"
 #include "interp/math/special.hpp"
 
@@ -118,7 +119,7 @@ D lgamma_pos(D x) {
     for (int j = 0; j < 8; ++j) t[j] = select(D(double(j)) < n, u + D(double(j)), D(1.0));
     z = ((t[0] * t[1]) * (t[2] * t[3])) * ((t[4] * t[5]) * (t[6] * t[7]));
   }
-  D lg = log(select(low || big, xs, z));
+  D lg = log_inline(select(low || big, xs, z));
   D r;
   if (xsimd::all(big)) {
     r = (xs - D(0.5)) * lg - xs + D(kLogSqrt2Pi) + stirling_corr(xs);
@@ -300,7 +301,7 @@ D digamma(D x) {
     B fine = vl < D(1e150);  // vl * vl finite
     D half_inv = D(0.5) * (vl * z);
     if (!xsimd::all(fine)) half_inv = select(fine, half_inv, D(0.5) / vl);
-    large = log(vl) - half_inv - corr;
+    large = log_inline(vl) - half_inv - corr;
   }
   D r = y + select(on12, small, large) + refl;
   // Next to the first negative root, where the reflection cancels: its Taylor series.
