@@ -1,9 +1,10 @@
 // tgamma, lgamma, digamma, trigamma (and shared helpers: sinpi, cospi,
-// log1pmx, Stirling's correction). lgamma uses the Taylor series of
-// lgamma(2+e) (coefficients (zeta(k)-1)/k, exact recurrences keep the
-// argument reduction exact near the zeros at 1 and 2); tgamma reduces to
+// log1pmx, Stirling's correction). lgamma uses a degree-20 polynomial for
+// lgamma(2+e)/e on |e| <= 0.5 (exact recurrences keep the argument reduction
+// exact near the zeros at 1 and 2); tgamma reduces to
 // [2,3) by exact recurrences and the Cephes rational; digamma uses the
 // Boost/SciPy rational on [1,2] written around its positive root.
+#include "interp/math/kernels.hpp"
 #include "interp/math/math.hpp"
 #include "interp/math/special.hpp"
 
@@ -17,16 +18,17 @@ constexpr double kLogSqrt2Pi = 0.91893853320467274178;
 constexpr double kLogPi = 1.14472988584940017414;
 constexpr double kEuler = 0.57721566490153286061;
 
-// lgamma(2 + e) = e * L(e), |e| <= 0.5: (1 - euler) + sum_k (-1)^k (zeta(k) - 1)/k e^(k-1).
+// lgamma(2 + e) = e * L(e), |e| <= 0.5: L interpolated at 21 Chebyshev nodes
+// (tests/gen/fit_lgamma2p.py; 4e-20 relative from the interpolation, so L's
+// error is its coefficients' rounding, as with the 31-term Taylor series,
+// coefficients (-1)^k (zeta(k) - 1)/k, that it replaces). Highest degree first.
 constexpr double kL2[] = {
-    -1.50213840807541417e-11, 3.10442477473222756e-11, -6.42296456383809960e-11, 1.33047643742444888e-10,
-    -2.75952288512423336e-10, 5.73136724167886225e-10, -1.19214014058609115e-09, 2.48367454380247848e-09,
-    -5.18347504197004664e-09, 1.08386592148969546e-08, -2.27110946089431635e-08, 4.76981016936398040e-08,
-    -1.00432248239680991e-07, 2.12071848055546646e-07, -4.49246919876456619e-07, 9.55141213040741935e-07,
-    -2.03921575380136619e-06, 4.37486678990748817e-06, -9.43948827526839672e-06, 2.05072127756706911e-05,
-    -4.49262367381331420e-05, 9.94575127818085310e-05, -2.23154758453579386e-04, 5.09669524743042450e-04,
-    -1.19275391170326102e-03, 2.89051033074152336e-03, -7.38555102867398568e-03, 2.05808084277845464e-02,
-    -6.73523010531981020e-02, 3.22467033424113203e-01, 4.22784335098467134e-01};
+    -3.08598547839057716e-08, 6.47256984006472422e-08, -9.55817810163519461e-08, 2.01938354011369146e-07,
+    -4.50816822544683818e-07, 9.58420704859498666e-07, -2.03890778256771042e-06, 4.37422348108204819e-06,
+    -9.43952620205881794e-06, 2.05072919965638253e-05, -4.49262338206108256e-05, 9.94575066878813967e-05,
+    -2.23154758588186148e-04, 5.09669525024195481e-04, -1.19275391169985272e-03, 2.89051033073440449e-03,
+    -7.38555102867402471e-03, 2.05808084277846297e-02, -6.73523010531980881e-02, 3.22467033424113203e-01,
+    4.22784335098467134e-01};
 
 }  // namespace
 
@@ -88,10 +90,12 @@ D log1pmx(D t, D ratio) { return select(t < D(-0.5), log(ratio) - t, log1pmx(t))
 
 D stirling_corr(D x) {
   // sum B_2k / (2k(2k-1) x^(2k-1)), k = 1..8; enough for x >= 10.
+  // One division: 1/x as x * (1/x^2); the sum is below 1/120 of lgamma(x) for
+  // x >= 10, so that extra rounding is far below an ulp of the result.
   D z = D(1.0) / (x * x);
   D p = horner(z, 1.0 / 12, -1.0 / 360, 1.0 / 1260, -1.0 / 1680, 1.0 / 1188, -691.0 / 360360, 1.0 / 156,
                -3617.0 / 122400);
-  return p / x;
+  return p * (x * z);
 }
 
 D lgamma_pos(D x) {
@@ -106,13 +110,16 @@ D lgamma_pos(D x) {
   B big = xs >= D(10.0);
   D u = select(low || big, D(2.0), xs);
   D z(1.0);
-  for (int i = 0; i < 8; ++i) {
-    B m = u >= D(2.5);
-    if (!xsimd::any(m)) break;
-    u = select(m, u - D(1.0), u);
-    z = select(m, z * u, z);
+  // n = floor(u - 1.5) <= 8 steps down: u - n in [1.5, 2.5) and z = (u - 1)...(u - n)
+  // as a product tree of exact factors (no serial loop, no branch per lane count).
+  D n = xsimd::floor(u - D(1.5));
+  if (xsimd::any(n > D(0.0))) {
+    u = u - n;
+    D t[8];
+    for (int j = 0; j < 8; ++j) t[j] = select(D(double(j)) < n, u + D(double(j)), D(1.0));
+    z = ((t[0] * t[1]) * (t[2] * t[3])) * ((t[4] * t[5]) * (t[6] * t[7]));
   }
-  D lg = log(select(low || big, xs, z));
+  D lg = log_inline(select(low || big, xs, z));
   D r;
   if (xsimd::all(big)) {
     r = (xs - D(0.5)) * lg - xs + D(kLogSqrt2Pi) + stirling_corr(xs);
@@ -246,14 +253,35 @@ D digamma(D x) {
   D v = select(neg, D(1.0) - x, x);
   v = select(v == inf() || is_nan(v) || v == D(0.0), D(1.0), v);
   // (0, 1): psi(v) = psi(v + 1) - 1/v.
-  D y = select(v < D(1.0), D(-1.0) / v, D(0.0));
-  v = select(v < D(1.0), v + D(1.0), v);
-  // (2, 10): step down into [1, 2].
-  for (int i = 0; i < 9; ++i) {
-    B m = v > D(2.0) && v < D(10.0);
-    if (!xsimd::any(m)) break;
-    v = select(m, v - D(1.0), v);
-    y = select(m, y + D(1.0) / v, y);
+  D y(0.0);
+  B below1 = v < D(1.0);
+  if (xsimd::any(below1)) {
+    y = select(below1, D(-1.0) / v, y);
+    v = select(below1, v + D(1.0), v);
+  }
+  // (2, 10): psi(v) = psi(w) + sum_{j < n} 1/(w + j), w = v - n in (1, 2],
+  // n = ceil(v - 2) <= 8 (every w + j exact), largest w + j first. Above
+  // w + 1 the terms go in pairs, 1/a + 1/b = (a + b)/(ab) with a + b exact:
+  // independent divisions instead of a loop whose length depends on the
+  // lanes, and a pair no lane reaches is skipped. 1/(w + 1) and 1/w, the
+  // largest terms, are divided separately (a pair's extra rounding there
+  // showed as 3.5e-16 instead of 2.7e-16 on the reference table).
+  B step = v > D(2.0) && v < D(10.0);
+  if (xsimd::any(step)) {
+    D n = select(step, xsimd::ceil(v - D(2.0)), D(0.0));
+    D w = v - n;
+    D sum(0.0);
+    for (int i = 3; i >= 1; --i) {
+      if (!xsimd::any(n > D(2.0 * i))) continue;  // adds 0 to every lane
+      D a = w + D(2.0 * i), b = w + D(2.0 * i + 1);
+      B one = D(2.0 * i) < n, both = D(2.0 * i + 1) < n;
+      D num = select(both, a + b, select(one, D(1.0), D(0.0)));
+      D den = select(both, a * b, select(one, a, D(1.0)));
+      sum = sum + num / den;
+    }
+    if (xsimd::any(n > D(1.0))) sum = sum + select(n > D(1.0), D(1.0) / (w + D(1.0)), D(0.0));
+    y = y + (sum + select(step, D(1.0) / w, D(0.0)));
+    v = w;
   }
   // [1, 2]: the rational around the root; above: the asymptotic series. A
   // branch no lane takes is skipped.
@@ -273,7 +301,7 @@ D digamma(D x) {
     B fine = vl < D(1e150);  // vl * vl finite
     D half_inv = D(0.5) * (vl * z);
     if (!xsimd::all(fine)) half_inv = select(fine, half_inv, D(0.5) / vl);
-    large = log(vl) - half_inv - corr;
+    large = log_inline(vl) - half_inv - corr;
   }
   D r = y + select(on12, small, large) + refl;
   // Next to the first negative root, where the reflection cancels: its Taylor series.

@@ -7,9 +7,9 @@ namespace ember::math::simd {
 
 D sigmoid(D x) {
   // exp(-|x|) never overflows; e/(1+e) keeps precision for x < 0.
-  D e = exp(neg(abs(x)));
-  D s, se;
-  two_sum(D(1.0), e, s, se);  // 1 + e kept exact
+  D e = exp_inline(neg(abs(x)));
+  D s = D(1.0) + e;
+  D se = (D(1.0) - s) + e;  // 1 + e = s + se exactly (Fast2Sum: e <= 1)
   D y = div_dd(select(x < D(0.0), e, D(1.0)), s, se);
   return select(is_nan(x), x, y);
 }
@@ -18,9 +18,9 @@ D softplus(D x) {
   // One exp serves both exp(x) (x < 18) and exp(-x) (x >= 18); log1p runs
   // only if some lane needs it (lanes stay independent: same bits).
   B lo = x < D(18.0);
-  D ex = exp(select(lo, x, neg(x)));
+  D ex = exp_inline(select(lo, x, neg(x)));
   B mid = x >= D(-37.0) && lo;
-  D l1p = xsimd::any(mid) ? log1p(ex) : ex;
+  D l1p = xsimd::any(mid) ? log1p_inline(ex) : ex;
   D y = select(x < D(-37.0), ex, select(lo, l1p, select(x < D(33.3), x + ex, x)));
   return select(is_nan(x), x, y);
 }

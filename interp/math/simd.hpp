@@ -104,13 +104,21 @@ inline void two_prod(D a, D b, D& p, D& e) {
   p = a * b;
   e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
 }
-// num / (dhi + dlo), |dlo| <= ulp(dhi): one correction step, ~0.5 ulp.
+// num / (dhi + dlo), |dlo| <= ulp(dhi): one correction step, ~0.5 ulp. One
+// division: q = num * (1/dhi) may be an ulp off, the exact residual corrects
+// it, and the correction (~1 ulp of q) needs only a few correct bits.
+// The residual splits q and dhi at 21 bits by masking (cheaper than Dekker's
+// multiply): every partial product is exact but the last (lo*lo, ~2^-42 of
+// q*dhi), whose rounding (~2^-95 relative) is far below what the correction needs.
 inline D div_dd(D num, D dhi, D dlo) {
-  D q = num / dhi;
-  D p, pe;
-  two_prod(q, dhi, p, pe);
+  D inv = D(1.0) / dhi;
+  D q = num * inv;
+  D qh = trunc32(q), ql = q - qh;
+  D dh = trunc32(dhi), dl = dhi - dh;
+  D p = q * dhi;
+  D pe = ((qh * dh - p) + qh * dl + ql * dh) + ql * dl;
   D r = ((num - p) - pe) - q * dlo;
-  return q + r / dhi;
+  return q + r * inv;
 }
 
 // Polynomial c0 + x*(c1 + x*(c2 + ...)), Horner without FMA.
