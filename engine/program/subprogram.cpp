@@ -18,6 +18,22 @@ class ProgramSub final : public Subprogram {
   const std::vector<Tensor>& run(Workspace& ws, std::span<const Tensor> args) const override {
     return p_->run(ws, args);
   }
+  Tensor& arg(Workspace& ws, size_t k) const override { return ws.values[p_->impl().args[k].var]; }
+  const Tensor& out(const Workspace& ws, size_t k) const override { return ws.values[p_->impl().outputs[k].var]; }
+  void check_arg(const Workspace& ws, size_t k) const override {
+    const ProgramImpl& p = p_->impl();
+    ember::check_arg(p, p.args[k], ws.values[p.args[k].var], k);
+  }
+  void begin_loop(Workspace& ws) const override {
+    const ProgramImpl& p = p_->impl();
+    if (ws.owner != &p) throw CallError(p.graph.source + ": workspace belongs to another program");
+    if (!p.shared.empty()) throw CallError(p.graph.source + ": a bound loop cannot refresh shared inputs");
+    if (ws.epoch) TierManager::begin_run(ws.epoch.get());
+  }
+  void end_loop(Workspace& ws) const override {
+    if (ws.epoch) TierManager::end_run(ws.epoch.get());
+  }
+  void run_bound(Workspace& ws) const override { run_steps(p_->impl(), ws); }
 
  private:
   std::shared_ptr<const Program> p_;
