@@ -111,7 +111,9 @@ struct LoopGuard {
 
 class ScanK final : public OpKernel {
  public:
-  ScanK(Layout l, std::unique_ptr<Subprogram> inner) : l_(std::move(l)), inner_(std::move(inner)) {}
+  ScanK(Layout l, std::unique_ptr<Subprogram> inner) : l_(std::move(l)), inner_(std::move(inner)) {
+    for (size_t k = 0; k < inner_->outputs().size(); ++k) views_.push_back(inner_->may_view_args(k));
+  }
 
   void run(Frame& f) const override {
     std::unique_ptr<InnerState> st = acquire();
@@ -274,10 +276,15 @@ class ScanK final : public OpKernel {
 
   // Inner outputs that are views of memory this step writes (an input row
   // passed through, say) are copied aside first, as PyTensor's own
-  // separate output storage would have them.
+  // separate output storage would have them. Outputs the inner program
+  // computes into its own memory (most) cannot be such views.
   void stage_aliases(InnerState& st) const {
     for (size_t k = 0; k < st.vals.size(); ++k) {
       const Tensor& v = *st.vals[k];
+      if (!views_[k]) {
+        st.res[k] = &v;
+        continue;
+      }
       const int64_t es = static_cast<int64_t>(dtype_size(v.dtype));
       int64_t lo_off = 0, hi_off = 0;  // the view's extent in elements, strides of any sign
       for (int d = 0; d < v.ndim(); ++d) {
@@ -366,6 +373,7 @@ class ScanK final : public OpKernel {
 
   Layout l_;
   std::unique_ptr<Subprogram> inner_;
+  std::vector<char> views_;  // per inner output: Subprogram::may_view_args
   mutable std::mutex mu_;
   mutable std::vector<std::unique_ptr<InnerState>> pool_;
 };

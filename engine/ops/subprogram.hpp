@@ -37,6 +37,10 @@ class Subprogram {
   virtual void begin_loop(Workspace& ws) const = 0;
   virtual void end_loop(Workspace& ws) const = 0;
   virtual void run_bound(Workspace& ws) const = 0;  // throws CallError
+  // Whether output k may be an argument's memory (the argument itself, or
+  // a view of one through ops that declare OpKernel::may_view); the other
+  // outputs are always the workspace's own memory.
+  virtual bool may_view_args(size_t k) const = 0;
 };
 
 // Loads a graph as a Subprogram with the outer graph's options. Throws LoadError.

@@ -8,7 +8,18 @@ namespace {
 
 class ProgramSub final : public Subprogram {
  public:
-  explicit ProgramSub(std::shared_ptr<const Program> p) : p_(std::move(p)) {}
+  explicit ProgramSub(std::shared_ptr<const Program> p) : p_(std::move(p)) {
+    // As the buffer planner's roots: a view's memory is its source's.
+    const ProgramImpl& q = p_->impl();
+    std::vector<char> arg_memory(q.graph.vars.size(), 0);
+    for (const IOInfo& a : q.args) arg_memory[a.var] = 1;
+    for (const Step& st : q.steps)
+      for (size_t o = 0; o < st.out.size(); ++o) {
+        const int src = st.kernel->may_view(static_cast<int>(o));
+        if (src >= 0 && src < static_cast<int>(st.in.size())) arg_memory[st.out[o]] = arg_memory[st.in[src]];
+      }
+    for (const IOInfo& out : q.outputs) views_.push_back(arg_memory[out.var]);
+  }
   const Graph& graph() const override { return p_->graph(); }
   const std::vector<IOInfo>& args() const override { return p_->args(); }
   const std::vector<IOInfo>& outputs() const override { return p_->outputs(); }
@@ -34,9 +45,11 @@ class ProgramSub final : public Subprogram {
     if (ws.epoch) TierManager::end_run(ws.epoch.get());
   }
   void run_bound(Workspace& ws) const override { run_steps(p_->impl(), ws); }
+  bool may_view_args(size_t k) const override { return views_[k] != 0; }
 
  private:
   std::shared_ptr<const Program> p_;
+  std::vector<char> views_;  // per output: may_view_args
 };
 
 }  // namespace
