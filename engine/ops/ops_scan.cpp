@@ -319,15 +319,19 @@ class ScanK final : public OpKernel {
     }
   }
 
+  // Out of line: its Tensor makes a frame of several hundred bytes that
+  // each step's common case (a contiguous row of the same dtype) need not carry.
+  [[gnu::noinline, gnu::cold]] static void bad_row(Frame& f, int64_t step, const Tensor& buf, const Tensor& v, int out) {
+    Tensor dst;
+    set_row(dst, buf, 0);
+    f.fail("step " + S(step) + ": output " + S(out) + " has shape " + v.shape.str() +
+           " but its buffer holds entries of " + dst.shape.str());
+  }
   static void put_row(Frame& f, int64_t step, const Tensor& buf, int64_t r, const Tensor& v, int out) {
     bool same = v.ndim() == buf.ndim() - 1;
     for (int d = 0; same && d < v.ndim(); ++d) same = v.dim(d) == buf.dim(d + 1);
-    if (!same) {
-      Tensor dst;
-      set_row(dst, buf, r);
-      f.fail("step " + S(step) + ": output " + S(out) + " has shape " + v.shape.str() +
-             " but its buffer holds entries of " + dst.shape.str());
-    }
+    if (!same) [[unlikely]]
+      bad_row(f, step, buf, v, out);
     const size_t es = dtype_size(buf.dtype);
     char* to = static_cast<char*>(buf.data) + r * buf.strides[0] * static_cast<int64_t>(es);
     if (to == v.data) return;
