@@ -21,13 +21,6 @@ void* Buffer::grow(size_t bytes) {
 
 // ---- Frame ----------------------------------------------------------------
 
-Frame::Frame(Workspace& ws, const Step& step)
-    : ws_(ws),
-      step_(step),
-      values_(ws.values.data()),
-      in_(step.in.data()),
-      nin_(static_cast<int>(step.in.size())),
-      nout_(static_cast<int>(step.out.size())) {}
 DType Frame::out_dtype(int i) const { return step_.out_dtype[i]; }
 
 namespace {
@@ -51,7 +44,7 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
 // counts elements (a failed call leaves the output's metadata half set,
 // which the next call overwrites).
 Tensor& Frame::alloc_out(int i, DType dt, const Shape& s) {
-  Tensor& t = values_[step_.out[i]];
+  Tensor& t = values_[out_[i]];
   const int nd = s.ndim;
   int64_t n = 1;
   for (int d = nd - 1; d >= 0; --d) {
@@ -68,10 +61,6 @@ Tensor& Frame::alloc_out(int i, DType dt, const Shape& s) {
 }
 
 Tensor& Frame::alloc_out(int i, const Shape& s) { return alloc_out(i, step_.out_dtype[i], s); }
-
-Tensor& Frame::out(int i) { return values_[step_.out[i]]; }
-
-void Frame::set_out(int i, const Tensor& t) { values_[step_.out[i]].set_view(t); }
 
 void Frame::fail(const std::string& msg) const {
   throw CallError(*ws_.source + ": node " + std::to_string(step_.shown >= 0 ? step_.shown : step_.node) + " (" + step_.name +

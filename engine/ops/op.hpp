@@ -23,19 +23,19 @@ struct Step;
 // Run-time view of one node's inputs and outputs.
 class Frame {
  public:
-  Frame(Workspace& ws, const Step& step);
+  inline Frame(Workspace& ws, const Step& step);  // engine/ops/workspace.hpp: inline in the executor's loop
   int num_inputs() const { return nin_; }
   int num_outputs() const { return nout_; }
   const Tensor& in(int i) const { return values_[in_[i]]; }
   // Output i as last allocated or set (for ops that fill it over several passes).
-  Tensor& out(int i);
+  Tensor& out(int i) { return values_[out_[i]]; }
   // A fresh C-contiguous output backed by the node's buffer slot; reuses the
   // slot's memory when it is large enough, so steady calls allocate nothing.
   Tensor& alloc_out(int i, DType dt, const Shape& s);
   Tensor& alloc_out(int i, const Shape& s);  // with the output variable's dtype
   // The output is a view of memory that outlives the call step (an input,
   // a constant, or another slot the planner keeps alive: see may_view).
-  void set_out(int i, const Tensor& t);
+  void set_out(int i, const Tensor& t) { values_[out_[i]].set_view(t); }
   DType out_dtype(int i) const;
   // Throws CallError naming the node index and op.
   [[noreturn]] void fail(const std::string& msg) const;
@@ -49,6 +49,7 @@ class Frame {
   const Step& step_;
   Tensor* values_;
   const int* in_;
+  const int* out_;
   int nin_, nout_;
 };
 

@@ -83,20 +83,37 @@ struct Layout {
 };
 
 // A thread's inner workspace and per-call scratch, pooled by the kernel.
+// The inner arguments are bound in the workspace's own values (Subprogram::
+// arg): per step only the data pointers of sequence rows and taps move.
 struct InnerState {
   std::shared_ptr<Workspace> ws;
-  std::vector<Tensor> args;
+  std::vector<Tensor*> args;        // the inner workspace's argument values
+  std::vector<const Tensor*> vals;  // the inner workspace's output values
+  std::vector<const Tensor*> res;   // this step's outputs: vals, or a staged copy
   std::vector<Buffer> stage;  // copies of inner outputs that alias buffers about to be written
-  std::vector<Tensor> outs;
+  std::vector<Tensor> staged;
   std::vector<int64_t> store, pos;  // per traced output: buffer length, current entry
+  std::vector<int64_t> row_bytes;   // per sequence, then per tapped output: bytes between entries
   std::vector<Tensor*> outp;
   std::vector<std::pair<const char*, const char*>> extent;  // set_extents
   Buffer tmp;  // rotation of circular buffers
 };
 
+// Brackets a call's steps in the inner workspace's epoch (Subprogram::begin_loop).
+struct LoopGuard {
+  const Subprogram& sub;
+  Workspace& ws;
+  LoopGuard(const Subprogram& s, Workspace& w) : sub(s), ws(w) { sub.begin_loop(ws); }
+  ~LoopGuard() { sub.end_loop(ws); }
+  LoopGuard(const LoopGuard&) = delete;
+  LoopGuard& operator=(const LoopGuard&) = delete;
+};
+
 class ScanK final : public OpKernel {
  public:
-  ScanK(Layout l, std::unique_ptr<Subprogram> inner) : l_(std::move(l)), inner_(std::move(inner)) {}
+  ScanK(Layout l, std::unique_ptr<Subprogram> inner) : l_(std::move(l)), inner_(std::move(inner)) {
+    for (size_t k = 0; k < inner_->outputs().size(); ++k) views_.push_back(inner_->may_view_args(k));
+  }
 
   void run(Frame& f) const override {
     std::unique_ptr<InnerState> st = acquire();
@@ -121,9 +138,11 @@ class ScanK final : public OpKernel {
     }
     auto s = std::make_unique<InnerState>();
     s->ws = inner_->make_workspace();
-    s->args.resize(inner_->args().size());
-    s->outs.resize(inner_->outputs().size());
-    s->stage.resize(inner_->outputs().size());
+    for (size_t k = 0; k < inner_->args().size(); ++k) s->args.push_back(&inner_->arg(*s->ws, k));
+    for (size_t k = 0; k < inner_->outputs().size(); ++k) s->vals.push_back(&inner_->out(*s->ws, k));
+    s->res.resize(s->vals.size());
+    s->staged.resize(s->vals.size());
+    s->stage.resize(s->vals.size());
     return s;
   }
   void release(std::unique_ptr<InnerState> s) const {
@@ -174,30 +193,54 @@ class ScanK final : public OpKernel {
       pos[j] = pymod(-l.mintap[j], store[j]);
     }
 
-    const int non_seq_arg0 = static_cast<int>(st.args.size()) - l.n_non_seqs;
-    for (int k = 0; k < l.n_non_seqs; ++k) st.args[non_seq_arg0 + k].set_view(f.in(l.non_seq0() + k));
     std::vector<Tensor*>& outp = st.outp;  // the outer outputs, looked up once
     outp.resize(static_cast<size_t>(f.num_outputs()));
     for (int j = 0; j < f.num_outputs(); ++j) outp[j] = &f.out(j);
+    // Shapes, strides and non-sequences bound once; rows move by row_bytes.
+    std::vector<int64_t>& row_bytes = st.row_bytes;
+    row_bytes.clear();
+    {
+      int a = 0;
+      for (int s = 0; s < l.n_seqs; ++s) {
+        const Tensor& seq = f.in(l.seq0() + s);
+        set_row(*st.args[a++], seq, 0);
+        row_bytes.push_back(seq.strides[0] * static_cast<int64_t>(dtype_size(seq.dtype)));
+      }
+      for (int j = 0; j < n_tap; ++j) {
+        const Tensor& buf = *outp[j];
+        for (size_t t = 0; t < l.in_taps[j].size(); ++t) set_row(*st.args[a++], buf, 0);
+        row_bytes.push_back(buf.strides[0] * static_cast<int64_t>(dtype_size(buf.dtype)));
+      }
+      a += l.n_untraced;
+      for (int k = 0; k < l.n_non_seqs; ++k) st.args[a++]->set_view(f.in(l.non_seq0() + k));
+    }
+    const int untraced_arg0 = static_cast<int>(st.args.size()) - l.n_non_seqs - l.n_untraced;
+    set_extents(st);
 
+    LoopGuard loop(*inner_, *st.ws);
     int64_t i = 0;
     for (bool go = true; i < n_steps && go; ++i) {
       int a = 0;
-      for (int s = 0; s < l.n_seqs; ++s) set_row(st.args[a++], f.in(l.seq0() + s), i);
+      for (int s = 0; s < l.n_seqs; ++s)
+        st.args[a++]->data = static_cast<char*>(f.in(l.seq0() + s).data) + i * row_bytes[s];
       for (int j = 0; j < n_tap; ++j) {
-        const Tensor& buf = *outp[j];
-        for (int64_t t : l.in_taps[j]) set_row(st.args[a++], buf, wrap(pos[j] + t, store[j]));
+        char* base = static_cast<char*>(outp[j]->data);
+        const int64_t rb = row_bytes[l.n_seqs + j];
+        for (int64_t t : l.in_taps[j]) st.args[a++]->data = base + wrap(pos[j] + t, store[j]) * rb;
       }
-      for (int j = 0; j < l.n_untraced; ++j) st.args[a++].set_view(*outp[untraced_out0 + j]);
+      for (int j = 0; j < l.n_untraced; ++j) st.args[a++]->set_view(*outp[untraced_out0 + j]);
 
-      const std::vector<Tensor>* res;
       try {
-        res = &inner_->run(*st.ws, st.args);
+        // Rows keep their shapes from step to step; untraced states may not.
+        const size_t k0 = i == 0 ? 0 : static_cast<size_t>(untraced_arg0);
+        const size_t k1 = i == 0 ? st.args.size() : k0 + static_cast<size_t>(l.n_untraced);
+        for (size_t k = k0; k < k1; ++k) inner_->check_arg(*st.ws, k);
+        inner_->run_bound(*st.ws);
       } catch (const CallError& e) {
         f.fail("step " + S(i) + ": " + e.what());
       }
-      stage_aliases(st, *res);
-      const std::vector<Tensor>& out = st.outs;
+      stage_aliases(st);
+      const std::vector<const Tensor*>& out = st.res;
 
       int o = 0;
       for (int j = 0; j < l.n_mit_mot; ++j) {
@@ -207,12 +250,12 @@ class ScanK final : public OpKernel {
           if (r < 0 || r >= store[j])
             f.fail("step " + S(i) + ": mit-mot output " + S(j) + " writes entry " + S(r) + " of a buffer of " +
                    S(store[j]));
-          put_row(f, i, buf, r, out[o++], j);
+          put_row(f, i, buf, r, *out[o++], j);
         }
       }
-      for (int j = l.n_mit_mot; j < n_tap; ++j) put_row(f, i, *outp[j], pos[j], out[o++], j);
+      for (int j = l.n_mit_mot; j < n_tap; ++j) put_row(f, i, *outp[j], pos[j], *out[o++], j);
       for (int j = 0; j < l.n_nit_sot; ++j) {
-        const Tensor& v = out[o++];
+        const Tensor& v = *out[o++];
         const int oj = n_tap + j;
         if (i == 0) {
           Shape s;
@@ -223,8 +266,9 @@ class ScanK final : public OpKernel {
         }
         put_row(f, i, *outp[oj], pos[oj], v, oj);
       }
-      for (int j = 0; j < l.n_untraced; ++j) copy_out(f, untraced_out0 + j, out[o++]);
-      if (l.as_while) go = scalar_double(out[o]) == 0;
+      for (int j = 0; j < l.n_untraced; ++j) copy_out(f, untraced_out0 + j, *out[o++]);
+      if (l.n_untraced) set_extents(st);  // copy_out may have moved them
+      if (l.as_while) go = scalar_double(*out[o]) == 0;
       for (int j = 0; j < n_traced; ++j) pos[j] = pos[j] + 1 == store[j] ? 0 : pos[j] + 1;
     }
     finish_buffers(f, st, i, n_steps);
@@ -232,11 +276,15 @@ class ScanK final : public OpKernel {
 
   // Inner outputs that are views of memory this step writes (an input row
   // passed through, say) are copied aside first, as PyTensor's own
-  // separate output storage would have them.
-  void stage_aliases(InnerState& st, const std::vector<Tensor>& res) const {
-    set_extents(st);
-    for (size_t k = 0; k < res.size(); ++k) {
-      const Tensor& v = res[k];
+  // separate output storage would have them. Outputs the inner program
+  // computes into its own memory (most) cannot be such views.
+  void stage_aliases(InnerState& st) const {
+    for (size_t k = 0; k < st.vals.size(); ++k) {
+      const Tensor& v = *st.vals[k];
+      if (!views_[k]) {
+        st.res[k] = &v;
+        continue;
+      }
       const int64_t es = static_cast<int64_t>(dtype_size(v.dtype));
       int64_t lo_off = 0, hi_off = 0;  // the view's extent in elements, strides of any sign
       for (int d = 0; d < v.ndim(); ++d) {
@@ -249,11 +297,12 @@ class ScanK final : public OpKernel {
       for (size_t j = 0; j < st.extent.size() && !alias && v.size() > 0; ++j)
         alias = p_lo < st.extent[j].second && st.extent[j].first < p_hi;  // overlaps a buffer's extent
       if (!alias) {
-        st.outs[k].set_view(v);
+        st.res[k] = &v;
         continue;
       }
-      st.outs[k].set_contiguous(v.dtype, v.shape, st.stage[k].reserve(static_cast<size_t>(v.size() * es)));
-      copy_convert(st.outs[k], v);
+      st.staged[k].set_contiguous(v.dtype, v.shape, st.stage[k].reserve(static_cast<size_t>(v.size() * es)));
+      copy_convert(st.staged[k], v);
+      st.res[k] = &st.staged[k];
     }
   }
 
@@ -270,20 +319,26 @@ class ScanK final : public OpKernel {
     }
   }
 
+  // Out of line: its Tensor makes a frame of several hundred bytes that
+  // each step's common case (a contiguous row of the same dtype) need not carry.
+  [[gnu::noinline, gnu::cold]] static void bad_row(Frame& f, int64_t step, const Tensor& buf, const Tensor& v, int out) {
+    Tensor dst;
+    set_row(dst, buf, 0);
+    f.fail("step " + S(step) + ": output " + S(out) + " has shape " + v.shape.str() +
+           " but its buffer holds entries of " + dst.shape.str());
+  }
   static void put_row(Frame& f, int64_t step, const Tensor& buf, int64_t r, const Tensor& v, int out) {
     bool same = v.ndim() == buf.ndim() - 1;
     for (int d = 0; same && d < v.ndim(); ++d) same = v.dim(d) == buf.dim(d + 1);
-    if (!same) {
-      Tensor dst;
-      set_row(dst, buf, r);
-      f.fail("step " + S(step) + ": output " + S(out) + " has shape " + v.shape.str() +
-             " but its buffer holds entries of " + dst.shape.str());
-    }
+    if (!same) [[unlikely]]
+      bad_row(f, step, buf, v, out);
     const size_t es = dtype_size(buf.dtype);
     char* to = static_cast<char*>(buf.data) + r * buf.strides[0] * static_cast<int64_t>(es);
     if (to == v.data) return;
     if (v.dtype == buf.dtype && v.is_contiguous()) {  // buffers are C-contiguous (alloc_out)
-      std::memcpy(to, v.data, static_cast<size_t>(v.size()) * es);
+      const size_t n = static_cast<size_t>(v.size()) * es;
+      if (n == 8) std::memcpy(to, v.data, 8);  // a scalar: a move, not a call
+      else std::memcpy(to, v.data, n);
       return;
     }
     Tensor dst;
@@ -322,6 +377,7 @@ class ScanK final : public OpKernel {
 
   Layout l_;
   std::unique_ptr<Subprogram> inner_;
+  std::vector<char> views_;  // per inner output: Subprogram::may_view_args
   mutable std::mutex mu_;
   mutable std::vector<std::unique_ptr<InnerState>> pool_;
 };

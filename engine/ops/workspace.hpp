@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ember/ember.hpp"
+#include "engine/ops/op.hpp"
 #include "engine/ops/tensor_op.hpp"
 #include "interp/kernel.hpp"
 
@@ -73,5 +74,14 @@ class Workspace {
   std::vector<uint32_t> ticks;  // per step: sampled timing (TierManager::sample)
   std::shared_ptr<RunEpoch> epoch;  // null unless the program has tiered kernels
 };
+
+inline Frame::Frame(Workspace& ws, const Step& step)
+    : ws_(ws),
+      step_(step),
+      values_(ws.values.data()),
+      in_(step.in.data()),
+      out_(step.out.data()),
+      nin_(static_cast<int>(step.in.size())),
+      nout_(static_cast<int>(step.out.size())) {}
 
 }  // namespace ember

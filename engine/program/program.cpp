@@ -106,8 +106,6 @@ WorkspacePtr Program::make_workspace() const {
   return ws;
 }
 
-namespace {
-
 void check_arg(const ProgramImpl& p, const IOInfo& info, const Tensor& t, size_t k) {
   auto bad = [&](const std::string& what) {
     throw CallError(p.graph.source + ": argument " + std::to_string(k) + " ('" + info.name + "'): " + what);
@@ -125,7 +123,13 @@ void check_arg(const ProgramImpl& p, const IOInfo& info, const Tensor& t, size_t
   if (!t.data && t.size() > 0) bad("null data pointer");
 }
 
-}  // namespace
+void run_steps(const ProgramImpl& p, Workspace& ws) {
+  try {
+    for (const Step& st : p.steps) run_step(p, ws, st);
+  } catch (const std::bad_alloc&) {
+    throw CallError(p.graph.source + ": out of memory");
+  }
+}
 
 const std::vector<Tensor>& Program::run(Workspace& ws, std::span<const Tensor> args) const {
   const ProgramImpl& p = *impl_;
@@ -147,11 +151,9 @@ const std::vector<Tensor>& Program::run(Workspace& ws, std::span<const Tensor> a
     }
     for (size_t k = 0; k < p.shared.size(); ++k) ws.values[p.shared[k].var] = ws.shared_snapshot[k]->t;
   }
-  try {
+  {
     RunGuard guard(ws);
-    for (const Step& st : p.steps) run_step(p, ws, st);
-  } catch (const std::bad_alloc&) {
-    throw CallError(p.graph.source + ": out of memory");
+    run_steps(p, ws);
   }
   for (size_t k = 0; k < p.outputs.size(); ++k) ws.outputs[k].set_view(ws.values[p.outputs[k].var]);
   return ws.outputs;

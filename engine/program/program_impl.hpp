@@ -69,6 +69,11 @@ inline void run_step(const ProgramImpl& p, Workspace& ws, const Step& st) {
     st.kernel->run(f);
 }
 
+// Throws CallError unless t fits argument k (info: p.args[k] or p.shared[k]).
+void check_arg(const ProgramImpl& p, const IOInfo& info, const Tensor& t, size_t k);
+// The schedule on the values as bound (Program::run without binding or epoch).
+void run_steps(const ProgramImpl& p, Workspace& ws);
+
 // A Program as the ops stage's Subprogram (engine/program/subprogram.cpp).
 std::unique_ptr<Subprogram> load_subprogram(Graph g, const Options& o);
 

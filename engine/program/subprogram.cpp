@@ -8,7 +8,18 @@ namespace {
 
 class ProgramSub final : public Subprogram {
  public:
-  explicit ProgramSub(std::shared_ptr<const Program> p) : p_(std::move(p)) {}
+  explicit ProgramSub(std::shared_ptr<const Program> p) : p_(std::move(p)) {
+    // As the buffer planner's roots: a view's memory is its source's.
+    const ProgramImpl& q = p_->impl();
+    std::vector<char> arg_memory(q.graph.vars.size(), 0);
+    for (const IOInfo& a : q.args) arg_memory[a.var] = 1;
+    for (const Step& st : q.steps)
+      for (size_t o = 0; o < st.out.size(); ++o) {
+        const int src = st.kernel->may_view(static_cast<int>(o));
+        if (src >= 0 && src < static_cast<int>(st.in.size())) arg_memory[st.out[o]] = arg_memory[st.in[src]];
+      }
+    for (const IOInfo& out : q.outputs) views_.push_back(arg_memory[out.var]);
+  }
   const Graph& graph() const override { return p_->graph(); }
   const std::vector<IOInfo>& args() const override { return p_->args(); }
   const std::vector<IOInfo>& outputs() const override { return p_->outputs(); }
@@ -18,9 +29,27 @@ class ProgramSub final : public Subprogram {
   const std::vector<Tensor>& run(Workspace& ws, std::span<const Tensor> args) const override {
     return p_->run(ws, args);
   }
+  Tensor& arg(Workspace& ws, size_t k) const override { return ws.values[p_->impl().args[k].var]; }
+  const Tensor& out(const Workspace& ws, size_t k) const override { return ws.values[p_->impl().outputs[k].var]; }
+  void check_arg(const Workspace& ws, size_t k) const override {
+    const ProgramImpl& p = p_->impl();
+    ember::check_arg(p, p.args[k], ws.values[p.args[k].var], k);
+  }
+  void begin_loop(Workspace& ws) const override {
+    const ProgramImpl& p = p_->impl();
+    if (ws.owner != &p) throw CallError(p.graph.source + ": workspace belongs to another program");
+    if (!p.shared.empty()) throw CallError(p.graph.source + ": a bound loop cannot refresh shared inputs");
+    if (ws.epoch) TierManager::begin_run(ws.epoch.get());
+  }
+  void end_loop(Workspace& ws) const override {
+    if (ws.epoch) TierManager::end_run(ws.epoch.get());
+  }
+  void run_bound(Workspace& ws) const override { run_steps(p_->impl(), ws); }
+  bool may_view_args(size_t k) const override { return views_[k] != 0; }
 
  private:
   std::shared_ptr<const Program> p_;
+  std::vector<char> views_;  // per output: may_view_args
 };
 
 }  // namespace
