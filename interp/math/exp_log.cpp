@@ -6,22 +6,6 @@
 #include "interp/math/math.hpp"
 
 namespace ember::math::simd {
-namespace {
-
-// log(1+f) - f + f*f/2 for f in [sqrt(2)/2 - 1, sqrt(2) - 1] (msun k_log1p).
-D log1p_kernel(D f) {
-  D s = f / (D(2.0) + f);
-  D z = s * s;
-  D w = z * z;
-  D t1 = w * horner(w, 3.999999999940941908e-01, 2.222219843214978396e-01,
-                    1.531383769920937332e-01);
-  D t2 = z * horner(w, 6.666666666666735130e-01, 2.857142874366239149e-01,
-                    1.818357216161805012e-01, 1.479819860511658591e-01);
-  D hfsq = D(0.5) * f * f;
-  return s * (hfsq + (t2 + t1));
-}
-
-}  // namespace
 
 D exp2(D x) {
   D k = rint(x);

@@ -70,10 +70,8 @@ inline D exp_inline(D x) {
   return select(is_nan(x), x, y);
 }
 
-inline D log_inline(D x) {
-  D k, f;
-  log_reduce(x, k, f);
-  D hfsq = D(0.5) * f * f;
+// log(1+f) - f + f*f/2 for f in [sqrt(2)/2 - 1, sqrt(2) - 1] (msun k_log1p).
+inline D log1p_kernel(D f) {
   D s = f / (D(2.0) + f);
   D z = s * s;
   D w = z * z;
@@ -81,8 +79,15 @@ inline D log_inline(D x) {
                     1.531383769920937332e-01);
   D t2 = z * horner(w, 6.666666666666735130e-01, 2.857142874366239149e-01,
                     1.818357216161805012e-01, 1.479819860511658591e-01);
-  D R = t2 + t1;
-  D r = k * D(kLn2Hi) - ((hfsq - (s * (hfsq + R) + k * D(kLn2Lo))) - f);
+  D hfsq = D(0.5) * f * f;
+  return s * (hfsq + (t2 + t1));
+}
+
+inline D log_inline(D x) {
+  D k, f;
+  log_reduce(x, k, f);
+  D hfsq = D(0.5) * f * f;
+  D r = k * D(kLn2Hi) - ((hfsq - (log1p_kernel(f) + k * D(kLn2Lo))) - f);
   return log_specials(x, r);
 }
 
