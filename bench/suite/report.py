@@ -78,10 +78,12 @@ def reason(row):
     op, share = ops[0]
     if op == "Scan":
         return f"Scan steps ({share:.0f}%)"
-    if (row["small_pct"] or 0) >= 50:
-        return f"per-node cost ({row['small_pct']:.0f}% in nodes of ≤ 32 elements)"
     tn = row["top_node"] or {}
     kernel = tn.get("kernel", "")
+    if tn.get("shape") == "()" and kernel.startswith("Composite[") and int(kernel[10:].split(":")[0]) >= 64:
+        return f"scalar code ({share:.0f}%; costliest: one element, {kernel[10:].split(':')[0]} scalar ops)"
+    if (row["small_pct"] or 0) >= 50:
+        return f"per-node cost ({row['small_pct']:.0f}% in nodes of ≤ 32 elements)"
     if op.startswith("Elemwise") and "[" in kernel:
         inner = set(kernel.split(": ", 1)[1].rstrip("]").split(","))
         math = sorted(inner - ARITH)
@@ -156,7 +158,10 @@ def section(doc):
             "point (nutpie's JAX model orders the variables differently, so its jittered point is not numba's), "
             "batches of ~0.5 ms, median; its ratio (JAX time / ember auto time) is across processes and "
             "includes the Python and XLA dispatch nutpie pays per call.", "",
-            "**Where ember's time goes**, from the interpreter profile, in four classes:",
+            "**Where ember's time goes**, from the interpreter profile, in five classes:",
+            "* *scalar code*: the costliest node is one element of many scalar ops (a model of many scalar "
+            "parameters, fused at load into straight-line Composites); the VM runs them at a few ns per op, and the "
+            "JIT's one-element kernels call the math library once per function.",
             "* *per-node cost*: most of the time is in nodes of at most 32 elements, where each step's fixed "
             "cost (dispatch, shapes, output buffers, a reduction's set-up; ~50–150 ns) outweighs its work. "
             "numba compiles the whole graph into one function and pays none; region compilation is Ember's "
