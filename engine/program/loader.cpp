@@ -66,6 +66,21 @@ void check_topology(const Graph& g) {
                       std::to_string(g.outputs[k]) + " is never computed");
 }
 
+}  // namespace
+
+std::vector<int> view_roots(const ProgramImpl& p) {
+  std::vector<int> root(p.graph.vars.size());
+  for (size_t v = 0; v < root.size(); ++v) root[v] = static_cast<int>(v);
+  for (const Step& st : p.steps)
+    for (size_t o = 0; o < st.out.size(); ++o) {
+      const int src = st.kernel->may_view(static_cast<int>(o));
+      if (src >= 0 && src < static_cast<int>(st.in.size())) root[st.out[o]] = root[st.in[src]];
+    }
+  return root;
+}
+
+namespace {
+
 // Assigns buffer slots: a slot is busy from its variable's definition until
 // the last use of it or of any view that may alias it.
 int plan_buffers(ProgramImpl& p) {
@@ -84,14 +99,7 @@ int plan_buffers(ProgramImpl& p) {
         end[st.in[src]] = std::max(end[st.in[src]], end[st.out[o]]);
     }
   }
-  // root[v]: the variable whose buffer v's memory may be (through views).
-  std::vector<int> root(g.vars.size());
-  for (size_t v = 0; v < root.size(); ++v) root[v] = static_cast<int>(v);
-  for (const Step& st : p.steps)
-    for (size_t o = 0; o < st.out.size(); ++o) {
-      const int src = st.kernel->may_view(static_cast<int>(o));
-      if (src >= 0 && src < static_cast<int>(st.in.size())) root[st.out[o]] = root[st.in[src]];
-    }
+  const std::vector<int> root = view_roots(p);
   std::vector<int> free_slots, slot_of(g.vars.size(), -1);
   std::vector<std::vector<int>> release_at(nsteps);
   int nslots = 0;

@@ -69,6 +69,9 @@ inline void run_step(const ProgramImpl& p, Workspace& ws, const Step& st) {
     st.kernel->run(f);
 }
 
+// root[v]: the variable whose buffer v's memory may be, through the steps'
+// views (OpKernel::may_view); v itself when it owns its memory.
+std::vector<int> view_roots(const ProgramImpl& p);
 // Throws CallError unless t fits argument k (info: p.args[k] or p.shared[k]).
 void check_arg(const ProgramImpl& p, const IOInfo& info, const Tensor& t, size_t k);
 // The schedule on the values as bound (Program::run without binding or epoch).

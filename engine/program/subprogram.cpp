@@ -9,16 +9,11 @@ namespace {
 class ProgramSub final : public Subprogram {
  public:
   explicit ProgramSub(std::shared_ptr<const Program> p) : p_(std::move(p)) {
-    // As the buffer planner's roots: a view's memory is its source's.
     const ProgramImpl& q = p_->impl();
-    std::vector<char> arg_memory(q.graph.vars.size(), 0);
-    for (const IOInfo& a : q.args) arg_memory[a.var] = 1;
-    for (const Step& st : q.steps)
-      for (size_t o = 0; o < st.out.size(); ++o) {
-        const int src = st.kernel->may_view(static_cast<int>(o));
-        if (src >= 0 && src < static_cast<int>(st.in.size())) arg_memory[st.out[o]] = arg_memory[st.in[src]];
-      }
-    for (const IOInfo& out : q.outputs) views_.push_back(arg_memory[out.var]);
+    const std::vector<int> root = view_roots(q);
+    std::vector<char> is_arg(q.graph.vars.size(), 0);
+    for (const IOInfo& a : q.args) is_arg[a.var] = 1;
+    for (const IOInfo& out : q.outputs) views_.push_back(is_arg[root[out.var]]);
   }
   const Graph& graph() const override { return p_->graph(); }
   const std::vector<IOInfo>& args() const override { return p_->args(); }
