@@ -64,14 +64,16 @@ void apply3(int64_t n, const double* a, const double* b, const double* c, double
 
 // Defines ember::math::f over arrays and its extern "C" twin for JIT code.
 #define EMBER_MATH_ARRAY1(f)                                                        \
-  EMBER_MATH_FLATTEN void ember::math::f(int64_t n, const double* x, double* y) {                      \
+  EMBER_MATH_FLATTEN                                                                \
+  void ember::math::f(int64_t n, const double* x, double* y) {                      \
     detail::apply1(n, x, y, [](simd::D v) { return simd::f(v); });                  \
   }                                                                                 \
   extern "C" void ember_math_##f(int64_t n, const double* x, double* y) {           \
     ember::math::f(n, x, y);                                                        \
   }
 #define EMBER_MATH_ARRAY2(f)                                                        \
-  EMBER_MATH_FLATTEN void ember::math::f(int64_t n, const double* a, const double* b, double* y) {     \
+  EMBER_MATH_FLATTEN                                                                \
+  void ember::math::f(int64_t n, const double* a, const double* b, double* y) {     \
     detail::apply2(n, a, b, y, [](simd::D u, simd::D v) { return simd::f(u, v); }); \
   }                                                                                 \
   extern "C" void ember_math_##f(int64_t n, const double* a, const double* b,       \
@@ -79,7 +81,8 @@ void apply3(int64_t n, const double* a, const double* b, const double* c, double
     ember::math::f(n, a, b, y);                                                     \
   }
 #define EMBER_MATH_ARRAY3(f)                                                        \
-  EMBER_MATH_FLATTEN void ember::math::f(int64_t n, const double* a, const double* b, const double* c, \
+  EMBER_MATH_FLATTEN                                                                \
+  void ember::math::f(int64_t n, const double* a, const double* b, const double* c, \
                       double* y) {                                                  \
     detail::apply3(n, a, b, c, y,                                                   \
                    [](simd::D u, simd::D v, simd::D w) { return simd::f(u, v, w); }); \
