@@ -51,7 +51,6 @@ def summarize(runs):
                "small_pct": med([p.get("small_pct") for p in prof])}
         jax = [r["jax"] for r in rs if r.get("jax", {}).get("status") == "ok"]
         row["jax_us"] = med([j["median_us"] for j in jax])
-        row["jax_runs"] = f"{len(jax)}/{sum('jax' in r for r in rs)}"
         row["jax_status"] = sorted({r["jax"]["status"] for r in rs if "jax" in r} - {"ok"})
         row["ratio_jax"] = row["jax_us"] / row["ember_us"] if row["jax_us"] and row["ember_us"] else None
         ops = {}
@@ -80,8 +79,9 @@ def reason(row):
         return f"Scan steps ({share:.0f}%)"
     tn = row["top_node"] or {}
     kernel = tn.get("kernel", "")
-    if tn.get("shape") == "()" and kernel.startswith("Composite[") and int(kernel[10:].split(":")[0]) >= 64:
-        return f"scalar code ({share:.0f}%; costliest: one element, {kernel[10:].split(':')[0]} scalar ops)"
+    ops_in = int(kernel[len("Composite["):].split(":")[0]) if kernel.startswith("Composite[") else 0
+    if tn.get("shape") == "()" and ops_in >= 64:
+        return f"scalar code ({share:.0f}%; costliest: one element, {ops_in} scalar ops)"
     if (row["small_pct"] or 0) >= 50:
         return f"per-node cost ({row['small_pct']:.0f}% in nodes of ≤ 32 elements)"
     if op.startswith("Elemwise") and "[" in kernel:
