@@ -4,10 +4,9 @@ Compiles MODEL with nutpie's JAX backend (JAX's own gradient, as
 bench/driver/startup.py does) and times the function nutpie's sampler calls,
 `make_logp_func()(x, **shared)`, at its own initial point (the JAX model
 orders the variables differently from the numba one, so its jittered point
-is not theirs): median per call
-over 151 batches of ~0.5 ms. That function is Python around a jitted XLA
-call, as nutpie calls it, so the figure includes the Python dispatch nutpie
-pays. It runs in its own process and venv, so it is not interleaved with the
+is not theirs): median per call over 151 batches of ~0.5 ms. That function
+is Python around a jitted XLA call, as nutpie calls it, so the figure
+includes the Python dispatch nutpie pays. It runs in its own process and venv, so it is not interleaved with the
 other backends: its ratios are across processes.
 """
 
