@@ -60,6 +60,13 @@ class Gen {
     end_ = B.CreateMul(B.CreateUDiv(B.CreateAdd(m_, ConstantInt::get(s64, W - 1)), ConstantInt::get(s64, W)),
                        ConstantInt::get(s64, 8 * W));
     compute_last_reads();
+    // Each direct output's lane base, if this chunk holds its final definition.
+    out_base_.assign(bc_.outputs.size(), nullptr);
+    for (int k = lo; k < hi; ++k)
+      for (int j : out_writes_[k])
+        if (!out_base_[j])
+          out_base_[j] = B.CreateAlignedLoad(
+              ptr, B.CreateConstGEP1_64(ptr, in, static_cast<uint64_t>(bc_.inputs.size()) + j), Align(8));
     // Each input's lane base (jit.hpp), loaded once for the chunk.
     in_base_.assign(bc_.inputs.size(), nullptr);
     for (int k = lo; k < hi; ++k)
@@ -146,7 +153,9 @@ class Gen {
   void store(Value* v, Value* p) { B.CreateAlignedStore(v, p, Align(align_)); }
 
   // For each instruction, the index of the last instruction reading its
-  // result before it is overwritten (code.size() for outputs; -1 if none).
+  // result before it is overwritten (code.size() for outputs the driver
+  // scatters from their cells; -1 if none), and the direct outputs it
+  // defines (stored through in[ninputs + j], jit.hpp).
   void compute_last_reads() {
     const int n = static_cast<int>(bc_.code.size());
     last_read_.assign(n, -1);
@@ -157,8 +166,14 @@ class Gen {
         if (s >= 0 && writer[s] >= 0) last_read_[writer[s]] = j;
       writer[in.d] = j;
     }
-    for (const auto& o : bc_.outputs)
-      if (writer[o.slot] >= 0) last_read_[writer[o.slot]] = n;
+    out_writes_.assign(n, {});
+    const std::vector<int> direct = direct_outputs(bc_, W == 1);  // W == 1: one-element layout
+    for (size_t j = 0; j < bc_.outputs.size(); ++j) {
+      const int w = writer[bc_.outputs[j].slot];
+      if (w < 0) continue;
+      if (direct[j] >= 0) out_writes_[w].push_back(static_cast<int>(j));
+      else last_read_[w] = n;
+    }
   }
 
   Constant* fc(Type* t, double v) { return ConstantFP::get(t, v); }
@@ -224,6 +239,7 @@ class Gen {
         Value* v = emit_inline(in, g);
         vals_[in.d] = v;
         if (last_read_[k] >= hi) store(v, at(cell_off(in.d), g));
+        for (int j : out_writes_[k]) B.CreateAlignedStore(v, B.CreateGEP(i8, out_base_[j], goff_), Align(8));
       }
     });
     vals_.clear();
@@ -517,6 +533,8 @@ class Gen {
   Value *m_ = nullptr, *scratch_ = nullptr, *end_ = nullptr;
   Value* goff_ = nullptr;           // byte offset of the current group (in loop())
   std::vector<Value*> in_base_;     // per input: its lane base, if this chunk reads it
+  std::vector<Value*> out_base_;    // per output: its lane base, if this chunk stores it
+  std::vector<std::vector<int>> out_writes_;  // per instruction: the direct outputs it defines
   std::vector<Value*> uni_;         // per uniform input this chunk reads: its splat
   std::vector<int> last_read_;
   std::unordered_map<int32_t, Value*> vals_;

@@ -291,8 +291,18 @@ class Emitter {
         if (open == 0) break;
       }
     }
-    for (const auto& o : bc_.outputs)
-      if (writer[o.slot] >= 0) last_read_[writer[o.slot] - lo] = n;
+    // Outputs: direct ones (jit.hpp) are stored through in[ninputs + j] at
+    // their definition; the others stay in their cells for the driver.
+    out_writes_.assign(hi - lo, {});
+    const std::vector<int> direct = direct_outputs(bc_, false);  // never one-element kernels
+    for (size_t j = 0; j < bc_.outputs.size(); ++j) {
+      if (direct[j] >= lo && direct[j] < hi) {
+        out_writes_[direct[j] - lo].push_back(static_cast<int>(j));
+        continue;
+      }
+      const int w = writer[bc_.outputs[j].slot];
+      if (w >= 0 && direct[j] < 0) last_read_[w - lo] = n;
+    }
   }
   int lr(int k) const { return last_read_[k - lo_]; }
 
@@ -361,6 +371,10 @@ class Emitter {
     if (lr(k_) >= hi_) {
       a_.vmovupd(group(in.d), y);
       r.dirty = false;
+    }
+    for (int j : out_writes_[k_ - lo_]) {
+      a_.mov(x86::rax, x86::qword_ptr(kIn, 8 * static_cast<int32_t>(bc_.inputs.size() + j)));
+      a_.vmovupd(x86::ymmword_ptr(x86::rax, kG), y);
     }
     for (Reg& x : r_) {
       x.pin = false;
@@ -681,6 +695,7 @@ class Emitter {
   x86::Assembler a_;
   DirectCode& dc_;
   std::vector<int> last_read_;
+  std::vector<std::vector<int>> out_writes_;  // per instruction of [lo, hi): the direct outputs it defines
   std::unordered_map<uint64_t, Label> pool_;
   std::array<Reg, 16> r_{};
   uint32_t clock_ = 0;

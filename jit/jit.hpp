@@ -25,7 +25,9 @@ static_assert(kCellBytes % 64 == 0 && kBlock % 16 == 0);
 
 // Scratch layout: registers, then inputs (cells JitKernel gathers an input
 // into when it is not read in place), then 4 float64 temporaries for math
-// calls; cell k at byte k * Layout::cell_bytes.
+// calls, then one output cell per output (where a direct output goes when
+// it cannot go to the caller's memory; chunks reach it only through in[]);
+// cell k at byte k * Layout::cell_bytes.
 inline int32_t cell_index(const interp::Bytecode& bc, int32_t slot) {
   return slot >= bc.first_reg() ? slot - bc.first_reg() : bc.num_regs + (slot - bc.num_consts());
 }
@@ -57,8 +59,16 @@ struct KernelSpec {
   bool is_uniform(size_t k) const { return k < uniform.size() && uniform[k]; }
 };
 
+// Outputs the chunks store themselves through in[ninputs + j]: float64
+// outputs whose final definition is a float64 op every code generator
+// computes in registers (scalar_ops.def's AsmF rows); none in one-element
+// kernels, whose outputs are single packed cells the driver copies. A
+// function of the bytecode and layout alone, so every tier, piece split and
+// cached object agrees. Per output: the instruction defining it, or -1.
+std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element);
+
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
-// of m elements. The chunk ABI (codegen version "codegen-8"):
+// of m elements. The chunk ABI (codegen version "codegen-9"):
 //   void chunk(int64_t m, char* scratch, const char* const* in)
 // - 0 < m <= kBlock (m == 1 for one-element kernels); every piece of a kernel gets the same m, scratch and
 //   in for a block, in order. The chunk computes ceil(m / W) groups of
@@ -72,6 +82,12 @@ struct KernelSpec {
 //   registers, then 4 float64 temporaries. The chunk writes register and
 //   temporary cells only; outputs stay in their register cells for the
 //   caller to scatter after the last piece.
+// - in[ninputs + j], for every direct output j (direct_outputs): where the
+//   chunk holding j's final definition stores all W * ceil(m / W) lanes of
+//   it, as a float64 cell (lane i at byte 8i): the caller's array at the
+//   block's first element (m % W == 0, contiguous, 8-byte aligned, not
+//   overlapping any input) or output j's cell, which JitKernel then
+//   scatters. The other outputs stay in their register cells.
 // - in[k], for every k < bc.inputs.size() (a chunk loads only the inputs it
 //   reads): the lane base of input k for this block, in its class's cell
 //   layout: lane i at byte 8W*(i/W) + size*(i%W), size 8 for the F64 and
@@ -162,12 +178,14 @@ class JitKernel : public interp::ElemKernel {
     interp::Cell k;
     int in;
     bool uniform = false;  // inputs: KernelSpec::uniform
+    int64_t es = 0;        // inputs: element bytes
   };
   std::vector<Piece> pieces_;
   std::vector<Slot> ins_, outs_;
   // One-element calls store 8-byte outputs held in cells by plain copies and
   // the rest by dtype: one loop each, so no per-output dtype branch is mispredicted.
   std::vector<int32_t> plain_outs_, other_outs_;
+  std::vector<int32_t> direct_outs_;  // direct_outputs(bc), in order
   size_t scratch_;
   int tier_, lanes_;
   bool one_, any_uniform_ = false;

@@ -139,7 +139,28 @@ Layout layout(int tier, bool one_element) {
 }
 
 size_t scratch_bytes(const interp::Bytecode& bc, const Layout& l) {
-  return static_cast<size_t>(bc.num_regs + bc.inputs.size() + 4) * static_cast<size_t>(l.cell_bytes);
+  return static_cast<size_t>(bc.num_regs + bc.inputs.size() + 4 + bc.outputs.size()) *
+         static_cast<size_t>(l.cell_bytes);
+}
+
+std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element) {
+  std::vector<int> d(bc.outputs.size(), -1);
+  if (one_element) return d;
+  std::vector<int> writer(bc.num_slots(), -1);
+  for (int j = 0; j < static_cast<int>(bc.code.size()); ++j) writer[bc.code[j].d] = j;
+  for (size_t j = 0; j < bc.outputs.size(); ++j) {
+    const interp::OutputRef& o = bc.outputs[j];
+    if (o.dtype != DType::Float64 || o.slot < bc.first_reg() || writer[o.slot] < 0) continue;
+    const interp::Instr& in = bc.code[writer[o.slot]];
+    if (in.op >= interp::kCvtBase) continue;
+    const interp::OpSig sig = interp::op_sig(in.op);
+    const auto op = static_cast<interp::ScalarOp>(in.op / interp::kNumCls);
+    if (sig.valid && !sig.math && sig.dst == interp::Cls::F64 &&
+        static_cast<interp::Cls>(in.op % interp::kNumCls) == interp::Cls::F64 &&
+        interp::op_info(op).has(interp::opflag::AsmF))
+      d[j] = writer[o.slot];
+  }
+  return d;
 }
 
 JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int tier, const KernelSpec& spec,
@@ -153,15 +174,21 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
   fn = &run_fn;
   const int64_t cb = layout(tier, spec.one_element).cell_bytes;
   for (size_t k = 0; k < bc.inputs.size(); ++k) {
-    ins_.push_back({bc.inputs[k], static_cast<int64_t>(bc.num_regs + k) * cb, {}, -1, spec.is_uniform(k)});
+    ins_.push_back({bc.inputs[k], static_cast<int64_t>(bc.num_regs + k) * cb, {}, -1, spec.is_uniform(k),
+                    static_cast<int64_t>(dtype_size(bc.inputs[k]))});
     any_uniform_ |= spec.is_uniform(k);
   }
   if (any_uniform_ && !fallback_) throw std::invalid_argument("JitKernel: uniform inputs need a fallback kernel");
+  const std::vector<int> direct = direct_outputs(bc, spec.one_element);
   for (const interp::OutputRef& o : bc.outputs) {
+    const size_t j = outs_.size();
     if (o.slot < bc.num_consts()) outs_.push_back({o.dtype, -1, bc.constants[o.slot], -1});
+    else if (direct[j] >= 0)  // the chunk stores it in its output cell, or the caller's array
+      outs_.push_back({o.dtype, static_cast<int64_t>(bc.num_regs + bc.inputs.size() + 4 + j) * cb, {}, -1});
     else
       outs_.push_back({o.dtype, static_cast<int64_t>(cell_index(bc, o.slot)) * cb, {},
                        o.slot < bc.first_reg() ? o.slot - bc.num_consts() : -1});
+    if (direct[j] >= 0) direct_outs_.push_back(static_cast<int32_t>(j));
     // Outputs are scattered from whole blocks of lanes; a uniform input has one.
     if (outs_.back().in >= 0 && spec.is_uniform(static_cast<size_t>(outs_.back().in)))
       throw std::invalid_argument("JitKernel: a uniform input cannot be an output");
@@ -242,11 +269,14 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
   char* s = scratch_for(k->scratch_);
   const size_t ni = k->ins_.size();
   // in[] of the chunk ABI (jit.hpp): each input's lane base for this block.
-  const char* small[16];
+  // Followed by the direct outputs' lane bases, at ni + j.
+  const size_t nip = ni + k->outs_.size();
+  const char* small[32];
   static thread_local std::vector<const char*> big;
-  if (ni > 16 && big.size() < ni) big.resize(ni);
-  const char** ip = ni > 16 ? big.data() : small;
+  if (nip > 32 && big.size() < nip) big.resize(nip);
+  const char** ip = nip > 32 ? big.data() : small;
   const Slot* x = k->ins_.data();
+  for (const int32_t j : k->direct_outs_) ip[ni + j] = s + k->outs_[j].cell;
   if (n == 1) {
     // 0-d calls (most Composites of small models): one element per operand,
     // no block loop, no per-element loops or memcpy calls. A one-element
@@ -303,7 +333,44 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
     return inplace && in[j].stride == 1 && (x[j].dt == DType::Float64 || x[j].dt == DType::Int64) &&
            reinterpret_cast<uintptr_t>(in[j].data) % 8 == 0;
   };
-  bool any_direct = false;
+  // Direct outputs go straight to the caller's array when it is contiguous
+  // float64, aligned and shares no byte with an input (a chunk stores an
+  // output before later instructions read the inputs).
+  // Below kMinCut elements the checks cost more than the copies they save.
+  uint64_t out_direct = 0;  // bit d: output direct_outs_[d] (< 64) goes to the caller
+  if (inplace && n >= kMinCut && !k->direct_outs_.empty()) {
+    // The inputs' byte ranges: their hull first (one pass), each range only
+    // for an output inside the hull.
+    auto range = [&](size_t i, uintptr_t& ilo, uintptr_t& ihi) {
+      const int64_t span = in[i].stride * (n - 1) * x[i].es;
+      const auto a = reinterpret_cast<uintptr_t>(in[i].data);
+      ilo = span < 0 ? a + span : a;
+      ihi = (span < 0 ? a : a + span) + x[i].es;
+    };
+    uintptr_t hlo = UINTPTR_MAX, hhi = 0;
+    for (size_t i = 0; i < ni; ++i) {
+      uintptr_t ilo, ihi;
+      range(i, ilo, ihi);
+      hlo = std::min(hlo, ilo);
+      hhi = std::max(hhi, ihi);
+    }
+    for (size_t d = 0; d < k->direct_outs_.size() && d < 64; ++d) {
+      const int32_t j = k->direct_outs_[d];
+      if (j >= 64 || out[j].stride != 1 || reinterpret_cast<uintptr_t>(out[j].data) % 8 != 0) continue;
+      const auto lo = reinterpret_cast<uintptr_t>(out[j].data), hi = lo + static_cast<uintptr_t>(n) * 8;
+      bool apart = hhi <= lo || hi <= hlo;
+      if (!apart) {
+        apart = true;
+        for (size_t i = 0; i < ni && apart; ++i) {
+          uintptr_t ilo, ihi;
+          range(i, ilo, ihi);
+          apart = ihi <= lo || hi <= ilo;
+        }
+      }
+      if (apart) out_direct |= uint64_t{1} << d;
+    }
+  }
+  bool any_direct = out_direct != 0;
   for (size_t j = 0; j < ni; ++j) {
     any_direct |= direct(j);
     if (x[j].uniform) {
@@ -334,8 +401,23 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
         ip[j] = s + x[j].cell;
       }
     }
+    uint64_t skip = 0;  // bit j: output j written in place this block
+    if (whole && out_direct) {
+      for (size_t d = 0; d < k->direct_outs_.size() && d < 64; ++d) {
+        const int32_t j = k->direct_outs_[d];
+        if (out_direct >> d & 1) {
+          ip[ni + j] = static_cast<const char*>(out[j].data) + base * 8;
+          skip |= uint64_t{1} << j;
+        } else {
+          ip[ni + j] = s + k->outs_[j].cell;
+        }
+      }
+    } else if (out_direct) {
+      for (const int32_t j : k->direct_outs_) ip[ni + j] = s + k->outs_[j].cell;
+    }
     for (const Piece& p : k->pieces_) p.fn(m, s, ip);
     for (size_t j = 0; j < k->outs_.size(); ++j) {
+      if (j < 64 && (skip >> j & 1)) continue;
       const Slot& o = k->outs_[j];
       const int64_t es = static_cast<int64_t>(dtype_size(o.dt));
       // An output that is an input reads that input's lanes, wherever they are.
