@@ -254,6 +254,59 @@ void reduce_short_rows(const Plan& p, const Tensor& x, Tensor& y) {
 
 using ShortRowsFn = void (*)(const Plan&, const Tensor&, Tensor&);
 
+// Few outputs along a contiguous inner axis, each over the rows of a dense
+// (R, C) block (a mixture's (600, 3) summed over axis 0): every column's
+// tree at once. Lane k of column c in a leaf (its rows k, k+8, ...) lives at
+// acc[k * C + c], so 8 consecutive rows join the lanes as one contiguous run
+// of 8C values. The same leaves and combinations as rows mode, same bits.
+constexpr int64_t kNarrowMax = 16;  // columns
+template <Rop op, class A>
+void reduce_narrow_columns(Frame& f, const A* x, int64_t R, int64_t C, A* y) {
+  constexpr int kMaxLeaves = static_cast<int>(kChunk / (kLeaf / 2)) + 1;
+  int16_t len[kMaxLeaves];
+  int count = 0;
+  reduce::leaf_lengths(R, len, count);
+  A* val = static_cast<A*>(f.scratch(sizeof(A) * static_cast<size_t>(count * C)));
+  using reduce::combine;
+  const A* b = x;
+  for (int l = 0; l < count; ++l) {
+    const int64_t L = len[l];
+    A* out = val + l * C;
+    if (L < kLanes) {
+      for (int64_t c = 0; c < C; ++c) out[c] = b[c];
+      for (int64_t i = 1; i < L; ++i)
+        for (int64_t c = 0; c < C; ++c) out[c] = combine<op>(out[c], b[i * C + c]);
+    } else {
+      A acc[kLanes * kNarrowMax];
+      const int64_t W = kLanes * C, end = L - L % kLanes;
+      for (int64_t q = 0; q < W; ++q) acc[q] = b[q];
+      int64_t i = kLanes;
+      for (; i < end; i += kLanes) {
+        const A* blk = b + i * C;
+        for (int64_t q = 0; q < W; ++q) acc[q] = combine<op>(acc[q], blk[q]);
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        const A* a = acc + c;
+        out[c] = combine<op>(combine<op>(combine<op>(a[0], a[C]), combine<op>(a[2 * C], a[3 * C])),
+                             combine<op>(combine<op>(a[4 * C], a[5 * C]), combine<op>(a[6 * C], a[7 * C])));
+      }
+      for (; i < L; ++i)
+        for (int64_t c = 0; c < C; ++c) out[c] = combine<op>(out[c], b[i * C + c]);
+    }
+    b += L * C;
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    int k = 0;
+    auto lf = [&](int64_t, int64_t) { return val[(k++) * C + c]; };
+    y[c] = reduce::tree<op, A>(0, R, lf);
+  }
+}
+using NarrowFn = void (*)(Frame&, const void*, int64_t, int64_t, void*);
+template <Rop op, class A>
+void narrow_columns_fn(Frame& f, const void* x, int64_t R, int64_t C, void* y) {
+  reduce_narrow_columns<op, A>(f, static_cast<const A*>(x), R, C, static_cast<A*>(y));
+}
+
 template <Rop op, class In, class A>
 void reduce_all(Frame& f, const Plan& p, const Tensor& x, Tensor& y) {
   A* partials = static_cast<A*>(f.scratch(sizeof(A) * static_cast<size_t>(p.O * p.nc)));
@@ -355,6 +408,23 @@ SmallFn pick_small(Rop rop, DType in_dt, DType acc, bool& direct) {
   return fn;
 }
 
+// reduce_narrow_columns for (op, input dtype): sums and products in the
+// input's own float or int64 type, maxima and minima; else nullptr.
+NarrowFn pick_narrow(Rop rop, DType in_dt, DType acc) {
+  NarrowFn fn = nullptr;
+  with_op(rop, [&](auto opc) {
+    constexpr Rop op = decltype(opc)::value;
+    if constexpr (op == Rop::Add || op == Rop::Mul || op == Rop::Max || op == Rop::Min) {
+      dtype_dispatch(in_dt, [&](auto in) {
+        using In = decltype(in);
+        if constexpr (std::is_same_v<In, double> || std::is_same_v<In, float> || std::is_same_v<In, int64_t>)
+          if (op == Rop::Max || op == Rop::Min || acc == in_dt) fn = &narrow_columns_fn<op, In>;
+      });
+    }
+  });
+  return fn;
+}
+
 // reduce_short_rows for (op, input dtype), or nullptr when the accumulator
 // is not the input's dtype (those take the row tasks).
 ShortRowsFn pick_short_rows(Rop rop, DType in_dt, DType acc) {
@@ -383,7 +453,8 @@ class ReduceKernel final : public OpKernel {
  public:
   ReduceKernel(Rop op, uint32_t axis_mask, DType in, DType acc, int64_t threshold)
       : op_(op), mask_(axis_mask), in_(in), acc_(acc), threshold_(threshold),
-        small_(pick_small(op, in, acc, direct_)), short_rows_(pick_short_rows(op, in, acc)) {}
+        small_(pick_small(op, in, acc, direct_)), short_rows_(pick_short_rows(op, in, acc)),
+        narrow_(pick_narrow(op, in, acc)) {}
 
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
@@ -421,6 +492,11 @@ class ReduceKernel final : public OpKernel {
     if (p.O == 1 && p.red.nd <= 1 && x.dtype == in_ &&
         (p.R <= kSmall || (direct_ && p.R <= kChunk && p.red.nd == 1 && p.red.strides[0] == 1)))
       return small_(x.data, p.R, p.red.nd ? p.red.strides[0] : 1, y);
+    // A dense (R, C) block reduced over its rows into a few columns.
+    if (narrow_ && p.kept.nd == 1 && p.kept.strides[0] == 1 && p.O <= kNarrowMax &&
+        p.red.nd == 1 && p.red.strides[0] == p.O && p.R <= kChunk && p.O * p.R < p.threshold &&
+        x.dtype == in_ && y.dtype == in_)
+      return narrow_(f, x.data, p.R, p.O, y.data);
     p.nc = (p.R + kChunk - 1) / kChunk;
     if (p.kept.nd > 0 && p.red.nd > 0) {
       const int64_t sk = std::llabs(p.kept.strides[p.kept.nd - 1]);
@@ -476,6 +552,7 @@ class ReduceKernel final : public OpKernel {
   bool direct_ = false;
   SmallFn small_;
   ShortRowsFn short_rows_;
+  NarrowFn narrow_;
 };
 
 Rop parse_rop(NodeContext& ctx) {

@@ -1,10 +1,12 @@
-// The small full-reduction fast path of engine/ops/ops_reduce.cpp (one output
-// over <= 256 elements, contiguous or 1-d strided, or a contiguous run up to
-// one chunk): values against references written here from the order
+// The fast paths of engine/ops/ops_reduce.cpp: the small full reduction (one
+// output over <= 256 elements, contiguous or 1-d strided, or a contiguous run
+// up to one chunk) and the narrow columns (a dense (R, C) block reduced over
+// its rows, C <= 16): values against references written here from the order
 // documented in engine/ops/reduce_tree.hpp, and bits against the general path
-// (the same data as a 2-d strided view the fast path does not take).
+// (the same data as a strided view the fast paths do not take).
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -230,5 +232,45 @@ TEST_CASE("small_path_gives_the_general_paths_bits") {
     CHECK(bits(fast) == bits(p2->call({v})[0].data<double>()[0]));
     CHECK(bits(fast) == bits(ref_tree(x.data(), n, add)));
     CHECK(bits(m1->call({a.t})[0].data<double>()[0]) == bits(m2->call({v})[0].data<double>()[0]));
+  }
+}
+
+TEST_CASE("narrow_column_reductions_follow_the_documented_tree_per_column") {
+  std::mt19937_64 gen(23);
+  std::normal_distribution<double> nd(0.7, 50.0);
+  const auto mx = [](double a, double b) { return (a > b || a != a) ? a : b; };
+  struct Op {
+    const char* name;
+    std::function<double(double, double)> f;
+  };
+  const Op ops[] = {{"Sum", add}, {"Prod", mul}, {"Max", mx}};
+  for (const Op& op : ops) {
+    auto p = Program::from_json(
+        reduce_graph(op.name, "float64", "[null, null]", "float64", "[null]", R"({"axis": [0]})"));
+    for (int64_t C : {1, 2, 3, 5, 8, 9, 16, 17}) {
+      for (int64_t R : {1, 2, 7, 8, 9, 17, 128, 129, 300, 1000, 5000}) {
+        std::vector<double> x(static_cast<size_t>(R * C));
+        for (double& v : x) v = op.f(2.0, 3.0) == 6.0 ? 1.0 + nd(gen) / 5000.0 : nd(gen);
+        if (R > 3) x[C] = -0.0;  // a signed zero in column 0
+        std::vector<double> col(static_cast<size_t>(R));
+        auto y = p->call({Array::of<double>({2, {R, C}}, x).t})[0];
+        // The same values as a transposed view: the rows path, not this one.
+        std::vector<double> xt(static_cast<size_t>(R * C));
+        for (int64_t i = 0; i < R; ++i)
+          for (int64_t c = 0; c < C; ++c) xt[c * R + i] = x[i * C + c];
+        Array t = Array::of<double>({2, {C, R}}, xt);
+        Tensor tv = t.t;
+        tv.shape = Shape{2, {R, C}};
+        tv.strides[0] = 1;
+        tv.strides[1] = R;
+        auto yt = p->call({tv})[0];
+        for (int64_t c = 0; c < C; ++c) {
+          for (int64_t i = 0; i < R; ++i) col[i] = x[i * C + c];
+          INFO(op.name << " R = " << R << ", C = " << C << ", column " << c);
+          CHECK(bits(y.data<double>()[c]) == bits(ref_tree(col.data(), R, op.f)));
+          CHECK(bits(yt.data<double>()[c]) == bits(y.data<double>()[c]));
+        }
+      }
+    }
   }
 }
