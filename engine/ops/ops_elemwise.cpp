@@ -371,8 +371,8 @@ struct Outs {
       for (int d = 0; d < kept.ndim; ++d) rows *= kept.dims[d] = lead[d];
       auto* y = static_cast<double*>(f.alloc_out(static_cast<int>(o), kept).data);
       const int64_t n = rows > 0 ? total / rows : 0;
-      for (int64_t r = 0; r < rows; ++r)
-        y[r] = n > 0 ? reduce::reduce_contiguous<reduce::Rop::Add, double>(x + r * n, n) : 0.0;
+      if (n > 0) reduce::reduce_rows<reduce::Rop::Add, double>(x, rows, n, y);
+      else std::fill(y, y + rows, 0.0);
     }
   }
 };

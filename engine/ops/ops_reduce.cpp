@@ -3,8 +3,10 @@
 // tree: "rows" (one output at a time, reduced elements gathered in blocks)
 // and "columns" (a tile of outputs along the innermost kept axis at once,
 // for reductions over outer axes); the faster one for the input's strides
-// is picked per call, and many outputs of a few elements each skip the row
-// tasks ("short rows"). All give the same bits.
+// is picked per call. Many outputs of a few elements each skip the row
+// tasks ("short rows"), and a dense (R, C) block reduced over its rows into
+// at most 16 columns takes every column's lanes at once ("narrow columns").
+// All give the same bits.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -235,6 +237,7 @@ void reduce_short_rows(const Plan& p, const Tensor& x, Tensor& y) {
     kw.next();
     return r;
   };
+  if (flat && sr == 1 && ks == R && R <= kLeaf) return reduce::reduce_rows<op, A>(xp, p.O, R, yp);
   if (R < reduce::kLanes) {  // leaf's fold from the first element, read in place
     for (int64_t i = 0; i < p.O; ++i) {
       const A* row = row_at(i);

@@ -182,6 +182,33 @@ inline A reduce_contiguous(const A* a, int64_t n) {
   return tree_contiguous<op, A>(part, nc);
 }
 
+// Reduces each of `rows` contiguous rows x[r*n, (r+1)*n) into y[r], n >= 1,
+// in the documented order. Rows shorter than a leaf's 8 lanes fold from
+// their first element with n known at compile time, so the compiler unrolls
+// the fold and may run several rows at once.
+template <Rop op, class A, int N>
+inline void fold_rows(const A* x, int64_t rows, A* y) {
+  for (int64_t r = 0; r < rows; ++r, x += N) {
+    A v = x[0];
+    for (int k = 1; k < N; ++k) v = combine<op>(v, x[k]);
+    y[r] = v;
+  }
+}
+template <Rop op, class A>
+inline void reduce_rows(const A* x, int64_t rows, int64_t n, A* y) {
+  switch (n) {
+    case 1: return fold_rows<op, A, 1>(x, rows, y);
+    case 2: return fold_rows<op, A, 2>(x, rows, y);
+    case 3: return fold_rows<op, A, 3>(x, rows, y);
+    case 4: return fold_rows<op, A, 4>(x, rows, y);
+    case 5: return fold_rows<op, A, 5>(x, rows, y);
+    case 6: return fold_rows<op, A, 6>(x, rows, y);
+    case 7: return fold_rows<op, A, 7>(x, rows, y);
+    default: break;
+  }
+  for (int64_t r = 0; r < rows; ++r, x += n) y[r] = n <= kLeaf ? leaf<op, A>(x, n) : reduce_contiguous<op, A>(x, n);
+}
+
 // Walks a multi-dim strided index space in C order, tracking the offset.
 struct Walker {
   int nd = 0;

@@ -274,3 +274,30 @@ TEST_CASE("narrow_column_reductions_follow_the_documented_tree_per_column") {
     }
   }
 }
+
+TEST_CASE("short_row_reductions_follow_the_documented_tree_per_row") {
+  std::mt19937_64 gen(24);
+  std::normal_distribution<double> nd(0.7, 50.0);
+  const auto mx = [](double a, double b) { return (a > b || a != a) ? a : b; };
+  struct Op {
+    const char* name;
+    std::function<double(double, double)> f;
+  };
+  const Op ops[] = {{"Sum", add}, {"Max", mx}};
+  for (const Op& op : ops) {
+    auto p = Program::from_json(
+        reduce_graph(op.name, "float64", "[null, null]", "float64", "[null]", R"({"axis": [1]})"));
+    for (int64_t R : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 128}) {
+      for (int64_t O : {1, 5, 600}) {
+        std::vector<double> x(static_cast<size_t>(R * O));
+        for (double& v : x) v = nd(gen);
+        x[0] = -0.0;
+        auto y = p->call({Array::of<double>({2, {O, R}}, x).t})[0];
+        for (int64_t o = 0; o < O; o += 1 + O / 7) {
+          INFO(op.name << " R = " << R << ", O = " << O << ", row " << o);
+          CHECK(bits(y.data<double>()[o]) == bits(ref_tree(x.data() + o * R, R, op.f)));
+        }
+      }
+    }
+  }
+}
