@@ -163,16 +163,26 @@ class Gather1K : public OpKernel {
     fastidx::with_index(f, ci_, 1, dim, [&](auto get, int64_t) {
       if (row != 1) {
         const int64_t rb = row * es;
-        auto one = [&](int64_t b, int64_t v) {
-          if (rb) std::memcpy(od + b * rb, xd + v * xs0 * es, size_t(rb));
+        auto rows = [&](auto bytes) {  // bytes: rb, or a constant the copy is inlined for
+          auto one = [&](int64_t b, int64_t v) {
+            if (bytes) std::memcpy(od + b * bytes, xd + v * xs0 * es, size_t(bytes));
+          };
+          fastidx::blocked(
+              rs.dims[0], get,
+              [&](int64_t b, int64_t v0, int64_t v1, int64_t v2, int64_t v3) {
+                one(b, v0), one(b + 1, v1), one(b + 2, v2), one(b + 3, v3);
+              },
+              one);
         };
-        fastidx::blocked(
-            rs.dims[0], get,
-            [&](int64_t b, int64_t v0, int64_t v1, int64_t v2, int64_t v3) {
-              one(b, v0), one(b + 1, v1), one(b + 2, v2), one(b + 3, v3);
-            },
-            one);
-        return;
+        // Short rows (a category table's rows of a few float64s): a call of
+        // memcpy per row costs more than the copy.
+        switch (rb) {
+          case 16: return rows(std::integral_constant<int64_t, 16>{});
+          case 24: return rows(std::integral_constant<int64_t, 24>{});
+          case 32: return rows(std::integral_constant<int64_t, 32>{});
+          case 64: return rows(std::integral_constant<int64_t, 64>{});
+          default: return rows(rb);
+        }
       }
       auto elems = [&](auto tag) {
         using U = decltype(tag);
@@ -301,6 +311,34 @@ class IncK : public OpKernel {
     }
     if (r.basic.ndim() == 1) {  // rows: a plain strided loop
       const int64_t n = r.basic.dim(0), ds = dst.strides[0], ss = src.strides[0];
+      if (ds == 1 && ss == 1 && !set && r.nadv == 1 && r.B.ndim == 1) {
+        // Rows of a table picked by one index vector (an embedding's or a
+        // category table's gradient): each row added in index order, as below.
+        const int64_t* ip = r.adv_ptr[0];
+        const int64_t ist = r.adv_bst[0][0], dim = r.adv_dim[0], ts = r.adv_tstride[0], ys = bst[1][0];
+        T* base = od + r.base_off;
+        for (int64_t b = 0; b < r.B.dims[0]; ++b, ip += ist) {
+          int64_t v = *ip;
+          if (v < 0) v += dim;
+          if (v < 0 || v >= dim) [[unlikely]]
+            f.fail(index_error_msg(*ip, r.adv_axis[0], dim));
+          T* d = base + v * ts;
+          const T* s = yd + b * ys;
+          for (int64_t k = 0; k < n; ++k) d[k] += s[k];
+        }
+        return;
+      }
+      if (ds == 1 && ss == 1) {  // contiguous rows (a table's gradient): loops the compiler vectorizes
+        if (set)
+          for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) { std::copy_n(yd + oo[1], n, od + xo); });
+        else
+          for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) {
+            T* d = od + xo;
+            const T* s = yd + oo[1];
+            for (int64_t k = 0; k < n; ++k) d[k] += s[k];
+          });
+        return;
+      }
       for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) {
         T* d = od + xo;
         const T* s = yd + oo[1];
