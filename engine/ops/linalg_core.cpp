@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/ops/linalg_gemv.hpp"
 #include "engine/ops/linalg_util.hpp"
 #include "engine/ops/ops_common.hpp"
 
@@ -163,6 +164,31 @@ class DotCore final : public Core {
       const Tensor &a = in[0], &b = in[1];
       const int64_t m = a.ndim() == 2 ? a.dim(0) : 1, k = a.dim(a.ndim() - 1);
       const int64_t n = b.ndim() == 2 ? b.dim(1) : 1;
+      if constexpr (std::is_same_v<T, double>) {
+        // A matrix times a vector, or a vector times a matrix (the matrix's
+        // transpose times it): one summation order for every layout, the
+        // matrix read in place when its rows or columns are contiguous.
+        const bool mv = a.ndim() == 2 && n == 1, vm = a.ndim() == 1 && b.ndim() == 2;
+        if ((mv || vm) && k > 0 && a.dtype == DType::Float64 && b.dtype == DType::Float64) {
+          const Tensor& M = mv ? a : b;
+          const Tensor& v = mv ? b : a;
+          const int64_t rows = mv ? m : n;
+          int64_t s0 = M.strides[0], s1 = M.strides[1];
+          if (vm) std::swap(s0, s1);
+          if (rows == 1) s0 = 1;  // a size-1 axis's stride is never used
+          if (k == 1) s1 = 1;
+          const double* mp = M.ptr<double>();
+          if (!(s1 == 1 || s0 == 1)) {  // neither layout: a C-order copy, rows contiguous
+            mp = contiguous<double>(M, c);
+            s0 = mv ? k : 1;
+            s1 = mv ? 1 : n;
+          }
+          const double* xp = contiguous<double>(v, c);
+          double* yp = out_buffer<double>(out[0], c);
+          linalg::gemv_f64(mp, s0, s1, xp, rows, k, yp);
+          return;
+        }
+      }
       const T* ap = contiguous<T>(a, c);
       const T* bp = contiguous<T>(b, c);
       T* yp = out_buffer<T>(out[0], c);

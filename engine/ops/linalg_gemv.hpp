@@ -1,0 +1,90 @@
+// Matrix times vector in float64 with one summation order for every layout:
+// y[i] = sum_j A[i, j] * x[j] as four partial sums p[j % 4], each over
+// increasing j from +0.0, then (p0 + p1) + (p2 + p3); each product rounded,
+// then added (no FMA). Rows or columns of A contiguous, read in place: the
+// bits depend on the shapes only, never on strides, alignment or which of
+// the two loops ran (a transposed design matrix gives its gradient's bits).
+#pragma once
+#include <cstdint>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace ember::linalg {
+
+// One row by the definition, element by element (rows the vector loops leave).
+inline double gemv_row(const double* r, int64_t sj, const double* x, int64_t k) {
+  double p[4] = {0.0, 0.0, 0.0, 0.0};
+  for (int64_t j = 0; j < k; ++j) p[j % 4] = p[j % 4] + r[j * sj] * x[j];
+  return (p[0] + p[1]) + (p[2] + p[3]);
+}
+
+// A's element (i, j) at A[i * s0 + j * s1]; x contiguous; s1 == 1 or s0 == 1.
+inline void gemv_f64(const double* A, int64_t s0, int64_t s1, const double* x, int64_t m, int64_t k, double* y) {
+  int64_t i = 0;
+#if defined(__AVX2__)
+  const int64_t k4 = k - k % 4, rem = k % 4;
+  if (s1 == 1) {
+    // Rows contiguous: lane l of a row's vector is p[l]. The last k % 4
+    // elements come in by a masked load whose other lanes add +0.0, which
+    // changes no partial sum (one that starts at +0.0 is never -0.0).
+    const __m256i mk = _mm256_cmpgt_epi64(_mm256_set1_epi64x(rem), _mm256_set_epi64x(3, 2, 1, 0));
+    const __m256d xt = _mm256_maskload_pd(x + k4, mk);
+    for (; i + 4 <= m; i += 4) {  // four rows: four independent chains
+      const double *r0 = A + i * s0, *r1 = r0 + s0, *r2 = r1 + s0, *r3 = r2 + s0;
+      __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+      for (int64_t j = 0; j < k4; j += 4) {
+        const __m256d xv = _mm256_loadu_pd(x + j);
+        a0 = _mm256_add_pd(a0, _mm256_mul_pd(_mm256_loadu_pd(r0 + j), xv));
+        a1 = _mm256_add_pd(a1, _mm256_mul_pd(_mm256_loadu_pd(r1 + j), xv));
+        a2 = _mm256_add_pd(a2, _mm256_mul_pd(_mm256_loadu_pd(r2 + j), xv));
+        a3 = _mm256_add_pd(a3, _mm256_mul_pd(_mm256_loadu_pd(r3 + j), xv));
+      }
+      if (rem) {
+        a0 = _mm256_add_pd(a0, _mm256_mul_pd(_mm256_maskload_pd(r0 + k4, mk), xt));
+        a1 = _mm256_add_pd(a1, _mm256_mul_pd(_mm256_maskload_pd(r1 + k4, mk), xt));
+        a2 = _mm256_add_pd(a2, _mm256_mul_pd(_mm256_maskload_pd(r2 + k4, mk), xt));
+        a3 = _mm256_add_pd(a3, _mm256_mul_pd(_mm256_maskload_pd(r3 + k4, mk), xt));
+      }
+      // hadd: p0 + p1 of two rows in lanes 0-1, p2 + p3 in lanes 2-3.
+      const __m256d h01 = _mm256_hadd_pd(a0, a1), h23 = _mm256_hadd_pd(a2, a3);
+      _mm256_storeu_pd(y + i, _mm256_add_pd(_mm256_permute2f128_pd(h01, h23, 0x20),
+                                            _mm256_permute2f128_pd(h01, h23, 0x31)));
+    }
+    for (; i < m; ++i) {
+      const double* r = A + i * s0;
+      __m256d a = _mm256_setzero_pd();
+      for (int64_t j = 0; j < k4; j += 4) a = _mm256_add_pd(a, _mm256_mul_pd(_mm256_loadu_pd(r + j), _mm256_loadu_pd(x + j)));
+      if (rem) a = _mm256_add_pd(a, _mm256_mul_pd(_mm256_maskload_pd(r + k4, mk), xt));
+      alignas(32) double p[4];
+      _mm256_store_pd(p, a);
+      y[i] = (p[0] + p[1]) + (p[2] + p[3]);
+    }
+  } else {
+    // Columns contiguous (s0 == 1): four rows per vector, their partial sum
+    // q in P[q].
+    // The last m % 4 rows as one block whose other lanes are masked off.
+    for (; i < m; i += 4) {
+      const __m256i rows = _mm256_cmpgt_epi64(_mm256_set1_epi64x(m - i), _mm256_set_epi64x(3, 2, 1, 0));
+      auto col = [&](int64_t j) { return _mm256_maskload_pd(A + i + j * s1, rows); };
+      __m256d P0 = _mm256_setzero_pd(), P1 = P0, P2 = P0, P3 = P0;
+      for (int64_t j = 0; j < k4; j += 4) {
+        P0 = _mm256_add_pd(P0, _mm256_mul_pd(col(j), _mm256_broadcast_sd(x + j)));
+        P1 = _mm256_add_pd(P1, _mm256_mul_pd(col(j + 1), _mm256_broadcast_sd(x + j + 1)));
+        P2 = _mm256_add_pd(P2, _mm256_mul_pd(col(j + 2), _mm256_broadcast_sd(x + j + 2)));
+        P3 = _mm256_add_pd(P3, _mm256_mul_pd(col(j + 3), _mm256_broadcast_sd(x + j + 3)));
+      }
+      if (rem > 0) P0 = _mm256_add_pd(P0, _mm256_mul_pd(col(k4), _mm256_broadcast_sd(x + k4)));
+      if (rem > 1) P1 = _mm256_add_pd(P1, _mm256_mul_pd(col(k4 + 1), _mm256_broadcast_sd(x + k4 + 1)));
+      if (rem > 2) P2 = _mm256_add_pd(P2, _mm256_mul_pd(col(k4 + 2), _mm256_broadcast_sd(x + k4 + 2)));
+      const __m256d v = _mm256_add_pd(_mm256_add_pd(P0, P1), _mm256_add_pd(P2, P3));
+      if (m - i >= 4) _mm256_storeu_pd(y + i, v);
+      else _mm256_maskstore_pd(y + i, rows, v);
+    }
+  }
+#endif
+  for (; i < m; ++i) y[i] = gemv_row(A + i * s0, s1, x, k);
+}
+
+}  // namespace ember::linalg
