@@ -193,7 +193,6 @@ TEST_CASE("jit_output_aliasing_an_in_place_input_matches_interpreter", "[jit]") 
     }
   }
 }
-#endif
 
 TEST_CASE("jit_output_stored_in_place_before_a_later_read_of_its_input_matches_interpreter", "[jit]") {
   REQUIRE_JIT();
@@ -227,3 +226,4 @@ TEST_CASE("jit_output_stored_in_place_before_a_later_read_of_its_input_matches_i
     }
   }
 }
+#endif
