@@ -54,6 +54,12 @@ T ref_tree(const T* a, int64_t n, F op) {  // n <= 65536: one chunk
 }
 const auto add = [](double a, double b) { return a + b; };
 const auto mul = [](double a, double b) { return a * b; };
+const auto mx = [](double a, double b) { return (a > b || a != a) ? a : b; };  // NaN wins
+// A reduction op by its graph name, with the combine of the reference tree.
+struct Op {
+  const char* name;
+  std::function<double(double, double)> f;
+};
 
 // x as a 1-d view of n elements with element stride st (negative: reversed)
 // over a buffer of n * |st| doubles.
@@ -238,11 +244,6 @@ TEST_CASE("small_path_gives_the_general_paths_bits") {
 TEST_CASE("narrow_column_reductions_follow_the_documented_tree_per_column") {
   std::mt19937_64 gen(23);
   std::normal_distribution<double> nd(0.7, 50.0);
-  const auto mx = [](double a, double b) { return (a > b || a != a) ? a : b; };
-  struct Op {
-    const char* name;
-    std::function<double(double, double)> f;
-  };
   const Op ops[] = {{"Sum", add}, {"Prod", mul}, {"Max", mx}};
   for (const Op& op : ops) {
     auto p = Program::from_json(
@@ -278,11 +279,6 @@ TEST_CASE("narrow_column_reductions_follow_the_documented_tree_per_column") {
 TEST_CASE("short_row_reductions_follow_the_documented_tree_per_row") {
   std::mt19937_64 gen(24);
   std::normal_distribution<double> nd(0.7, 50.0);
-  const auto mx = [](double a, double b) { return (a > b || a != a) ? a : b; };
-  struct Op {
-    const char* name;
-    std::function<double(double, double)> f;
-  };
   const Op ops[] = {{"Sum", add}, {"Max", mx}};
   for (const Op& op : ops) {
     auto p = Program::from_json(
