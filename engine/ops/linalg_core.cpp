@@ -517,8 +517,41 @@ CoreDesc desc_of(NodeContext& ctx) {
   return d;
 }
 
+// A plain op (no batch dims): the operands are the core views themselves,
+// so no batch shape, offsets or loop (most linear-algebra nodes of a
+// Kalman filter's step, 2x2 products among them).
+void BatchedKernel::run_plain(Frame& f) const {
+  const int nin = core_->num_in, nout = core_->num_out;
+  UninitArray<Shape, 8> cin, cout;
+  UninitArray<Tensor, 8> ins, ov;
+  for (int k = 0; k < nin; ++k) {
+    const Tensor& t = f.in(k);
+    const int nd = t.ndim();
+    cin[k].ndim = nd;
+    ins[k].dtype = t.dtype;
+    ins[k].shape.ndim = nd;
+    ins[k].data = t.data;
+    for (int d = 0; d < nd; ++d) {
+      cin[k].dims[d] = ins[k].shape.dims[d] = t.dim(d);
+      ins[k].strides[d] = t.strides[d];
+    }
+  }
+  core_->shapes(f, cin.data(), cout.data());
+  for (int k = 0; k < nout; ++k) {
+    const Tensor& o = f.alloc_out(k, cout[k]);
+    ov[k].set_contiguous(o.dtype, cout[k], o.data);
+  }
+  char* scratch = static_cast<char*>(f.scratch(core_->scratch_bytes(cin.data())));
+  core_->compute(f, ins.data(), ov.data(), scratch);
+}
+
 void BatchedKernel::run(Frame& f) const {
   const int nin = core_->num_in, nout = core_->num_out;
+  if (batch_nd_ == 0) {
+    bool plain = true;  // ranks as loaded (the loader checked them; a call may not)
+    for (int k = 0; k < nin && plain; ++k) plain = f.in(k).ndim() == core_nd_[k];
+    if (plain) return run_plain(f);
+  }
   Uninit<Shape> ubatch;
   Shape& batch = *ubatch;
   batch.ndim = batch_nd_;

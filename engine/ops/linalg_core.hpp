@@ -80,6 +80,7 @@ class BatchedKernel final : public OpKernel {
   void run(Frame& f) const override;
 
  private:
+  void run_plain(Frame& f) const;
   std::unique_ptr<Core> core_;
   std::vector<int> core_nd_;
   int batch_nd_;

@@ -54,6 +54,16 @@ void set_row(Tensor& dst, const Tensor& t, int64_t r) {
   }
 }
 
+// Tensor::is_contiguous inline: a step's outputs are mostly 0-d or short.
+inline bool contiguous(const Tensor& t) {
+  int64_t st = 1;
+  for (int d = t.ndim() - 1; d >= 0; --d) {
+    if (t.dim(d) != 1 && t.strides[d] != st) return false;
+    st *= t.dim(d);
+  }
+  return true;
+}
+
 bool same_shape(const Shape& a, const Shape& b) {
   if (a.ndim != b.ndim) return false;
   for (int d = 0; d < a.ndim; ++d)
@@ -68,6 +78,9 @@ struct Layout {
   std::vector<std::vector<int64_t>> out_taps;  // per mit-mot: the taps it writes
   std::vector<int64_t> mintap;                 // per tapped and nit-sot output
   std::vector<int> nit_ndim;                   // rank of each nit-sot output
+  // in_taps and out_taps flattened in inner-argument / inner-output order:
+  // (tapped output, tap), so a step walks one array instead of nested lists.
+  std::vector<std::pair<int, int64_t>> arg_taps, mit_mot_puts;
   int n_tap() const { return n_mit_mot + n_mit_sot + n_sit_sot; }
   int n_mit_mot_outs() const {
     int n = 0;
@@ -94,6 +107,7 @@ struct InnerState {
   std::vector<Tensor> staged;
   std::vector<int64_t> store, pos;  // per traced output: buffer length, current entry
   std::vector<int64_t> row_bytes;   // per sequence, then per tapped output: bytes between entries
+  std::vector<char*> seq_base;      // per sequence: its first row
   std::vector<Tensor*> outp;
   std::vector<std::pair<const char*, const char*>> extent;  // set_extents
   Buffer tmp;  // rotation of circular buffers
@@ -112,7 +126,8 @@ struct LoopGuard {
 class ScanK final : public OpKernel {
  public:
   ScanK(Layout l, std::unique_ptr<Subprogram> inner) : l_(std::move(l)), inner_(std::move(inner)) {
-    for (size_t k = 0; k < inner_->outputs().size(); ++k) views_.push_back(inner_->may_view_args(k));
+    for (size_t k = 0; k < inner_->outputs().size(); ++k)
+      if (inner_->may_view_args(k)) views_.push_back(static_cast<int>(k));
   }
 
   void run(Frame& f) const override {
@@ -140,7 +155,7 @@ class ScanK final : public OpKernel {
     s->ws = inner_->make_workspace();
     for (size_t k = 0; k < inner_->args().size(); ++k) s->args.push_back(&inner_->arg(*s->ws, k));
     for (size_t k = 0; k < inner_->outputs().size(); ++k) s->vals.push_back(&inner_->out(*s->ws, k));
-    s->res.resize(s->vals.size());
+    s->res = s->vals;  // the outputs that cannot view an argument always read in place
     s->staged.resize(s->vals.size());
     s->stage.resize(s->vals.size());
     return s;
@@ -217,18 +232,22 @@ class ScanK final : public OpKernel {
     const int untraced_arg0 = static_cast<int>(st.args.size()) - l.n_non_seqs - l.n_untraced;
     set_extents(st);
 
+    std::vector<char*>& seq_base = st.seq_base;
+    seq_base.clear();
+    for (int s = 0; s < l.n_seqs; ++s) seq_base.push_back(static_cast<char*>(f.in(l.seq0() + s).data));
+    Tensor* const* const args = st.args.data();
+    Tensor* const* const tap_args = args + l.n_seqs;
+    const int64_t* const tap_rb = row_bytes.data() + l.n_seqs;
+
     LoopGuard loop(*inner_, *st.ws);
     int64_t i = 0;
     for (bool go = true; i < n_steps && go; ++i) {
-      int a = 0;
-      for (int s = 0; s < l.n_seqs; ++s)
-        st.args[a++]->data = static_cast<char*>(f.in(l.seq0() + s).data) + i * row_bytes[s];
-      for (int j = 0; j < n_tap; ++j) {
-        char* base = static_cast<char*>(outp[j]->data);
-        const int64_t rb = row_bytes[l.n_seqs + j];
-        for (int64_t t : l.in_taps[j]) st.args[a++]->data = base + wrap(pos[j] + t, store[j]) * rb;
+      for (int s = 0; s < l.n_seqs; ++s) args[s]->data = seq_base[s] + i * row_bytes[s];
+      for (size_t a = 0; a < l.arg_taps.size(); ++a) {
+        const auto [j, t] = l.arg_taps[a];
+        tap_args[a]->data = static_cast<char*>(outp[j]->data) + wrap(pos[j] + t, store[j]) * tap_rb[j];
       }
-      for (int j = 0; j < l.n_untraced; ++j) st.args[a++]->set_view(*outp[untraced_out0 + j]);
+      for (int j = 0; j < l.n_untraced; ++j) args[untraced_arg0 + j]->set_view(*outp[untraced_out0 + j]);
 
       try {
         // Rows keep their shapes from step to step; untraced states may not.
@@ -243,15 +262,12 @@ class ScanK final : public OpKernel {
       const std::vector<const Tensor*>& out = st.res;
 
       int o = 0;
-      for (int j = 0; j < l.n_mit_mot; ++j) {
-        const Tensor& buf = *outp[j];
-        for (int64_t t : l.out_taps[j]) {
-          const int64_t r = pos[j] + t;
-          if (r < 0 || r >= store[j])
-            f.fail("step " + S(i) + ": mit-mot output " + S(j) + " writes entry " + S(r) + " of a buffer of " +
-                   S(store[j]));
-          put_row(f, i, buf, r, *out[o++], j);
-        }
+      for (const auto& [j, t] : l.mit_mot_puts) {
+        const int64_t r = pos[j] + t;
+        if (r < 0 || r >= store[j])
+          f.fail("step " + S(i) + ": mit-mot output " + S(j) + " writes entry " + S(r) + " of a buffer of " +
+                 S(store[j]));
+        put_row(f, i, *outp[j], r, *out[o++], j);
       }
       for (int j = l.n_mit_mot; j < n_tap; ++j) put_row(f, i, *outp[j], pos[j], *out[o++], j);
       for (int j = 0; j < l.n_nit_sot; ++j) {
@@ -279,12 +295,8 @@ class ScanK final : public OpKernel {
   // separate output storage would have them. Outputs the inner program
   // computes into its own memory (most) cannot be such views.
   void stage_aliases(InnerState& st) const {
-    for (size_t k = 0; k < st.vals.size(); ++k) {
+    for (const int k : views_) {
       const Tensor& v = *st.vals[k];
-      if (!views_[k]) {
-        st.res[k] = &v;
-        continue;
-      }
       const int64_t es = static_cast<int64_t>(dtype_size(v.dtype));
       int64_t lo_off = 0, hi_off = 0;  // the view's extent in elements, strides of any sign
       for (int d = 0; d < v.ndim(); ++d) {
@@ -335,7 +347,7 @@ class ScanK final : public OpKernel {
     const size_t es = dtype_size(buf.dtype);
     char* to = static_cast<char*>(buf.data) + r * buf.strides[0] * static_cast<int64_t>(es);
     if (to == v.data) return;
-    if (v.dtype == buf.dtype && v.is_contiguous()) {  // buffers are C-contiguous (alloc_out)
+    if (v.dtype == buf.dtype && contiguous(v)) {  // buffers are C-contiguous (alloc_out)
       const size_t n = static_cast<size_t>(v.size()) * es;
       if (n == 8) std::memcpy(to, v.data, 8);  // a scalar: a move, not a call
       else std::memcpy(to, v.data, n);
@@ -377,7 +389,7 @@ class ScanK final : public OpKernel {
 
   Layout l_;
   std::unique_ptr<Subprogram> inner_;
-  std::vector<char> views_;  // per inner output: Subprogram::may_view_args
+  std::vector<int> views_;  // the inner outputs that Subprogram::may_view_args
   mutable std::mutex mu_;
   mutable std::vector<std::unique_ptr<InnerState>> pool_;
 };
@@ -445,6 +457,10 @@ std::unique_ptr<OpKernel> make_scan(NodeContext& ctx) {
       l.mintap.push_back(*std::min_element(t.begin(), t.end()));
     }
   for (int j = 0; j < l.n_nit_sot; ++j) l.mintap.push_back(0);
+  for (size_t j = 0; j < l.in_taps.size(); ++j)
+    for (int64_t t : l.in_taps[j]) l.arg_taps.emplace_back(static_cast<int>(j), t);
+  for (size_t j = 0; j < l.out_taps.size(); ++j)
+    for (int64_t t : l.out_taps[j]) l.mit_mot_puts.emplace_back(static_cast<int>(j), t);
 
   const int n_tap = l.n_tap();
   ctx.expect_inputs(l.non_seq0() + l.n_non_seqs);

@@ -388,7 +388,7 @@ int fuse_elemwise(ProgramImpl& p) {
   };
 
   auto close = [&]() {
-    if (gi < 0 || G.members.size() < 2 || G.elemwise == 0) return;
+    if (gi < 0 || G.members.empty() || G.elemwise == 0) return;
     Step st;
     std::unique_ptr<ElemwiseKernel> k;
     if (!build(G, st, k)) return;
