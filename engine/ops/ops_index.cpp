@@ -286,9 +286,8 @@ class IncK : public OpKernel {
       int64_t cur = -1;
       T acc{};
       for (int64_t b = 0; b < n; ++b, ip += ist) {
-        int64_t v = *ip;
-        if (v < 0) v += dim;
-        if (v < 0 || v >= dim) [[unlikely]] {
+        const int64_t v = normalize_index(*ip, dim);
+        if (v < 0) [[unlikely]] {
           if (cur >= 0) base[cur * ts] = acc;
           f.fail(index_error_msg(*ip, r.adv_axis[0], dim));
         }
@@ -318,25 +317,13 @@ class IncK : public OpKernel {
         const int64_t ist = r.adv_bst[0][0], dim = r.adv_dim[0], ts = r.adv_tstride[0], ys = bst[1][0];
         T* base = od + r.base_off;
         for (int64_t b = 0; b < r.B.dims[0]; ++b, ip += ist) {
-          int64_t v = *ip;
-          if (v < 0) v += dim;
-          if (v < 0 || v >= dim) [[unlikely]]
+          const int64_t v = normalize_index(*ip, dim);
+          if (v < 0) [[unlikely]]
             f.fail(index_error_msg(*ip, r.adv_axis[0], dim));
           T* d = base + v * ts;
           const T* s = yd + b * ys;
           for (int64_t k = 0; k < n; ++k) d[k] += s[k];
         }
-        return;
-      }
-      if (ds == 1 && ss == 1) {  // contiguous rows (a table's gradient): loops the compiler vectorizes
-        if (set)
-          for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) { std::copy_n(yd + oo[1], n, od + xo); });
-        else
-          for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) {
-            T* d = od + xo;
-            const T* s = yd + oo[1];
-            for (int64_t k = 0; k < n; ++k) d[k] += s[k];
-          });
         return;
       }
       for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) {

@@ -141,13 +141,7 @@ struct ColumnTask {
         row = rows.next();
         for (int64_t j = 0; j < nj; ++j) acc[k][j] = reduce::combine<op>(acc[k][j], row[j]);
       }
-    for (int64_t j = 0; j < nj; ++j) {
-      using reduce::combine;
-      out[j] = combine<op>(combine<op>(combine<op>(acc[0][j], acc[1][j]),
-                                       combine<op>(acc[2][j], acc[3][j])),
-                           combine<op>(combine<op>(acc[4][j], acc[5][j]),
-                                       combine<op>(acc[6][j], acc[7][j])));
-    }
+    for (int64_t j = 0; j < nj; ++j) out[j] = reduce::combine_lanes<op>(&acc[0][j], kTile);
     for (; i < n; ++i) {
       row = rows.next();
       for (int64_t j = 0; j < nj; ++j) out[j] = reduce::combine<op>(out[j], row[j]);
@@ -288,11 +282,7 @@ void reduce_narrow_columns(Frame& f, const A* x, int64_t R, int64_t C, A* y) {
         const A* blk = b + i * C;
         for (int64_t q = 0; q < W; ++q) acc[q] = combine<op>(acc[q], blk[q]);
       }
-      for (int64_t c = 0; c < C; ++c) {
-        const A* a = acc + c;
-        out[c] = combine<op>(combine<op>(combine<op>(a[0], a[C]), combine<op>(a[2 * C], a[3 * C])),
-                             combine<op>(combine<op>(a[4 * C], a[5 * C]), combine<op>(a[6 * C], a[7 * C])));
-      }
+      for (int64_t c = 0; c < C; ++c) out[c] = reduce::combine_lanes<op>(acc + c, C);
       for (; i < L; ++i)
         for (int64_t c = 0; c < C; ++c) out[c] = combine<op>(out[c], b[i * C + c]);
     }

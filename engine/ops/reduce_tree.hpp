@@ -82,6 +82,14 @@ template <Rop op, class A>
   for (int b = 0; b < NB; ++b) r[b].store_unaligned(lanes + b * W);
 }
 
+// A leaf's 8 lanes combined as ((r0 r1)(r2 r3))((r4 r5)(r6 r7)); lane k
+// at r[k * stride] (lanes of several outputs may be interleaved).
+template <Rop op, class A>
+[[gnu::always_inline]] inline A combine_lanes(const A* r, int64_t stride = 1) {
+  return combine<op>(combine<op>(combine<op>(r[0], r[stride]), combine<op>(r[2 * stride], r[3 * stride])),
+                     combine<op>(combine<op>(r[4 * stride], r[5 * stride]), combine<op>(r[6 * stride], r[7 * stride])));
+}
+
 // Leaf over a contiguous block a[0, n), 1 <= n <= kLeaf. Always inlined:
 // called once per 128 elements, a call costs a visible share of the sum.
 template <Rop op, class A>
@@ -95,8 +103,7 @@ template <Rop op, class A>
     const int64_t end = n - n % kLanes;
     A r[kLanes];
     leaf_lanes<op, A>(a, end, r);
-    A res = combine<op>(combine<op>(combine<op>(r[0], r[1]), combine<op>(r[2], r[3])),
-                        combine<op>(combine<op>(r[4], r[5]), combine<op>(r[6], r[7])));
+    A res = combine_lanes<op>(r);
     for (int64_t i = end; i < n; ++i) res = combine<op>(res, a[i]);
     return res;
   }
@@ -106,8 +113,7 @@ template <Rop op, class A>
   int64_t i = kLanes;
   for (; i < end; i += kLanes)
     for (int k = 0; k < kLanes; ++k) r[k] = combine<op>(r[k], a[i + k]);
-  A res = combine<op>(combine<op>(combine<op>(r[0], r[1]), combine<op>(r[2], r[3])),
-                      combine<op>(combine<op>(r[4], r[5]), combine<op>(r[6], r[7])));
+  A res = combine_lanes<op>(r);
   for (; i < n; ++i) res = combine<op>(res, a[i]);
   return res;
 }
