@@ -1,6 +1,9 @@
 #include "jit/codegen.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <utility>
+#include <vector>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -17,6 +20,9 @@ using interp::Cls;
 using interp::Instr;
 
 namespace {
+
+// The JIT's target is this host: FMA is there or not for every chunk.
+bool host_has_fma() { return __builtin_cpu_supports("fma"); }
 
 class Gen {
  public:
@@ -75,29 +81,56 @@ class Gen {
           const int j = s - bc_.num_consts();
           in_base_[j] = B.CreateAlignedLoad(ptr, B.CreateConstGEP1_64(ptr, in, j), Align(8));
         }
+    // Runs of inline instructions become one fused loop over the block's
+    // groups of W lanes; math calls work on whole blocks in scratch.
+    std::vector<std::pair<int, int>> runs;  // [k, e); k == e - 1 with a math op: a call
+    for (int k = lo; k < hi;) {
+      int e = k + 1;
+      if (!is_math(bc_.code[k]))
+        while (e < hi && e - k < max_run && !is_math(bc_.code[e])) ++e;
+      runs.push_back({k, e});
+      k = e;
+    }
+    // Divisors fast_div takes: uniform inputs of runs that divide often.
+    std::vector<char> divisor(bc_.inputs.size(), 0);
+    fast_run_.assign(bc_.code.size(), 0);
+    for (const auto& [k, e] : runs) {
+      if (is_math(bc_.code[k])) continue;
+      int divs = 0;
+      for (int i = k; i < e; ++i) divs += divides_by_uniform(bc_.code[i]);
+      // The divider bounds a loop only when it divides often: a 4-lane
+      // vdivpd every ~4 cycles leaves room for ~12 other ops, and the FMA
+      // path costs ~7 per division (one division among 12 ops measured 4 %
+      // slower with it).
+      if (divs == 0 || 5 * divs <= e - k - divs) continue;
+      fast_run_[k] = 1;
+      for (int i = k; i < e; ++i)
+        if (divides_by_uniform(bc_.code[i])) divisor[bc_.code[i].b - bc_.num_consts()] = 1;
+    }
     // Uniform inputs: one element, splat once for the whole chunk.
     uni_.assign(bc_.inputs.size(), nullptr);
+    rcp_.assign(bc_.inputs.size(), nullptr);
+    div_lo_.assign(bc_.inputs.size(), nullptr);
     for (size_t j = 0; j < bc_.inputs.size(); ++j) {
       if (!in_base_[j] || !is_uniform_input(static_cast<int>(j))) continue;
       const Cls c = interp::cls_of(bc_.inputs[j]);
       Type* et = c == Cls::F64 ? Type::getDoubleTy(C) : c == Cls::F32 ? Type::getFloatTy(C) : s64;
       Value* v = B.CreateAlignedLoad(et, in_base_[j], Align(c == Cls::F32 ? 4 : 8));
       uni_[j] = B.CreateVectorSplat(W, v);
+      if (divisor[j]) {
+        // Division by this input (fast_div): its reciprocal and, when the
+        // divisor is outside the safe range, a lower bound no dividend meets.
+        Value* ok = B.CreateAnd(B.CreateFCmpOGE(un(Intrinsic::fabs, v), fc(v->getType(), kDivLo)),
+                                B.CreateFCmpOLE(un(Intrinsic::fabs, v), fc(v->getType(), kDivHi)));
+        rcp_[j] = B.CreateVectorSplat(W, B.CreateFDiv(fc(v->getType(), 1.0), v));
+        div_lo_[j] = B.CreateVectorSplat(W, B.CreateSelect(ok, fc(v->getType(), kDivLo),
+                                                           fc(v->getType(), std::numeric_limits<double>::infinity())));
+      }
     }
 
-    // Runs of inline instructions become one fused loop over the block's
-    // groups of W lanes; math calls work on whole blocks in scratch.
-    int k = lo;
-    while (k < hi) {
-      if (is_math(bc_.code[k])) {
-        emit_math(bc_.code[k]);
-        ++k;
-        continue;
-      }
-      int e = k;
-      while (e < hi && e - k < max_run && !is_math(bc_.code[e])) ++e;
-      emit_run(k, e);
-      k = e;
+    for (const auto& [k, e] : runs) {
+      if (is_math(bc_.code[k])) emit_math(bc_.code[k]);
+      else emit_run(k, e);
     }
     B.CreateRetVoid();
     if (const_mem_) constants_from_memory();
@@ -224,6 +257,7 @@ class Gen {
   }
 
   void emit_run(int lo, int hi) {
+    const bool fast_divs = fast_run_[lo];
     loop([&](Value* g) {
       vals_.clear();
       for (int k = lo; k < hi; ++k) {
@@ -236,7 +270,7 @@ class Gen {
           B.CreateBr(nb);
           B.SetInsertPoint(nb);
         }
-        Value* v = emit_inline(in, g);
+        Value* v = fast_divs && fast_div_ok(in) ? fast_div(in, g) : emit_inline(in, g);
         vals_[in.d] = v;
         if (last_read_[k] >= hi) store(v, at(cell_off(in.d), g));
         for (int j : out_writes_[k]) B.CreateAlignedStore(v, B.CreateGEP(i8, out_base_[j], goff_), Align(8));
@@ -394,6 +428,45 @@ class Gen {
     throw std::runtime_error("JIT cannot emit " + interp::opcode_name(interp::opcode_of(op, C)));
   }
 
+  // x / s for a float64 s that every lane shares (a uniform input): the
+  // divider's throughput (one 4-lane vdivpd per ~4 cycles) bounds likelihood
+  // loops that divide by a scale several times per element. With y = RN(1/s),
+  // q0 = RN(x*y), r = x - q0*s (exact, by FMA) and q1 = RN(q0 + r*y), q1 is
+  // RN(x/s), the IEEE quotient (Markstein's theorem), when no step
+  // underflows or overflows: both |x| and |s| in [2^-400, 2^400]. A group
+  // with a lane outside that range (0, subnormal, inf, NaN, extreme) divides.
+  // docs/fp-policy.md.
+  static constexpr double kDivLo = 0x1p-400, kDivHi = 0x1p400;
+  bool divides_by_uniform(const Instr& in) const {
+    return fma_ && in.op == interp::opcode_of(interp::ScalarOp::TrueDiv, Cls::F64) && is_uniform(in.b);
+  }
+  bool fast_div_ok(const Instr& in) const { return divides_by_uniform(in) && rcp_[in.b - bc_.num_consts()]; }
+  Value* fast_div(const Instr& in, Value* g) {
+    const int j = in.b - bc_.num_consts();
+    Value* x = read(in.a, Cls::F64, g);
+    Value* s = uni_[j];
+    Value* y = rcp_[j];
+    Function* fma = Intrinsic::getDeclaration(&M, Intrinsic::fma, {f64});
+    Value* q0 = B.CreateFMul(x, y);
+    Value* r = B.CreateCall(fma, {B.CreateFNeg(q0), s, x});
+    Value* q1 = B.CreateCall(fma, {r, y, q0});
+    Value* ax = un(Intrinsic::fabs, x);
+    Value* ok = B.CreateAnd(B.CreateFCmpOGE(ax, div_lo_[j]), B.CreateFCmpOLE(ax, splat(fc(Type::getDoubleTy(C), kDivHi))));
+    Value* all = B.CreateICmpEQ(B.CreateBitCast(ok, Type::getIntNTy(C, W)), ConstantInt::get(Type::getIntNTy(C, W), -1, true));
+    BasicBlock* here = B.GetInsertBlock();
+    BasicBlock* slow = BasicBlock::Create(C, "div", F);
+    BasicBlock* cont = BasicBlock::Create(C, "divok", F);
+    B.CreateCondBr(all, cont, slow);
+    B.SetInsertPoint(slow);
+    Value* qd = B.CreateFDiv(x, s);
+    B.CreateBr(cont);
+    B.SetInsertPoint(cont);
+    PHINode* q = B.CreatePHI(f64, 2);
+    q->addIncoming(q1, here);
+    q->addIncoming(qd, slow);
+    return q;
+  }
+
   Value* emit_inline(const Instr& in, Value* i) {
     if (in.op >= interp::kCvtBase) {
       const int k = in.op - interp::kCvtBase;
@@ -536,6 +609,9 @@ class Gen {
   std::vector<Value*> out_base_;    // per output: its lane base, if this chunk stores it
   std::vector<std::vector<int>> out_writes_;  // per instruction: the direct outputs it defines
   std::vector<Value*> uni_;         // per uniform input this chunk reads: its splat
+  std::vector<Value*> rcp_, div_lo_;  // per divisor fast_div takes: 1/x and its lower bound, splat
+  std::vector<char> fast_run_;  // per instruction: a run starting here takes fast_div
+  const bool fma_ = host_has_fma();
   std::vector<int> last_read_;
   std::unordered_map<int32_t, Value*> vals_;
 };

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "interp/bytecode.hpp"
@@ -775,3 +776,68 @@ TEST_CASE("ember_run_timeline_with_the_jit_off_prints_no_tier_changes", "[jit]")
   CHECK(out.find("logp") != std::string::npos);
   CHECK(timeline(out).empty());
 }
+
+#ifdef EMBER_WITH_JIT
+// Tier 2 divides by a uniform float64 input through its reciprocal and two
+// FMAs when a loop divides often (jit/codegen.cpp: fast_div). The quotient
+// must be the IEEE one for every dividend and divisor: zeros of both signs,
+// subnormals, infinities, NaN, the ends of the fast range and past them.
+TEST_CASE("jit_division_by_a_uniform_input_gives_the_ieee_quotient_for_every_operand", "[jit]") {
+  REQUIRE_JIT();
+  using interp::ScalarOp;
+  // x / s, (x / s) / s, ((x / s) * x) / s: three divisions, one other op.
+  Composite c;
+  c.inputs = {DType::Float64, DType::Float64};
+  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {0, 1}});
+  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {2, 1}});
+  c.nodes.push_back({ScalarOp::Mul, DType::Float64, {2, 0}});
+  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {4, 1}});
+  c.outputs = {2, 3, 5};
+  REQUIRE(c.validate() == "");
+  auto vm = Interpreted::compile(c);
+  const Bytecode& bc = vm->bytecode();
+  jit::KernelSpec spec;
+  spec.uniform = {false, true};
+  jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec)}, 2,
+                    spec, vm);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const double special[] = {0.0,     -0.0,    1.0,      -1.0,     0x1p-400, 0x1.fffffffffffffp-401, 0x1p400,
+                            0x1.0000000000001p400, 5e-324, -2.2e-308, 1e308,  -1e308, inf, -inf, nan,
+                            3.0,     0x1.fffffffffffffp0, 1e-300, 7e200};
+  std::mt19937_64 rng(45);
+  std::vector<double> x(4096);
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (i < std::size(special)) {
+      x[i] = special[i];
+    } else {  // random bits over every exponent, mostly in the fast range
+      uint64_t b = rng();
+      if (i % 4) b = (b & 0x800fffffffffffffULL) | (uint64_t((rng() % 1200) + 423) << 52);
+      std::memcpy(&x[i], &b, 8);
+    }
+  }
+  // Dividend groups that are all in range, so most groups take the FMA path.
+  const int64_t n = static_cast<int64_t>(x.size());
+  auto same = [](double a, double b) { return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, 8) == 0; };
+  int64_t checked = 0;
+  for (double s : {3.0, -0.7, 1e-3, 0x1.fffffffffffffp0, 0x1p-400, 0x1p400, 0x1p-401, 0x1p401, 0.0, -0.0, 5e-324,
+                   inf, -inf, nan, 1.0, 10.0 / 3.0}) {
+    std::vector<double> a(3 * n), b(3 * n);
+    interp::StridedPtr in[2] = {{x.data(), 1}, {&s, 0}};
+    interp::StridedPtr oa[3] = {{a.data(), 1}, {a.data() + n, 1}, {a.data() + 2 * n, 1}};
+    interp::StridedPtr ob[3] = {{b.data(), 1}, {b.data() + n, 1}, {b.data() + 2 * n, 1}};
+    vm->run(n, in, oa);
+    jk.run(n, in, ob);
+    for (int64_t i = 0; i < n; ++i) {
+      const double q = x[i] / s, q2 = q / s, q3 = (q * x[i]) / s;
+      INFO("x " << x[i] << " s " << s);
+      REQUIRE(same(a[i], q));
+      REQUIRE(same(b[i], q));
+      REQUIRE(same(b[n + i], q2));
+      REQUIRE(same(b[2 * n + i], q3));
+      REQUIRE(same(a[2 * n + i], q3));
+      ++checked;
+    }
+  }
+  CHECK(checked == 16 * n);
+}
+#endif
