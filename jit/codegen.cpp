@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <limits>
-#include <utility>
-#include <vector>
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
@@ -120,8 +120,8 @@ class Gen {
       if (divisor[j]) {
         // Division by this input (fast_div): its reciprocal and, when the
         // divisor is outside the safe range, a lower bound no dividend meets.
-        Value* ok = B.CreateAnd(B.CreateFCmpOGE(un(Intrinsic::fabs, v), fc(v->getType(), kDivLo)),
-                                B.CreateFCmpOLE(un(Intrinsic::fabs, v), fc(v->getType(), kDivHi)));
+        Value* av = un(Intrinsic::fabs, v);
+        Value* ok = B.CreateAnd(B.CreateFCmpOGE(av, fc(v->getType(), kDivLo)), B.CreateFCmpOLE(av, fc(v->getType(), kDivHi)));
         rcp_[j] = B.CreateVectorSplat(W, B.CreateFDiv(fc(v->getType(), 1.0), v));
         div_lo_[j] = B.CreateVectorSplat(W, B.CreateSelect(ok, fc(v->getType(), kDivLo),
                                                            fc(v->getType(), std::numeric_limits<double>::infinity())));
@@ -270,7 +270,7 @@ class Gen {
           B.CreateBr(nb);
           B.SetInsertPoint(nb);
         }
-        Value* v = fast_divs && fast_div_ok(in) ? fast_div(in, g) : emit_inline(in, g);
+        Value* v = fast_divs && divides_by_uniform(in) ? fast_div(in, g) : emit_inline(in, g);
         vals_[in.d] = v;
         if (last_read_[k] >= hi) store(v, at(cell_off(in.d), g));
         for (int j : out_writes_[k]) B.CreateAlignedStore(v, B.CreateGEP(i8, out_base_[j], goff_), Align(8));
@@ -441,7 +441,6 @@ class Gen {
   bool divides_by_uniform(const Instr& in) const {
     return fma_ && in.op == interp::opcode_of(interp::ScalarOp::TrueDiv, Cls::F64) && is_uniform(in.b);
   }
-  bool fast_div_ok(const Instr& in) const { return divides_by_uniform(in) && rcp_[in.b - bc_.num_consts()]; }
   Value* fast_div(const Instr& in, Value* g) {
     const int j = in.b - bc_.num_consts();
     Value* x = read(in.a, Cls::F64, g);
@@ -611,7 +610,7 @@ class Gen {
   std::vector<std::vector<int>> out_writes_;  // per instruction: the direct outputs it defines
   std::vector<Value*> uni_;         // per uniform input this chunk reads: its splat
   std::vector<Value*> rcp_, div_lo_;  // per divisor fast_div takes: 1/x and its lower bound, splat
-  std::vector<char> fast_run_;  // per instruction: a run starting here takes fast_div
+  std::vector<char> fast_run_;  // per instruction: a run starting here takes fast_div (its divisors have rcp_)
   const bool fma_ = host_has_fma();
   std::vector<int> last_read_;
   std::unordered_map<int32_t, Value*> vals_;
