@@ -442,3 +442,41 @@ TEST_CASE("passes_batch_runs_sibling_group_likelihoods_as_one_node") {
   auto unfused = Program::from_json(b.str(), only("dce"));
   for (const auto& st : unfused->impl().pass_report.passes) CHECK(st.name != "batch");
 }
+
+// As a model loop writes it: each group's parameters computed just before its
+// likelihood, so the members stand between one another's inputs. They batch
+// all the same; a group whose parameter reads another group's sum (directly
+// or through other nodes) does not, as the batched node would then read its
+// own output.
+TEST_CASE("passes_batch_takes_groups_whose_parameters_are_computed_between_them") {
+  Builder b;
+  std::vector<Array> args;
+  std::vector<int> sums;
+  auto group = [&](int g, int extra_mu) {
+    json data = json::array();
+    for (int i = 0; i < 20; ++i) data.push_back(std::cos(0.3 * i - g) * (g + 2));
+    const int y = b.constant("float64", {20}, data);
+    const int theta = b.input("float64", {1});
+    args.push_back(vec({0.2 * g - 0.5}));
+    int mu = b.ew("Exp", {theta}, "float64", {1});  // computed per group, between the members
+    if (extra_mu >= 0) mu = b.ew("Add", {mu, b.ew("Log1p", {b.ew("Exp", {extra_mu}, "float64", {1})}, "float64", {1})}, "float64", {1});
+    const int d = b.ew("Sub", {y, mu}, "float64", {20});
+    const int sq = b.ew("Mul", {d, d}, "float64", {20});
+    sums.push_back(b.node("Sum", {sq}, "float64", json::array(), {{"axis", nullptr}}));
+  };
+  for (int g = 0; g < 4; ++g) group(g, -1);
+  // Its mu reads group 1's sum (as a one-element value, through DimShuffle).
+  group(4, b.node("DimShuffle", {sums[1]}, "float64", json::array({1}), {{"new_order", json::array({"x"})}}));
+  b.outputs = sums;
+  auto p = same_bits(b.str(), args, only("fuse"));
+  const auto& passes = p->impl().pass_report.passes;
+  REQUIRE(passes.size() == 2);
+  CHECK(passes[1].name == "batch");
+  CHECK(passes[1].rewrites == 4);
+  int batched = 0;
+  for (const NodeSpec& s : p->graph().nodes)
+    if (s.op == "Elemwise" && s.outputs.size() == 1 && p->graph().vars[s.outputs[0]].static_shape.str() == "(4, 20)")
+      ++batched;
+  CHECK(batched == 1);
+  CHECK(count_op(p, "Sum") == 2);  // the batch's row sums and the dependent group's
+}

@@ -96,6 +96,27 @@ std::string batch_key(Editor& e, const Users& users, int k, Member& m) {
   return key;
 }
 
+// The nodes that read, directly or through others, an output of a member.
+std::vector<char> downstream(Editor& e, const Users& users, const std::vector<Member>& members) {
+  std::vector<char> seen(static_cast<size_t>(e.num_nodes()), 0);
+  std::vector<int> todo;
+  auto reach = [&](int k) {
+    for (int v : e.node(k).outputs)
+      for (int u : users.of(v))
+        if (!seen[u]) {
+          seen[u] = 1;
+          todo.push_back(u);
+        }
+  };
+  for (const Member& m : members) reach(m.node);
+  while (!todo.empty()) {
+    const int k = todo.back();
+    todo.pop_back();
+    reach(k);
+  }
+  return seen;
+}
+
 int new_var(Editor& e, DType dt, const Shape& s) {
   VarSpec v;
   v.dtype = dt;
@@ -186,9 +207,9 @@ void batch_group(Editor& e, const std::vector<Member>& group) {
   for (const Member& m : group) e.remove(m.node);
 }
 
-}  // namespace
-
-int batch_siblings(Editor& e) {
+// Batches the first group that can be and commits: the number of members,
+// or 0 when none can.
+int batch_one_group(Editor& e) {
   const Users users = e.users();
   std::map<std::string, std::vector<Member>> groups;
   std::vector<std::string> order;  // keys by first appearance: a deterministic graph
@@ -202,25 +223,35 @@ int batch_siblings(Editor& e) {
     if (g.empty()) order.push_back(key);
     g.push_back(std::move(m));
   }
-  int batched = 0;
   for (const std::string& key : order) {
     std::vector<Member>& all = groups[key];
     if (static_cast<int>(all.size()) < kMinBatch) continue;
-    // Members whose one-element inputs are all defined before the first
-    // member: no member then depends on another's sums, and the batched node
-    // can stand where the first one stood.
-    const int first = all[0].node;
+    // A member none of whose inputs depends on a member's outputs: no member
+    // then reads another's sums, and commit() can place the batched node
+    // after every member's inputs (their parameters are often computed
+    // just before each member, between the members).
+    const std::vector<char> after = downstream(e, users, all);
     std::vector<Member> group;
     for (const Member& m : all) {
       bool ok = true;
-      for (int v : e.node(m.node).inputs) ok = ok && e.producer(v) < first;
+      for (int v : e.node(m.node).inputs) ok = ok && !(e.producer(v) >= 0 && after[e.producer(v)]);
       if (ok) group.push_back(m);
     }
     if (static_cast<int>(group.size()) < kMinBatch) continue;
     batch_group(e, group);
-    batched += static_cast<int>(group.size());
+    e.commit();
+    return static_cast<int>(group.size());
   }
-  if (batched) e.commit();
+  return 0;
+}
+
+}  // namespace
+
+// One group at a time: the dependencies a batched group adds (its node reads
+// every member's inputs) are in the graph the next group is checked on.
+int batch_siblings(Editor& e) {
+  int batched = 0;
+  while (const int b = batch_one_group(e)) batched += b;
   return batched;
 }
 
