@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "interp/math/simd.hpp"
+#include "interp/math/wide.hpp"
 
 namespace ember::math::detail {
 
@@ -63,31 +64,56 @@ void apply3(int64_t n, const double* a, const double* b, const double* c, double
 #define EMBER_MATH_FLATTEN __attribute__((flatten))
 
 // Defines ember::math::f over arrays and its extern "C" twin for JIT code.
+// With a wide copy of the library in the build (EMBER_MATH_HAS_WIDE, the
+// AVX-512 one in namespace ember_wide, wide.hpp), ember::math::f runs it
+// when math::wide() says so; the copy itself (EMBER_MATH_WIDE_COPY) has
+// neither the switch nor the C entry points.
+#if defined(EMBER_MATH_WIDE_COPY)
+#define EMBER_MATH_WIDE_DECL(...)
+#define EMBER_MATH_TO_WIDE(f, ...)
+#define EMBER_MATH_C_ENTRY(proto, ...)
+#else
+#if defined(EMBER_MATH_HAS_WIDE)
+#define EMBER_MATH_WIDE_DECL(f, ...) \
+  namespace ember_wide::math {       \
+  void f(__VA_ARGS__);               \
+  }
+// One narrow batch (a one-element kernel's call) stays narrow: the wide
+// batch would compute twice the lanes for the same element.
+#define EMBER_MATH_TO_WIDE(f, ...) \
+  if (n > detail::W && ::ember::math::wide()) return ::ember_wide::math::f(__VA_ARGS__);
+#else
+#define EMBER_MATH_WIDE_DECL(...)
+#define EMBER_MATH_TO_WIDE(f, ...)
+#endif
+#define EMBER_MATH_C_ENTRY(proto, ...) \
+  extern "C" void proto { ember::math::__VA_ARGS__; }
+#endif
+
 #define EMBER_MATH_ARRAY1(f)                                                        \
+  EMBER_MATH_WIDE_DECL(f, int64_t, const double*, double*)                          \
   EMBER_MATH_FLATTEN                                                                \
   void ember::math::f(int64_t n, const double* x, double* y) {                      \
+    EMBER_MATH_TO_WIDE(f, n, x, y)                                                  \
     detail::apply1(n, x, y, [](simd::D v) { return simd::f(v); });                  \
   }                                                                                 \
-  extern "C" void ember_math_##f(int64_t n, const double* x, double* y) {           \
-    ember::math::f(n, x, y);                                                        \
-  }
+  EMBER_MATH_C_ENTRY(ember_math_##f(int64_t n, const double* x, double* y), f(n, x, y))
 #define EMBER_MATH_ARRAY2(f)                                                        \
+  EMBER_MATH_WIDE_DECL(f, int64_t, const double*, const double*, double*)           \
   EMBER_MATH_FLATTEN                                                                \
   void ember::math::f(int64_t n, const double* a, const double* b, double* y) {     \
+    EMBER_MATH_TO_WIDE(f, n, a, b, y)                                               \
     detail::apply2(n, a, b, y, [](simd::D u, simd::D v) { return simd::f(u, v); }); \
   }                                                                                 \
-  extern "C" void ember_math_##f(int64_t n, const double* a, const double* b,       \
-                                 double* y) {                                       \
-    ember::math::f(n, a, b, y);                                                     \
-  }
+  EMBER_MATH_C_ENTRY(ember_math_##f(int64_t n, const double* a, const double* b, double* y), f(n, a, b, y))
 #define EMBER_MATH_ARRAY3(f)                                                        \
+  EMBER_MATH_WIDE_DECL(f, int64_t, const double*, const double*, const double*, double*) \
   EMBER_MATH_FLATTEN                                                                \
   void ember::math::f(int64_t n, const double* a, const double* b, const double* c, \
                       double* y) {                                                  \
+    EMBER_MATH_TO_WIDE(f, n, a, b, c, y)                                            \
     detail::apply3(n, a, b, c, y,                                                   \
                    [](simd::D u, simd::D v, simd::D w) { return simd::f(u, v, w); }); \
   }                                                                                 \
-  extern "C" void ember_math_##f(int64_t n, const double* a, const double* b,       \
-                                 const double* c, double* y) {                      \
-    ember::math::f(n, a, b, c, y);                                                  \
-  }
+  EMBER_MATH_C_ENTRY(ember_math_##f(int64_t n, const double* a, const double* b, const double* c, double* y), \
+                     f(n, a, b, c, y))
