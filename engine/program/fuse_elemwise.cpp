@@ -27,7 +27,8 @@ bool one_element(const VarSpec& v) {
 // Pair: All/Any of a MakeVector of one-element bools (PyTensor's check that
 // every parameter is in its domain): an And/Or chain; the MakeVector (Deferred)
 // runs with it.
-// Pack: a Join (axis 0) or MakeVector of one-element values; its Composite
+// Pack: a Join (axis 0) or MakeVector of one-element values (a Join's output
+// (n,) or (n, 1, ..., 1)); its Composite
 // outputs write the elements of one tensor.
 enum class Kind { None, Elemwise, Reshape1, Pick, Pair, Deferred, Pack };
 
@@ -107,7 +108,12 @@ Kind kind_of(const ProgramImpl& p, const Step& st) {
   if ((st.op == TensorOp::Join || st.op == TensorOp::MakeVector) && st.out.size() == 1 && st.in.size() >= 2) {
     const VarSpec& o = p.graph.vars[st.out[0]];
     const bool join = st.op == TensorOp::Join;
-    if (o.static_shape.ndim != 1 || o.static_shape.dims[0] != static_cast<int64_t>(st.in.size())) return Kind::None;
+    // (n,) or, for a Join, (n, 1, ..., 1): the same n contiguous elements.
+    if (o.static_shape.ndim < 1 || (!join && o.static_shape.ndim != 1) ||
+        o.static_shape.dims[0] != static_cast<int64_t>(st.in.size()))
+      return Kind::None;
+    for (int d = 1; d < o.static_shape.ndim; ++d)
+      if (o.static_shape.dims[d] != 1) return Kind::None;
     if (join) {
       const auto& attrs = p.graph.nodes[st.node].attrs;
       if (!attrs.contains("axis") || !attrs["axis"].is_number_integer()) return Kind::None;
@@ -116,7 +122,8 @@ Kind kind_of(const ProgramImpl& p, const Step& st) {
     }
     for (int v : st.in) {
       const VarSpec& x = p.graph.vars[v];
-      if (x.dtype != o.dtype || !one_element(x) || x.static_shape.ndim != (join ? 1 : 0)) return Kind::None;
+      if (x.dtype != o.dtype || !one_element(x) || x.static_shape.ndim != (join ? o.static_shape.ndim : 0))
+        return Kind::None;
     }
     return Kind::Pack;
   }

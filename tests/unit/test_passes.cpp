@@ -479,4 +479,10 @@ TEST_CASE("passes_batch_takes_groups_whose_parameters_are_computed_between_them"
       ++batched;
   CHECK(batched == 1);
   CHECK(count_op(p, "Sum") == 2);  // the batch's row sums and the dependent group's
+  // The stacked parameters, joined as (4, 1), are written in place by the
+  // one-element fusion: neither the Join nor the reshapes is a step.
+  for (const Step& st : p->impl().steps) {
+    CHECK(st.op != TensorOp::Join);
+    CHECK(st.op != TensorOp::DimShuffle);
+  }
 }

@@ -157,18 +157,20 @@ int stack_input(Editor& e, const std::vector<Member>& group, int p, const Shape&
       std::memcpy(static_cast<char*>(a.t.data) + i * bytes, e.constant(e.node(group[i].node).inputs[p]).data, bytes);
     return e.add_constant(vs.dtype, batch, a);
   }
-  std::vector<int> parts;
-  for (const Member& m : group) parts.push_back(e.node(m.node).inputs[p]);
-  Shape joined = vs.static_shape;  // (G, 1, ..., 1)
-  joined.dims[0] = g;
-  const int j = add(e, "Join", std::move(parts), json{{"axis", 0}}, vs.dtype, joined, at);
+  // Each one-element value given the batch's rank, then joined on axis 0:
+  // the one-element fusion writes the joined elements in place (a Pack) and
+  // takes the reshapes in, so no step of its own is left for them.
   json to_batch = json::array({0, "x"});
   for (int d = 1; d < nd; ++d) to_batch.push_back(d);
-  Shape col;
-  col.ndim = nd + 1;
+  Shape one;
+  one.ndim = nd + 1;
+  for (int d = 0; d <= nd; ++d) one.dims[d] = 1;
+  std::vector<int> parts;
+  for (const Member& m : group)
+    parts.push_back(add(e, "DimShuffle", {e.node(m.node).inputs[p]}, json{{"new_order", to_batch}}, vs.dtype, one, at));
+  Shape col = one;  // (G, 1, ..., 1)
   col.dims[0] = g;
-  for (int d = 1; d <= nd; ++d) col.dims[d] = 1;
-  return add(e, "DimShuffle", {j}, json{{"new_order", to_batch}}, vs.dtype, col, at);
+  return add(e, "Join", std::move(parts), json{{"axis", 0}}, vs.dtype, col, at);
 }
 
 void batch_group(Editor& e, const std::vector<Member>& group) {
