@@ -401,6 +401,19 @@ TEST_CASE("passes_random_graphs_same_bits") {
   }
 }
 
+// The batch pass (after fuse) batched 4 members into one Elemwise over (4, 20).
+void check_one_batch_of_four(const Program& p) {
+  const auto& passes = p.impl().pass_report.passes;
+  REQUIRE(passes.size() == 2);
+  CHECK(passes[1].name == "batch");
+  CHECK(passes[1].rewrites == 4);
+  int batched = 0;
+  for (const NodeSpec& s : p.graph().nodes)
+    if (s.op == "Elemwise" && s.outputs.size() == 1 && p.graph().vars[s.outputs[0]].static_shape.str() == "(4, 20)")
+      ++batched;
+  CHECK(batched == 1);
+}
+
 // A likelihood per group, written as a loop: each group's (y_g - mu_g) / s_g
 // squared and summed, over its own constant data and one-element parameters.
 // The batch pass runs the groups of one shape as one node over (G, 20) with
@@ -428,15 +441,7 @@ TEST_CASE("passes_batch_runs_sibling_group_likelihoods_as_one_node") {
   outs.push_back(b.ew("Neg", {shared}, "float64", {20}));
   b.outputs = outs;
   auto p = same_bits(b.str(), args, only("fuse"));
-  const auto& passes = p->impl().pass_report.passes;
-  REQUIRE(passes.size() == 2);
-  CHECK(passes[1].name == "batch");
-  CHECK(passes[1].rewrites == 4);
-  int batched = 0;
-  for (const NodeSpec& s : p->graph().nodes)
-    if (s.op == "Elemwise" && s.outputs.size() == 1 && p->graph().vars[s.outputs[0]].static_shape.str() == "(4, 20)")
-      ++batched;
-  CHECK(batched == 1);
+  check_one_batch_of_four(*p);
   CHECK(count_op(p, "Sum") == 1 + 1 + 1);  // the batch's row sums, the (10,) group, the shared group
   // Without the fuse pass the groups are not Composites and nothing batches.
   auto unfused = Program::from_json(b.str(), only("dce"));
@@ -469,15 +474,7 @@ TEST_CASE("passes_batch_takes_groups_whose_parameters_are_computed_between_them"
   group(4, b.node("DimShuffle", {sums[1]}, "float64", json::array({1}), {{"new_order", json::array({"x"})}}));
   b.outputs = sums;
   auto p = same_bits(b.str(), args, only("fuse"));
-  const auto& passes = p->impl().pass_report.passes;
-  REQUIRE(passes.size() == 2);
-  CHECK(passes[1].name == "batch");
-  CHECK(passes[1].rewrites == 4);
-  int batched = 0;
-  for (const NodeSpec& s : p->graph().nodes)
-    if (s.op == "Elemwise" && s.outputs.size() == 1 && p->graph().vars[s.outputs[0]].static_shape.str() == "(4, 20)")
-      ++batched;
-  CHECK(batched == 1);
+  check_one_batch_of_four(*p);
   CHECK(count_op(p, "Sum") == 2);  // the batch's row sums and the dependent group's
   // The stacked parameters, joined as (4, 1), are written in place by the
   // one-element fusion: neither the Join nor the reshapes is a step.
