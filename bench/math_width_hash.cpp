@@ -33,9 +33,9 @@ int main() {
     return static_cast<unsigned long long>(s);
   };
   for (const ember::math::Entry& e : ember::math::kEntries) {
-    if (e.f1) e.f1(n, a.data(), y.data());
-    if (e.f2) e.f2(n, a.data(), b.data(), y.data());
-    if (e.f3) e.f3(n, c.data(), c.data(), c.data(), y.data());
+    const double* ab[3] = {a.data(), b.data(), nullptr};
+    const double* ccc[3] = {c.data(), c.data(), c.data()};
+    e(n, e.f3 ? ccc : ab, y.data());
     std::printf("%-10s %016llx\n", std::string(e.name).c_str(), hash());
   }
   return 0;

@@ -67,12 +67,17 @@ struct Entry {
   void* address() const {
     return f1 ? reinterpret_cast<void*>(f1) : f2 ? reinterpret_cast<void*>(f2) : reinterpret_cast<void*>(f3);
   }
+  // y[i] = f(x[0][i], ...) for i in [0, n): x holds `arity` arrays.
+  void operator()(int64_t n, const double* const* x, double* y) const {
+    if (f1) f1(n, x[0], y);
+    else if (f2) f2(n, x[0], x[1], y);
+    else f3(n, x[0], x[1], x[2], y);
+  }
   // f of one element: x holds `arity` inputs.
   double operator()(const double* x) const {
+    const double* in[3] = {x, x + 1, x + 2};
     double y;
-    if (f1) f1(1, x, &y);
-    else if (f2) f2(1, x, x + 1, &y);
-    else f3(1, x, x + 1, x + 2, &y);
+    (*this)(1, in, &y);
     return y;
   }
 };

@@ -44,16 +44,16 @@ std::vector<double> operands(std::mt19937_64& rng, size_t n) {
 // y = f(x...) for the first n elements (arity inputs, each of length n).
 std::vector<double> run(const m::Entry& e, const std::vector<std::vector<double>>& x, size_t n) {
   std::vector<double> y(n);
-  const auto k = static_cast<int64_t>(n);
-  if (e.f1) e.f1(k, x[0].data(), y.data());
-  else if (e.f2) e.f2(k, x[0].data(), x[1].data(), y.data());
-  else e.f3(k, x[0].data(), x[1].data(), x[2].data(), y.data());
+  const double* in[3] = {};
+  for (size_t a = 0; a < x.size(); ++a) in[a] = x[a].data();
+  e(static_cast<int64_t>(n), in, y.data());
   return y;
 }
 
-struct Narrow {  // the build's width for this scope
-  bool was = m::use_wide(false);
-  ~Narrow() { m::use_wide(was); }
+struct Width {  // the wide copy on or off for this scope, whatever EMBER_MATH_WIDE says
+  bool was;
+  explicit Width(bool wide) : was(m::use_wide(wide)) {}
+  ~Width() { m::use_wide(was); }
 };
 
 }  // namespace
@@ -62,13 +62,14 @@ TEST_CASE("math_wide_copy_gives_the_narrow_bits_for_every_function") {
   if (!m::wide_available()) SKIP("no AVX-512 copy in this build or no AVX-512 on this CPU");
   std::mt19937_64 rng(20261205);
   const size_t n = 4099;  // a tail after the last full batch of either width
+  const Width on(true);
   for (const m::Entry& e : m::kEntries) {
     INFO(e.name);
     std::vector<std::vector<double>> x;
     for (int a = 0; a < e.arity; ++a) x.push_back(operands(rng, n));
     std::vector<double> narrow;
     {
-      Narrow off;
+      const Width off(false);
       REQUIRE_FALSE(m::wide());
       narrow = run(e, x, n);
     }
