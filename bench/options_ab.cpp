@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   const std::string opt = argv[3];
   Options a, b;
   if (opt == "fuse_elemwise") a.fuse_elemwise = false;
-  else if (opt == "passes") a.passes = Options::Passes{false, false, false, false, false};
+  else if (opt == "passes") a.passes = Options::Passes{false, false, false, false, false, false};
   else {
     std::fprintf(stderr, "options_ab: unknown option %s\n", opt.c_str());
     return 2;

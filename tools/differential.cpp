@@ -563,7 +563,7 @@ DiffCase shrink(DiffCase dc, const std::function<bool(const DiffCase&)>& still_f
 DiffCase case_from_graph(const std::string& path) {
   // The graph as written: the passes would fold its constant inputs.
   Options o;
-  o.passes = Options::Passes{false, false, false, false, false};
+  o.passes = Options::Passes{false, false, false, false, false, false};
   auto prog = Program::load(path, o);
   const ProgramImpl& p = prog->impl();
   for (const Step& st : p.steps) {

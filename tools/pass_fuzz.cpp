@@ -379,7 +379,7 @@ PassCase random_pass_case(Rng& rng) { return Gen(rng).make(); }
 
 PassResult check_pass_case(const PassCase& c, const Options::Passes& on) {
   PassResult r;
-  const Options::Passes off{false, false, false, false, false};
+  const Options::Passes off{false, false, false, false, false, false};
   std::string e0, e1;
   std::optional<std::vector<Array>> want, got;
   try {
@@ -406,10 +406,10 @@ PassResult check_pass_case(const PassCase& c, const Options::Passes& on) {
   if (diff.empty()) return r;
   r.ok = false;
   r.message = diff + "; alone reproducing it:";
-  const char* names[] = {"dce", "fold", "cse", "simplify", "fuse"};
-  for (int k = 0; k < 5; ++k) {
+  const char* names[] = {"dce", "fold", "cse", "simplify", "fuse", "scalarize"};
+  for (int k = 0; k < 6; ++k) {
     Options::Passes one = off;
-    bool* flags[] = {&one.dce, &one.fold, &one.cse, &one.simplify, &one.fuse};
+    bool* flags[] = {&one.dce, &one.fold, &one.cse, &one.simplify, &one.fuse, &one.scalarize};
     *flags[k] = true;
     std::optional<std::vector<Array>> x;
     try {

@@ -59,6 +59,7 @@ struct Options {
     bool cse = true;       // common-subexpression elimination
     bool simplify = true;  // gradient artefacts, exact algebraic identities
     bool fuse = true;      // element-wise fusion of any shape into Composites
+    bool scalarize = true; // small static tensors' stretches rewritten as scalars
   } passes;
   // Callbacks for the graph's PythonCallback nodes (include/ember/host.hpp);
   // a graph with such nodes does not load without them.

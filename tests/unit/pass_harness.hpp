@@ -17,7 +17,7 @@ namespace ember::test {
 
 inline Options no_passes() {
   Options o;
-  o.passes = Options::Passes{false, false, false, false, false};
+  o.passes = Options::Passes{false, false, false, false, false, false};
   return o;
 }
 

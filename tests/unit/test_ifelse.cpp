@@ -88,7 +88,7 @@ TEST_CASE("nested_ifelse_runs_shared_values_and_only_the_open_branches") {
 
 TEST_CASE("ifelse_with_passes_and_fusion_off_gives_the_same_values") {
   Options o;
-  o.passes = Options::Passes{false, false, false, false, false};
+  o.passes = Options::Passes{false, false, false, false, false, false};
   auto p = Program::from_json(kNested, o);
   const Array x = vec({3.0, -0.5});
   CHECK(values(p->call({flag(false).t, flag(true).t, x.t, flag(true).t, flag(false).t})[0]) ==

@@ -24,7 +24,7 @@ using nlohmann::json;
 
 namespace {
 
-const Options::Passes kOff{false, false, false, false, false};
+const Options::Passes kOff{false, false, false, false, false, false};
 
 Options with(Options::Passes p) {
   Options o;
@@ -39,6 +39,7 @@ Options only(const char* name) {
   if (!std::strcmp(name, "cse")) p.cse = true;
   if (!std::strcmp(name, "simplify")) p.simplify = true;
   if (!std::strcmp(name, "fuse")) p.fuse = true;
+  if (!std::strcmp(name, "scalarize")) p.scalarize = true;
   return with(p);
 }
 
@@ -364,6 +365,7 @@ TEST_CASE("passes_switches") {
   Options o;
   o.passes.simplify = false;
   o.passes.fuse = false;
+  o.passes.scalarize = false;
   CHECK(nodes_of(Program::from_json(b.str(), o)) == 3);
   setenv("EMBER_PASSES", "0", 1);
   config_reload_for_tests();
@@ -481,5 +483,96 @@ TEST_CASE("passes_batch_takes_groups_whose_parameters_are_computed_between_them"
   for (const Step& st : p->impl().steps) {
     CHECK(st.op != TensorOp::Join);
     CHECK(st.op != TensorOp::DimShuffle);
+  }
+}
+
+// A model's tail over small vectors: a slice of the point, an Elemwise over
+// it, its sum, the pieces joined, one element incremented, a MakeVector of
+// values rewritten nodes made. Scalarized, the whole stretch is one fused
+// step with the unpassed program's bits; without the pass, a step per node.
+TEST_CASE("passes_scalarize_runs_a_small_stretch_as_one_step") {
+  Builder b;
+  const int x = b.input("float64", {3});
+  const json slice = json::array({json{{"type", "slice"}, {"start", 0}, {"stop", 2}, {"step", nullptr}}});
+  const int y = b.node("Subtensor", {x}, "float64", {2}, {{"idx_list", slice}});
+  const int e = b.ew("Exp", {y}, "float64", {2});
+  const int m = b.ew("Mul", {e, y}, "float64", {2});
+  const int s = b.node("Sum", {m}, "float64", json::array(), {{"axis", nullptr}});
+  const int s1 = b.node("DimShuffle", {s}, "float64", {1}, {{"new_order", {"x"}}});
+  const int j = b.node("Join", {s1, m}, "float64", {3}, {{"axis", 0}});
+  const json one = json::array({json{{"type", "index"}, {"value", -2}}});
+  const int inc = b.node("IncSubtensor", {j, s}, "float64", {3}, {{"idx_list", one}, {"set_instead_of_inc", false}});
+  // A MakeVector of a value a rewritten DimShuffle made.
+  const int s0 = b.node("DimShuffle", {s1}, "float64", json::array(), {{"new_order", json::array()}});
+  const int mv = b.node("MakeVector", {s0, s}, "float64", {2});
+  b.outputs = {s, inc, mv};
+  const std::vector<Array> args{vec({0.3, -1.7, 2.5})};
+  auto p = same_bits(b.str(), args, only("scalarize"));
+  CHECK(p->impl().steps.size() == 1);
+  CHECK(count_op(p, "Join") == 0);
+  CHECK(count_op(p, "IncSubtensor") == 0);
+  CHECK(count_op(p, "Sum") == 0);
+  CHECK(Program::from_json(b.str(), with(kOff))->impl().steps.size() > 1);
+}
+
+// A Sum's Add chain follows the summation tree of its R elements: left to
+// right below 8, else 8 lanes combined pairwise and the tail folded in.
+// Terms of +-1e16 among small ones make other orders round differently; reduced
+// over every axis, trailing axes and a leading one.
+TEST_CASE("passes_scalarize_sums_in_the_reduction_trees_order") {
+  for (const auto& [shape, axes] : std::vector<std::pair<std::vector<int64_t>, json>>{
+           {{13}, nullptr}, {{16}, nullptr}, {{7}, nullptr}, {{2, 6}, {1}}, {{4, 3}, {0}}, {{2, 2, 3}, {0, 2}}}) {
+    Builder b;
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    const int x = b.input("float64", {n});
+    const int r = b.node("Reshape", {x, b.constant("int64", {static_cast<int64_t>(shape.size())}, shape)}, "float64",
+                         shape, {{"ndim", shape.size()}});
+    const int sq = b.ew("Add", {r, r}, "float64", shape);
+    json kept = json::array();
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (axes.is_null() ? false : std::find(axes.begin(), axes.end(), json(d)) == axes.end()) kept.push_back(shape[d]);
+    b.outputs = {b.node("Sum", {sq}, "float64", kept, {{"axis", axes}})};
+    std::vector<double> v;
+    for (int64_t i = 0; i < n; ++i) v.push_back(i % 3 == 0 ? (i % 2 ? -1e16 : 1e16) : 1.0 + 0.1 * i);
+    INFO("shape " << json(shape).dump() << " axes " << axes.dump());
+    auto p = same_bits(b.str(), {vec(v)}, only("scalarize"));
+    CHECK(count_op(p, "Sum") == 0);
+  }
+}
+
+// What stays: a lone small node (its picks and elements would be as many
+// steps), an out-of-range literal index (its error is the call's), and values
+// read by an op the pass leaves, which get a tensor of the elements back in
+// their own shape.
+TEST_CASE("passes_scalarize_leaves_lone_nodes_and_feeds_readers_left_as_they_are") {
+  {
+    Builder b;
+    const int x = b.input("float64", {3});
+    b.outputs = {b.ew("Exp", {x}, "float64", {3})};
+    auto p = same_bits(b.str(), {vec({1, 2, 3})}, only("scalarize"));
+    CHECK(p->graph().nodes.size() == 1);
+  }
+  {
+    Builder b;
+    const int x = b.input("float64", {4});
+    const int m = b.node("Reshape", {x, b.constant("int64", {2}, {2, 2})}, "float64", {2, 2}, {{"ndim", 2}});
+    const int e = b.ew("Exp", {m}, "float64", {2, 2});
+    const int t = b.node("DimShuffle", {e}, "float64", {2, 2}, {{"new_order", {1, 0}}});
+    const int big = b.node("Dot", {t, m}, "float64", {2, 2});
+    b.outputs = {big, t};
+    auto p = same_bits(b.str(), {vec({0.5, -1, 2, 0.25})}, only("scalarize"));
+    CHECK(count_op(p, "Dot") == 1);
+    CHECK(count_op(p, "DimShuffle") == 0);
+  }
+  {
+    Builder b;
+    const int x = b.input("float64", {3});
+    const json bad = json::array({json{{"type", "index"}, {"value", 3}}});
+    const int pick = b.node("Subtensor", {b.ew("Exp", {x}, "float64", {3})}, "float64", json::array(), {{"idx_list", bad}});
+    b.outputs = {b.ew("Neg", {pick}, "float64", json::array())};
+    Options o = only("scalarize");
+    CHECK_THROWS(Program::from_json(b.str(), o));
+    CHECK_THROWS(Program::from_json(b.str(), with(kOff)));
   }
 }

@@ -19,7 +19,7 @@ using namespace ember;
 
 namespace {
 
-const Options::Passes kOff{false, false, false, false, false};
+const Options::Passes kOff{false, false, false, false, false, false};
 
 std::vector<Array> run(const Program& p, const std::vector<double>& x) {
   Array xa = Array::of<double>(Shape{1, {static_cast<int64_t>(x.size())}}, x);

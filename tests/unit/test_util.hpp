@@ -67,7 +67,7 @@ inline std::string load_error(const std::string& json) {
 // Options with the load-time graph passes off: for tests of what runs after
 // them (one-element fusion, the JIT tiers) on the graph exactly as written.
 inline Options unpassed(Options o = {}) {
-  o.passes = Options::Passes{false, false, false, false, false};
+  o.passes = Options::Passes{false, false, false, false, false, false};
   return o;
 }
 

@@ -21,6 +21,10 @@
 //             constants of that shape and one-element values, whose outputs
 //             are only summed whole: one node over the stacked batch and a
 //             Sum per output over all but its first axis (with fuse)
+//   scalarize connected stretches of small static tensors (Elemwise, Sum,
+//             literal Subtensor / IncSubtensor, DimShuffle, Reshape, Join,
+//             MakeVector; at most 16 elements each) become one 0-d node per
+//             element, which the one-element fusion runs as one step
 //   dce       what the rewrites left unused
 //
 // Every pass is deterministic and keeps results bit for bit: only exact
@@ -58,7 +62,7 @@ struct PassReport {
 
 // The passes Options and the environment enable: Options::passes, then
 // EMBER_PASSES=0 turns all off and EMBER_PASS_<NAME>=0 one of them
-// (EMBER_PASS_DCE, _FOLD, _CSE, _SIMPLIFY, _FUSE), read at each load.
+// (EMBER_PASS_DCE, _FOLD, _CSE, _SIMPLIFY, _FUSE, _SCALARIZE), read at each load.
 Options::Passes enabled_passes(const Options& o);
 
 // Runs the enabled passes on g (whose topology is already checked).
@@ -72,6 +76,7 @@ int common_subexpressions(Editor& e);
 int simplify(Editor& e);
 int fuse_elementwise(Editor& e);
 int batch_siblings(Editor& e);
+int scalarize(Editor& e);
 // PyTensor's stabilize rewrites (changes bits); not in run_passes: the caller runs it around differentiation.
 int stabilize(Editor& e);
 

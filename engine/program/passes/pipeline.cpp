@@ -25,12 +25,13 @@ bool off(const std::optional<std::string>& v) { return v && *v == "0"; }
 Options::Passes enabled_passes(const Options& o) {
   Options::Passes p = o.passes;
   const Config& c = config();
-  if (off(c.passes)) return Options::Passes{false, false, false, false, false};
+  if (off(c.passes)) return Options::Passes{false, false, false, false, false, false};
   p.dce = p.dce && !off(c.pass_dce);
   p.fold = p.fold && !off(c.pass_fold);
   p.cse = p.cse && !off(c.pass_cse);
   p.simplify = p.simplify && !off(c.pass_simplify);
   p.fuse = p.fuse && !off(c.pass_fuse);
+  p.scalarize = p.scalarize && !off(c.pass_scalarize);
   return p;
 }
 
@@ -66,6 +67,20 @@ PassReport run_passes(Graph& g, const Options& o) {
   run("cse", on.cse && on.simplify, [&] { return common_subexpressions(e); });
   run("fuse", on.fuse, [&] { return fuse_elementwise(e); });
   run("batch", on.fuse, [&] { return batch_siblings(e); });
+  // Scalarized stretches are 0-d chains the fuse pass makes Composites of;
+  // run to its fixed point (greedy merges can open further ones), as a
+  // second run of the pipeline would, which is then a no-op.
+  bool scalarized = false;
+  run("scalarize", on.scalarize, [&] {
+    const int r = scalarize(e);
+    scalarized = r > 0;
+    return r;
+  });
+  run("fuse", on.fuse && scalarized, [&] {
+    int r = 0;
+    for (int k = 0, m = 1; k < 4 && m > 0; ++k) r += m = fuse_elementwise(e);
+    return r;
+  });
   run("dce", on.dce, [&] { return dead_code(e); });
   rep.nodes_after = static_cast<int>(g.nodes.size());
   rep.ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
