@@ -117,24 +117,6 @@ std::vector<char> downstream(Editor& e, const Users& users, const std::vector<Me
   return seen;
 }
 
-int new_var(Editor& e, DType dt, const Shape& s) {
-  VarSpec v;
-  v.dtype = dt;
-  v.static_shape = s;
-  return e.add_var(v);
-}
-
-int add(Editor& e, std::string op, std::vector<int> inputs, json attrs, DType dt, const Shape& s, int at) {
-  const int out = new_var(e, dt, s);
-  NodeSpec n;
-  n.op = std::move(op);
-  n.inputs = std::move(inputs);
-  n.outputs = {out};
-  n.attrs = std::move(attrs);
-  e.add_node(std::move(n), at);
-  return out;
-}
-
 // Input p of every member, stacked to (G, S) or (G, 1, ..., 1).
 int stack_input(Editor& e, const std::vector<Member>& group, int p, const Shape& batch, int at) {
   const int v0 = e.node(group[0].node).inputs[p];
@@ -148,7 +130,7 @@ int stack_input(Editor& e, const std::vector<Member>& group, int p, const Shape&
   lead.ndim = nd + 1;
   lead.dims[0] = 1;
   for (int d = 0; d < nd; ++d) lead.dims[d + 1] = vs.static_shape.dims[d];
-  if (same) return add(e, "DimShuffle", {v0}, json{{"new_order", order}}, vs.dtype, lead, at);
+  if (same) return e.add_op("DimShuffle", {v0}, json{{"new_order", order}}, vs.dtype, lead, at);
   const int64_t g = static_cast<int64_t>(group.size());
   if (e.is_constant(v0)) {
     Array a = Array::empty(vs.dtype, batch);
@@ -167,10 +149,10 @@ int stack_input(Editor& e, const std::vector<Member>& group, int p, const Shape&
   for (int d = 0; d <= nd; ++d) one.dims[d] = 1;
   std::vector<int> parts;
   for (const Member& m : group)
-    parts.push_back(add(e, "DimShuffle", {e.node(m.node).inputs[p]}, json{{"new_order", to_batch}}, vs.dtype, one, at));
+    parts.push_back(e.add_op("DimShuffle", {e.node(m.node).inputs[p]}, json{{"new_order", to_batch}}, vs.dtype, one, at));
   Shape col = one;  // (G, 1, ..., 1)
   col.dims[0] = g;
-  return add(e, "Join", std::move(parts), json{{"axis", 0}}, vs.dtype, col, at);
+  return e.add_op("Join", std::move(parts), json{{"axis", 0}}, vs.dtype, col, at);
 }
 
 void batch_group(Editor& e, const std::vector<Member>& group) {
@@ -185,7 +167,7 @@ void batch_group(Editor& e, const std::vector<Member>& group) {
   n.op = first.op;
   n.attrs = first.attrs;
   for (size_t p = 0; p < first.inputs.size(); ++p) n.inputs.push_back(stack_input(e, group, static_cast<int>(p), batch, at));
-  for (int v : first.outputs) n.outputs.push_back(new_var(e, e.g.vars[v].dtype, batch));
+  for (int v : first.outputs) n.outputs.push_back(e.add_var(e.g.vars[v].dtype, batch));
   const std::vector<int> outs = n.outputs;
   e.add_node(std::move(n), at);
   json axes = json::array();
@@ -198,11 +180,11 @@ void batch_group(Editor& e, const std::vector<Member>& group) {
     json attrs = sum0.attrs;
     attrs["axis"] = axes;
     const DType dt = e.g.vars[sum0.outputs[0]].dtype;
-    const int sums = add(e, "Sum", {outs[j]}, attrs, dt, rows, at);
+    const int sums = e.add_op("Sum", {outs[j]}, attrs, dt, rows, at);
     for (size_t g = 0; g < group.size(); ++g) {
       const int old = e.node(group[g].sums[j]).outputs[0];
       const json idx = json::array({json{{"type", "index"}, {"value", static_cast<int64_t>(g)}}});
-      e.replace(old, add(e, "Subtensor", {sums}, json{{"idx_list", idx}}, dt, Shape{}, at));
+      e.replace(old, e.add_op("Subtensor", {sums}, json{{"idx_list", idx}}, dt, Shape{}, at));
       e.remove(group[g].sums[j]);
     }
   }

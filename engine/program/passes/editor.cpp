@@ -89,6 +89,24 @@ int Editor::scalar_constant(DType dt, double value, int ndim) {
   return add_constant(dt, s, a);
 }
 
+int Editor::add_var(DType dt, const Shape& static_shape) {
+  VarSpec v;
+  v.dtype = dt;
+  v.static_shape = static_shape;
+  return add_var(v);
+}
+
+int Editor::add_op(std::string op, std::vector<int> inputs, nlohmann::json attrs, DType dt, const Shape& s, int at) {
+  NodeSpec n;
+  n.op = std::move(op);
+  n.inputs = std::move(inputs);
+  n.outputs = {add_var(dt, s)};
+  n.attrs = std::move(attrs);
+  const int out = n.outputs[0];
+  add_node(std::move(n), at);
+  return out;
+}
+
 int Editor::add_node(NodeSpec n, int at) {
   const int k = static_cast<int>(g.nodes.size());
   for (int v : n.outputs) producer_[v] = k;

@@ -49,6 +49,7 @@ class Editor {
   bool removed(int k) const { return removed_[k] != 0; }
 
   int add_var(const VarSpec& v);
+  int add_var(DType dt, const Shape& static_shape);
   // Variable `var` (the output of a node the caller removes) becomes a
   // constant holding `value`, kept alive by the graph.
   void make_constant(int var, const Array& value);
@@ -59,6 +60,8 @@ class Editor {
   // Appends a node; commit() places it where its inputs allow, ordered among
   // the others as if it stood at position `at` (an original node index).
   int add_node(NodeSpec n, int at);
+  // A node of op `op` with one output, a new variable: returns the variable.
+  int add_op(std::string op, std::vector<int> inputs, nlohmann::json attrs, DType dt, const Shape& s, int at);
 
   // From the current (resolved) inputs.
   Users users() const;

@@ -353,29 +353,11 @@ class Scalarizer {
     return keep;
   }
 
-  int new_var(DType dt, const Shape& s = Shape{}) {
-    VarSpec v;
-    v.dtype = dt;
-    v.static_shape = s;
-    return e_.add_var(v);
-  }
-
-  int add_node(std::string op, std::vector<int> in, json attrs, DType dt, const Shape& s, int at) {
-    const int out = new_var(dt, s);
-    NodeSpec m;
-    m.op = std::move(op);
-    m.inputs = std::move(in);
-    m.outputs = {out};
-    m.attrs = std::move(attrs);
-    e_.add_node(std::move(m), at);
-    return out;
-  }
-
   // v's elements: made by a rewritten node, v itself (0-d), or picks.
   const std::vector<int>& elems(int v, int at) {
     std::vector<int>& el = elems_[v];
     if (!el.empty()) return el;
-    const VarSpec vs = var(v);  // a copy: add_node grows the variables
+    const VarSpec vs = var(v);  // a copy: add_op grows the variables
     if (vs.static_shape.ndim == 0) {
       el = {v};
       return el;
@@ -386,13 +368,13 @@ class Scalarizer {
       unflat(vs.static_shape, f, c.data());
       json idx = json::array();
       for (int d = 0; d < vs.static_shape.ndim; ++d) idx.push_back(json{{"type", "index"}, {"value", c[d]}});
-      el.push_back(add_node("Subtensor", {v}, json{{"idx_list", idx}}, vs.dtype, Shape{}, at));
+      el.push_back(e_.add_op("Subtensor", {v}, json{{"idx_list", idx}}, vs.dtype, Shape{}, at));
     }
     return el;
   }
 
   int scalar_op(const char* op, std::vector<int> in, DType dt, int at) {
-    return add_node("Elemwise", std::move(in), json{{"scalar_op", json{{"op", op}}}}, dt, Shape{}, at);
+    return e_.add_op("Elemwise", std::move(in), json{{"scalar_op", json{{"op", op}}}}, dt, Shape{}, at);
   }
 
   // The Sum of `x` (R >= 1 element vars, C order) by the summation tree.
@@ -437,7 +419,7 @@ class Scalarizer {
           m.attrs = n.attrs;
           m.inputs = std::move(in);
           for (size_t j = 0; j < n.outputs.size(); ++j) {
-            m.outputs.push_back(new_var(var(n.outputs[j]).dtype));
+            m.outputs.push_back(e_.add_var(var(n.outputs[j]).dtype, Shape{}));
             outs[j].push_back(m.outputs.back());
           }
           e_.add_node(std::move(m), k);
@@ -542,15 +524,15 @@ class Scalarizer {
     const std::vector<int> el = elems_[v];
     if (vs.static_shape.ndim == 0) return el[0];
     if (el.size() == 1)
-      return add_node("DimShuffle", {el[0]}, json{{"new_order", json::array_t(vs.static_shape.ndim, "x")}}, vs.dtype,
+      return e_.add_op("DimShuffle", {el[0]}, json{{"new_order", json::array_t(vs.static_shape.ndim, "x")}}, vs.dtype,
                       vs.static_shape, at);
     const Shape line = line_of(static_cast<int64_t>(el.size()));
-    const int mv = add_node("MakeVector", el, json::object(), vs.dtype, line, at);
+    const int mv = e_.add_op("MakeVector", el, json::object(), vs.dtype, line, at);
     if (vs.static_shape.ndim == 1) return mv;
     Array shape = Array::empty(DType::Int64, line_of(vs.static_shape.ndim));
     for (int d = 0; d < vs.static_shape.ndim; ++d) static_cast<int64_t*>(shape.t.data)[d] = vs.static_shape.dims[d];
     const int sv = e_.add_constant(DType::Int64, shape.t.shape, shape);
-    return add_node("Reshape", {mv, sv}, json{{"ndim", vs.static_shape.ndim}}, vs.dtype, vs.static_shape, at);
+    return e_.add_op("Reshape", {mv, sv}, json{{"ndim", vs.static_shape.ndim}}, vs.dtype, vs.static_shape, at);
   }
 };
 
