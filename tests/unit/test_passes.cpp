@@ -576,3 +576,29 @@ TEST_CASE("passes_scalarize_leaves_lone_nodes_and_feeds_readers_left_as_they_are
     CHECK_THROWS(Program::from_json(b.str(), with(kOff)));
   }
 }
+
+// Rows taken by a constant index vector are picks; a cumulative sum or
+// product is its chain in NumPy's order, along an axis or flattened. An index
+// out of range keeps its node (and its error).
+TEST_CASE("passes_scalarize_takes_constant_rows_and_cumulative_ops") {
+  Builder b;
+  const int x = b.input("float64", {6});
+  const int m = b.node("Reshape", {x, b.constant("int64", {2}, {3, 2})}, "float64", {3, 2}, {{"ndim", 2}});
+  const int t = b.node("AdvancedSubtensor1", {m, b.constant("int64", {3}, {2, -1, 0})}, "float64", {3, 2});
+  const int e = b.ew("Exp", {t}, "float64", {3, 2});
+  const int c0 = b.node("CumOp", {e}, "float64", {3, 2}, {{"axis", 0}, {"mode", "add"}});
+  const int c1 = b.node("CumOp", {e}, "float64", {6}, {{"axis", nullptr}, {"mode", "mul"}});
+  b.outputs = {b.node("Sum", {c0}, "float64", json::array(), {{"axis", nullptr}}), c1};
+  auto p = same_bits(b.str(), {vec({0.3, -1.7, 2.5, 1e-3, -4.0, 0.7})}, only("scalarize"));
+  CHECK(count_op(p, "CumOp") == 0);
+  CHECK(count_op(p, "AdvancedSubtensor1") == 0);
+  CHECK(p->impl().steps.size() == 1);
+
+  Builder bad;
+  const int y = bad.input("float64", {3});
+  const int ty = bad.node("AdvancedSubtensor1", {bad.ew("Exp", {y}, "float64", {3}), bad.constant("int64", {2}, {0, 3})},
+                          "float64", {2});
+  bad.outputs = {bad.node("Sum", {ty}, "float64", json::array(), {{"axis", nullptr}})};
+  auto q = Program::from_json(bad.str(), only("scalarize"));
+  CHECK(count_op(q, "AdvancedSubtensor1") == 1);
+}

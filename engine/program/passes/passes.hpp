@@ -22,7 +22,8 @@
 //             are only summed whole: one node over the stacked batch and a
 //             Sum per output over all but its first axis (with fuse)
 //   scalarize connected stretches of small static tensors (Elemwise, Sum,
-//             literal Subtensor / IncSubtensor, DimShuffle, Reshape, Join,
+//             literal Subtensor / IncSubtensor, constant-index
+//             AdvancedSubtensor1, CumOp, DimShuffle, Reshape, Join,
 //             MakeVector; at most 16 elements each) become one 0-d node per
 //             element, which the one-element fusion runs as one step
 //   dce       what the rewrites left unused

@@ -1,6 +1,7 @@
 // Small static tensors become scalars: an Elemwise, Sum, Subtensor or
-// IncSubtensor with literal indices, DimShuffle, Reshape, Join or MakeVector
-// whose tensors have at most kMaxElems elements, all statically known, is
+// IncSubtensor with literal indices, AdvancedSubtensor1 by constant indices,
+// float64 CumOp, DimShuffle, Reshape, Join or MakeVector whose tensors have
+// at most kMaxElems elements, all statically known, is
 // rewritten into one 0-d node per element (the picks of its inputs are
 // one-element Subtensors). The one-element fusion (fuse_elemwise.cpp) then
 // runs the whole stretch as one fused node: the small steps of a model's
@@ -11,8 +12,9 @@
 // Bits: each element runs the same scalar op on the same operands, and a
 // Sum's Add chain follows the summation tree of its R elements
 // (engine/ops/reduce_tree.hpp: R < 8 folds left to right; else 8 lanes, the
-// lanes combined pairwise, the tail folded in). Literal indices are checked
-// in range here, so no run-time error is lost.
+// lanes combined pairwise, the tail folded in), a CumOp's chain NumPy's
+// sequential order. Literal and constant indices are checked in range here,
+// so no run-time error is lost.
 //
 // Only connected stretches are rewritten: a lone small node would become as
 // many steps as it was (its picks, its elements, a MakeVector).
@@ -159,7 +161,7 @@ std::optional<std::vector<int>> sum_axes(const Editor& e, const NodeSpec& n) {
   return axes;
 }
 
-enum class Kind { None, Scalar, Elemwise, Sum, Subtensor, IncSubtensor, DimShuffle, Reshape, Join, MakeVector };
+enum class Kind { None, Scalar, Elemwise, Sum, Subtensor, IncSubtensor, Take, Cum, DimShuffle, Reshape, Join, MakeVector };
 
 class Scalarizer {
  public:
@@ -261,6 +263,8 @@ class Scalarizer {
         const json& set = n.attrs.value("set_instead_of_inc", json(false));
         return set.is_boolean() ? Kind::IncSubtensor : Kind::None;
       }
+      case TensorOp::AdvancedSubtensor1: return take_rows(n) ? Kind::Take : Kind::None;
+      case TensorOp::CumOp: return cum_axis(n) ? Kind::Cum : Kind::None;
       case TensorOp::DimShuffle: {
         if (n.inputs.size() != 1 || n.outputs.size() != 1) return Kind::None;
         const auto order = dimshuffle_order(n);
@@ -318,6 +322,46 @@ class Scalarizer {
       }
       default: return Kind::None;
     }
+  }
+
+  // AdvancedSubtensor1 by a constant index vector, every index in range:
+  // the rows of x it takes, normalized.
+  std::optional<std::vector<int64_t>> take_rows(const NodeSpec& n) const {
+    if (n.inputs.size() != 2 || n.outputs.size() != 1 || !e_.is_constant(n.inputs[1])) return std::nullopt;
+    const VarSpec &x = var(n.inputs[0]), &y = var(n.outputs[0]);
+    const Tensor idx = e_.constant(n.inputs[1]);
+    if (x.dtype != y.dtype || x.static_shape.ndim < 1 || !is_int_dtype(idx.dtype) || idx.shape.ndim != 1)
+      return std::nullopt;
+    Shape want = x.static_shape;
+    want.dims[0] = idx.shape.dims[0];
+    if (!same_static_shape(y.static_shape, want)) return std::nullopt;
+    std::vector<int64_t> rows;
+    for (int64_t j = 0; j < idx.shape.dims[0]; ++j) {
+      const int64_t i = dtype_dispatch(idx.dtype, [&](auto t) { return int64_t(idx.at<decltype(t)>(j)); });
+      const int64_t r = normalize_index(i, x.static_shape.dims[0]);
+      if (r < 0) return std::nullopt;  // the node's own IndexError stays
+      rows.push_back(r);
+    }
+    return rows;
+  }
+
+  // A float64 CumOp's axis (-1: over the flattened input), when it is one.
+  std::optional<int> cum_axis(const NodeSpec& n) const {
+    if (n.inputs.size() != 1 || n.outputs.size() != 1) return std::nullopt;
+    const VarSpec &x = var(n.inputs[0]), &y = var(n.outputs[0]);
+    if (x.dtype != DType::Float64 || y.dtype != DType::Float64) return std::nullopt;
+    const json mode = n.attrs.is_object() ? n.attrs.value("mode", json("add")) : json();
+    if (mode != "add" && mode != "mul") return std::nullopt;
+    if (!n.attrs.contains("axis") || n.attrs["axis"].is_null()) {
+      if (y.static_shape.ndim != 1 || y.static_shape.dims[0] != static_size(x.static_shape)) return std::nullopt;
+      return -1;
+    }
+    if (!n.attrs["axis"].is_number_integer()) return std::nullopt;
+    int axis = n.attrs["axis"].get<int>();
+    if (axis < 0) axis += x.static_shape.ndim;
+    if (axis < 0 || axis >= x.static_shape.ndim || !same_static_shape(y.static_shape, x.static_shape))
+      return std::nullopt;
+    return axis;
   }
 
   // The candidates in stretches worth rewriting: connected through values,
@@ -469,6 +513,32 @@ class Scalarizer {
           const int y = ye[flat(ys, ic.data())];
           r[sel[i]] = set ? y : scalar_op("Add", {r[sel[i]], y}, var(n.outputs[0]).dtype, k);
         }
+        elems_[n.outputs[0]] = std::move(r);
+        return;
+      }
+      case Kind::Take: {
+        const std::vector<int64_t> rows = *take_rows(n);
+        const std::vector<int> xe = elems(n.inputs[0], k);
+        const int64_t inner = static_cast<int64_t>(xe.size()) / var(n.inputs[0]).static_shape.dims[0];
+        std::vector<int> r;
+        for (int64_t row : rows)
+          for (int64_t q = 0; q < inner; ++q) r.push_back(xe[row * inner + q]);
+        elems_[n.outputs[0]] = std::move(r);
+        return;
+      }
+      case Kind::Cum: {
+        // NumPy's order: y[i] = y[i-1] op x[i] along the axis (ops_cumop.cpp).
+        const int axis = *cum_axis(n);
+        const char* op = n.attrs.value("mode", json("add")) == "mul" ? "Mul" : "Add";
+        const Shape xs = var(n.inputs[0]).static_shape;
+        std::vector<int> r = elems(n.inputs[0], k);
+        int64_t len = static_cast<int64_t>(r.size()), inner = 1;
+        if (axis >= 0) {
+          len = xs.dims[axis];
+          for (int d = axis + 1; d < xs.ndim; ++d) inner *= xs.dims[d];
+        }
+        for (int64_t f = 0; f < static_cast<int64_t>(r.size()); ++f)
+          if ((f / inner) % len != 0) r[f] = scalar_op(op, {r[f - inner], r[f]}, DType::Float64, k);
         elems_[n.outputs[0]] = std::move(r);
         return;
       }
