@@ -290,10 +290,13 @@ class Scalarizer {
         const Tensor sh = e_.constant(n.inputs[1]);
         const Shape& os = var(n.outputs[0]).static_shape;
         if (!is_int_dtype(sh.dtype) || sh.shape.ndim != 1 || sh.shape.dims[0] != os.ndim) return Kind::None;
+        int inferred = 0;
         for (int d = 0; d < os.ndim; ++d) {
           const int64_t v = dtype_dispatch(sh.dtype, [&](auto t) { return int64_t(sh.at<decltype(t)>(d)); });
           if (v != os.dims[d] && v != -1) return Kind::None;
+          inferred += v == -1;
         }
+        if (inferred > 1) return Kind::None;  // the node's own load error stays
         return Kind::Reshape;
       }
       case TensorOp::Join: {
@@ -315,7 +318,9 @@ class Scalarizer {
         return along == os.dims[axis] ? Kind::Join : Kind::None;
       }
       case TensorOp::MakeVector: {
-        if (n.outputs.size() != 1 || n.inputs.empty()) return Kind::None;
+        if (n.outputs.size() != 1 || n.inputs.empty() ||
+            !same_static_shape(var(n.outputs[0]).static_shape, line_of(static_cast<int64_t>(n.inputs.size()))))
+          return Kind::None;
         for (int v : n.inputs)
           if (var(v).static_shape.ndim != 0 || var(v).dtype != var(n.outputs[0]).dtype) return Kind::None;
         return Kind::MakeVector;
