@@ -9,6 +9,7 @@
 
 #include "engine/ops/elemwise.hpp"
 #include "engine/program/lazy_branches.hpp"
+#include "engine/program/passes/editor.hpp"
 #include "engine/program/program_impl.hpp"
 #include "interp/config.hpp"
 
@@ -32,63 +33,20 @@ bool one_element(const VarSpec& v) {
 // outputs write the elements of one tensor.
 enum class Kind { None, Elemwise, Reshape1, Pick, Pair, Deferred, Pack };
 
-// Python's slice.indices(n): the element count and first index.
-void slice_indices(int64_t n, const nlohmann::json& e, int64_t& first, int64_t& count) {
-  const int64_t step = e.value("step", nlohmann::json()).is_null() ? 1 : e["step"].get<int64_t>();
-  auto norm = [&](const char* key, int64_t dflt) {
-    if (!e.contains(key) || e[key].is_null()) return dflt;
-    int64_t v = e[key].get<int64_t>();
-    if (v < 0) v += n;
-    if (step > 0) return std::clamp<int64_t>(v, 0, n);
-    return std::clamp<int64_t>(v, -1, n - 1);
-  };
-  const int64_t start = norm("start", step > 0 ? 0 : n - 1), stop = norm("stop", step > 0 ? n : -1);
-  first = start;
-  count = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
-                   : (start > stop ? (start - stop - step - 1) / -step : 0);
-}
-
 // A Subtensor with literal indices that selects one element of an input of
 // fully known static shape: the element's coordinates, else empty.
 std::optional<std::vector<int64_t>> pick_coords(const ProgramImpl& p, const Step& st) {
   if (st.op != TensorOp::Subtensor || st.in.size() != 1 || st.out.size() != 1) return std::nullopt;
   const VarSpec& x = p.graph.vars[st.in[0]];
   if (x.static_shape.ndim == 0 || x.dtype != p.graph.vars[st.out[0]].dtype) return std::nullopt;
-  for (int d = 0; d < x.static_shape.ndim; ++d)
-    if (x.static_shape.dims[d] < 0) return std::nullopt;
+  if (passes::static_size(x.static_shape) < 0) return std::nullopt;
   const auto& attrs = p.graph.nodes[st.node].attrs;
-  if (!attrs.contains("idx_list") || !attrs["idx_list"].is_array()) return std::nullopt;
-  const auto& idx = attrs["idx_list"];
-  if (static_cast<int>(idx.size()) > x.static_shape.ndim) return std::nullopt;
-  auto literal = [](const nlohmann::json& e, const char* key) {
-    return !e.contains(key) || e[key].is_null() || e[key].is_number_integer();
-  };
-  std::vector<int64_t> coord(x.static_shape.ndim, 0);
-  for (int d = 0; d < x.static_shape.ndim; ++d) {
-    const int64_t n = x.static_shape.dims[d];
-    if (d >= static_cast<int>(idx.size())) {  // taken whole
-      if (n != 1) return std::nullopt;
-      continue;
-    }
-    const auto& e = idx[d];
-    if (!e.is_object() || !e.contains("type")) return std::nullopt;
-    if (e["type"] == "index") {
-      if (!e.contains("value") || !e["value"].is_number_integer()) return std::nullopt;
-      int64_t v = e["value"].get<int64_t>();
-      if (v < 0) v += n;
-      if (v < 0 || v >= n) return std::nullopt;  // the Subtensor's own error stays
-      coord[d] = v;
-    } else if (e["type"] == "slice") {
-      if (!literal(e, "start") || !literal(e, "stop") || !literal(e, "step")) return std::nullopt;
-      if (e.contains("step") && e["step"].is_number_integer() && e["step"].get<int64_t>() == 0) return std::nullopt;
-      int64_t first = 0, count = 0;
-      slice_indices(n, e, first, count);
-      if (count != 1) return std::nullopt;
-      coord[d] = first;
-    } else {
-      return std::nullopt;
-    }
-  }
+  if (!attrs.contains("idx_list")) return std::nullopt;
+  Shape out;
+  const auto sel = passes::literal_selection(attrs["idx_list"], x.static_shape, out);
+  if (!sel || sel->size() != 1) return std::nullopt;
+  std::vector<int64_t> coord(x.static_shape.ndim);
+  passes::unflat_index(x.static_shape, (*sel)[0], coord.data());
   return coord;
 }
 

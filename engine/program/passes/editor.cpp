@@ -4,6 +4,8 @@
 #include <cstring>
 #include <queue>
 
+#include "engine/ops/ops_common.hpp"
+
 namespace ember::passes {
 
 Editor::Editor(Graph& graph) : g(graph) {
@@ -247,6 +249,79 @@ bool constant_all(const Editor& e, int v, double x) {
     for (int64_t i = 0; i < t.size() && all; ++i) all = static_cast<double>(t.at<T>(i)) == x;
   });
   return all;
+}
+
+int64_t static_size(const Shape& s) {
+  int64_t n = 1;
+  for (int d = 0; d < s.ndim; ++d) {
+    if (s.dims[d] < 0 || __builtin_mul_overflow(n, s.dims[d], &n)) return -1;
+  }
+  return n;
+}
+
+int64_t flat_index(const Shape& s, const int64_t* coord) {
+  int64_t f = 0;
+  for (int d = 0; d < s.ndim; ++d) f = f * s.dims[d] + coord[d];
+  return f;
+}
+
+void unflat_index(const Shape& s, int64_t f, int64_t* coord) {
+  for (int d = s.ndim - 1; d >= 0; --d) {
+    coord[d] = f % s.dims[d];
+    f /= s.dims[d];
+  }
+}
+
+std::optional<std::vector<int64_t>> literal_selection(const nlohmann::json& idx, const Shape& xs, Shape& out) {
+  if (!idx.is_array() || static_cast<int>(idx.size()) > xs.ndim) return std::nullopt;
+  struct Axis {
+    int64_t start, len, step;
+    bool keep;
+  };
+  std::vector<Axis> ax;
+  auto lit = [](const nlohmann::json& e, const char* key, std::optional<int64_t>& v) {
+    if (!e.contains(key) || e[key].is_null()) return true;
+    if (!e[key].is_number_integer()) return false;
+    v = e[key].get<int64_t>();
+    return true;
+  };
+  for (int d = 0; d < xs.ndim; ++d) {
+    const int64_t n = xs.dims[d];
+    if (d >= static_cast<int>(idx.size())) {
+      ax.push_back({0, n, 1, true});
+      continue;
+    }
+    const nlohmann::json& e = idx[d];
+    if (!e.is_object() || !e.contains("type") || !e["type"].is_string()) return std::nullopt;
+    const std::string t = e["type"].get<std::string>();
+    if (t == "index") {
+      std::optional<int64_t> v;
+      if (!lit(e, "value", v) || !v) return std::nullopt;
+      const int64_t i = normalize_index(*v, n);
+      if (i < 0) return std::nullopt;  // the node's own IndexError stays
+      ax.push_back({i, 1, 1, false});
+    } else if (t == "slice") {
+      std::optional<int64_t> start, stop, step;
+      if (!lit(e, "start", start) || !lit(e, "stop", stop) || !lit(e, "step", step)) return std::nullopt;
+      if (step && *step == 0) return std::nullopt;
+      const SliceRange r = slice_range(start, stop, step.value_or(1), n);
+      ax.push_back({r.start, r.len, r.step, true});
+    } else {
+      return std::nullopt;
+    }
+  }
+  out = Shape{};
+  for (const Axis& a : ax)
+    if (a.keep) out.dims[out.ndim++] = a.len;
+  std::vector<int64_t> sel;
+  const int64_t total = static_size(out);
+  std::vector<int64_t> oc(kMaxRank), xc(kMaxRank);
+  for (int64_t f = 0; f < total; ++f) {
+    unflat_index(out, f, oc.data());
+    for (int d = 0, od = 0; d < xs.ndim; ++d) xc[d] = ax[d].start + (ax[d].keep ? oc[od++] : 0) * ax[d].step;
+    sel.push_back(flat_index(xs, xc.data()));
+  }
+  return sel;
 }
 
 std::optional<std::vector<int>> dimshuffle_order(const NodeSpec& n) {

@@ -100,6 +100,17 @@ std::string elemwise_scalar_op(const NodeSpec& n);
 // malformed.
 std::optional<std::vector<int>> dimshuffle_order(const NodeSpec& n);
 
+// Element count of a fully static shape, or -1 (a dim unknown, or overflow).
+int64_t static_size(const Shape& s);
+// Flat C-order index of coord in shape s, and back.
+int64_t flat_index(const Shape& s, const int64_t* coord);
+void unflat_index(const Shape& s, int64_t f, int64_t* coord);
+// The flat indices of the elements of x (static shape xs) a basic index
+// list of literals selects, in the C order of the result, whose shape goes
+// to `out`; nullopt when an entry is not a literal, a literal index is out
+// of range (the node's own IndexError stays), or the entries do not fit x.
+std::optional<std::vector<int64_t>> literal_selection(const nlohmann::json& idx_list, const Shape& xs, Shape& out);
+
 // Whether the node's op is `op` (a name outside the tensor op table is none).
 inline bool is_op(const NodeSpec& n, TensorOp op) { return find_tensor_op(n.op) == op; }
 // Equal rank, and every dim statically 1 in both or in neither. Under

@@ -38,15 +38,6 @@ constexpr int64_t kMaxElems = 16;
 // vector code in a few dozen ns; as scalar code its cost grows with both.
 constexpr int64_t kMaxScalarOps = 256;
 
-// Element count of a fully static shape, or -1.
-int64_t static_size(const Shape& s) {
-  int64_t n = 1;
-  for (int d = 0; d < s.ndim; ++d) {
-    if (s.dims[d] < 0 || __builtin_mul_overflow(n, s.dims[d], &n)) return -1;
-  }
-  return n;
-}
-
 Shape line_of(int64_t n) {
   Shape s;
   s.ndim = 1;
@@ -57,75 +48,6 @@ Shape line_of(int64_t n) {
 bool small(const VarSpec& v) {
   const int64_t n = static_size(v.static_shape);
   return n >= 1 && n <= kMaxElems;
-}
-
-// Flat C-order index of coord in shape s.
-int64_t flat(const Shape& s, const int64_t* coord) {
-  int64_t f = 0;
-  for (int d = 0; d < s.ndim; ++d) f = f * s.dims[d] + coord[d];
-  return f;
-}
-
-void unflat(const Shape& s, int64_t f, int64_t* coord) {
-  for (int d = s.ndim - 1; d >= 0; --d) {
-    coord[d] = f % s.dims[d];
-    f /= s.dims[d];
-  }
-}
-
-// The elements of x a literal basic index selects, in the C order of the
-// result (whose shape goes to `out`); nullopt when an entry is not a
-// literal, a literal is out of range, or the entries do not fit x.
-std::optional<std::vector<int64_t>> literal_selection(const json& idx, const Shape& xs, Shape& out) {
-  if (!idx.is_array() || static_cast<int>(idx.size()) > xs.ndim) return std::nullopt;
-  struct Axis {
-    int64_t start, len, step;
-    bool keep;
-  };
-  std::vector<Axis> ax;
-  auto lit = [](const json& e, const char* key, std::optional<int64_t>& v) {
-    if (!e.contains(key) || e[key].is_null()) return true;
-    if (!e[key].is_number_integer()) return false;
-    v = e[key].get<int64_t>();
-    return true;
-  };
-  for (int d = 0; d < xs.ndim; ++d) {
-    const int64_t n = xs.dims[d];
-    if (d >= static_cast<int>(idx.size())) {
-      ax.push_back({0, n, 1, true});
-      continue;
-    }
-    const json& e = idx[d];
-    if (!e.is_object() || !e.contains("type") || !e["type"].is_string()) return std::nullopt;
-    const std::string t = e["type"].get<std::string>();
-    if (t == "index") {
-      std::optional<int64_t> v;
-      if (!lit(e, "value", v) || !v) return std::nullopt;
-      const int64_t i = normalize_index(*v, n);
-      if (i < 0) return std::nullopt;  // the node's own IndexError stays
-      ax.push_back({i, 1, 1, false});
-    } else if (t == "slice") {
-      std::optional<int64_t> start, stop, step;
-      if (!lit(e, "start", start) || !lit(e, "stop", stop) || !lit(e, "step", step)) return std::nullopt;
-      if (step && *step == 0) return std::nullopt;
-      const SliceRange r = slice_range(start, stop, step.value_or(1), n);
-      ax.push_back({r.start, r.len, r.step, true});
-    } else {
-      return std::nullopt;
-    }
-  }
-  out = Shape{};
-  for (const Axis& a : ax)
-    if (a.keep) out.dims[out.ndim++] = a.len;
-  std::vector<int64_t> sel;
-  const int64_t total = static_size(out);
-  std::vector<int64_t> oc(kMaxRank), xc(kMaxRank);
-  for (int64_t f = 0; f < total; ++f) {
-    unflat(out, f, oc.data());
-    for (int d = 0, od = 0; d < xs.ndim; ++d) xc[d] = ax[d].start + (ax[d].keep ? oc[od++] : 0) * ax[d].step;
-    sel.push_back(flat(xs, xc.data()));
-  }
-  return sel;
 }
 
 // The reduced axes of a Sum over a float64 input into float64, sorted; nullopt otherwise.
@@ -414,7 +336,7 @@ class Scalarizer {
     const int64_t n = static_size(vs.static_shape);
     std::vector<int64_t> c(kMaxRank);
     for (int64_t f = 0; f < n; ++f) {
-      unflat(vs.static_shape, f, c.data());
+      unflat_index(vs.static_shape, f, c.data());
       json idx = json::array();
       for (int d = 0; d < vs.static_shape.ndim; ++d) idx.push_back(json{{"type", "index"}, {"value", c[d]}});
       el.push_back(e_.add_op("Subtensor", {v}, json{{"idx_list", idx}}, vs.dtype, Shape{}, at));
@@ -456,12 +378,12 @@ class Scalarizer {
       case Kind::Elemwise: {
         std::vector<std::vector<int>> outs(n.outputs.size());
         for (int64_t f = 0; f < size; ++f) {
-          unflat(os, f, oc.data());
+          unflat_index(os, f, oc.data());
           std::vector<int> in;
           for (int v : n.inputs) {
             const Shape is = var(v).static_shape;
             for (int d = 0; d < is.ndim; ++d) ic[d] = is.dims[d] == 1 ? 0 : oc[d];
-            in.push_back(elems(v, k)[flat(is, ic.data())]);
+            in.push_back(elems(v, k)[flat_index(is, ic.data())]);
           }
           NodeSpec m;
           m.op = n.op;
@@ -484,7 +406,7 @@ class Scalarizer {
         // Per output element, its reduced elements in the C order of the reduced axes.
         std::vector<std::vector<int>> parts(static_cast<size_t>(size));
         for (int64_t f = 0; f < static_cast<int64_t>(xe.size()); ++f) {
-          unflat(xs, f, ic.data());
+          unflat_index(xs, f, ic.data());
           int64_t o = 0;
           for (int d = 0; d < xs.ndim; ++d)
             if (!std::binary_search(axes.begin(), axes.end(), d)) o = o * xs.dims[d] + ic[d];
@@ -513,9 +435,9 @@ class Scalarizer {
         const int off = sub.ndim - ys.ndim;
         const bool set = n.attrs.value("set_instead_of_inc", json(false)).get<bool>();
         for (size_t i = 0; i < sel.size(); ++i) {
-          unflat(sub, static_cast<int64_t>(i), oc.data());
+          unflat_index(sub, static_cast<int64_t>(i), oc.data());
           for (int d = 0; d < ys.ndim; ++d) ic[d] = ys.dims[d] == 1 ? 0 : oc[off + d];
-          const int y = ye[flat(ys, ic.data())];
+          const int y = ye[flat_index(ys, ic.data())];
           r[sel[i]] = set ? y : scalar_op("Add", {r[sel[i]], y}, var(n.outputs[0]).dtype, k);
         }
         elems_[n.outputs[0]] = std::move(r);
@@ -553,11 +475,11 @@ class Scalarizer {
         const std::vector<int> xe = elems(n.inputs[0], k);
         std::vector<int> r;
         for (int64_t f = 0; f < size; ++f) {
-          unflat(os, f, oc.data());
+          unflat_index(os, f, oc.data());
           std::fill(ic.begin(), ic.end(), 0);
           for (int j = 0; j < os.ndim; ++j)
             if (order[j] >= 0) ic[order[j]] = oc[j];
-          r.push_back(xe[flat(is, ic.data())]);
+          r.push_back(xe[flat_index(is, ic.data())]);
         }
         elems_[n.outputs[0]] = std::move(r);
         return;
@@ -572,9 +494,9 @@ class Scalarizer {
           const Shape is = var(v).static_shape;
           const std::vector<int> xe = elems(v, k);
           for (int64_t f = 0; f < static_cast<int64_t>(xe.size()); ++f) {
-            unflat(is, f, ic.data());
+            unflat_index(is, f, ic.data());
             ic[axis] += base;
-            r[flat(os, ic.data())] = xe[f];
+            r[flat_index(os, ic.data())] = xe[f];
           }
           base += is.dims[axis];
         }
