@@ -87,7 +87,10 @@ int main(int argc, char** argv) {
     for (const auto& [op, n] : count) top.push_back({-n, op});
     std::sort(top.begin(), top.end());
     std::string s = "Composite[" + std::to_string(c.nodes.size()) + ":";
-    for (size_t i = 0; i < top.size() && i < 4; ++i) s += (i ? "," : " ") + top[i].second;
+    const size_t shown = std::getenv("NODE_PROFILE_ALL_OPS") ? top.size() : 4;
+    for (size_t i = 0; i < top.size() && i < shown; ++i)
+      s += (i ? "," : " ") + top[i].second + (shown > 4 ? "x" + std::to_string(-top[i].first) : "");
+    if (shown > 4) s += "; " + std::to_string(st.in.size()) + " in, " + std::to_string(st.out.size()) + " out";
     return s + "]";
   };
   for (size_t k = 0; k < ns; ++k) {

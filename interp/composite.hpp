@@ -44,4 +44,11 @@ struct Composite {
   std::string validate() const;
 };
 
+// Reorders the nodes of a one-element Composite so that calls of one math
+// function with no path between them are adjacent, where code generators
+// call the math library once for all of them (jit/codegen.cpp). Every node
+// reads the same operands, so every value keeps its bits; inline nodes keep
+// their relative order. No effect on an invalid Composite.
+void group_math_calls(Composite& c);
+
 }  // namespace ember::interp

@@ -83,11 +83,15 @@ class Gen {
         }
     // Runs of inline instructions become one fused loop over the block's
     // groups of W lanes; math calls work on whole blocks in scratch.
-    std::vector<std::pair<int, int>> runs;  // [k, e); k == e - 1 with a math op: a call
+    // One-element layout: adjacent calls of one opcode, none reading what
+    // another makes, become one call (group_math_calls puts them together).
+    std::vector<std::pair<int, int>> runs;  // [k, e); a math op at k: calls of [k, e)
     for (int k = lo; k < hi;) {
       int e = k + 1;
       if (!is_math(bc_.code[k]))
         while (e < hi && e - k < max_run && !is_math(bc_.code[e])) ++e;
+      else if (W == 1)
+        while (e < hi && e - k < kMaxBatch && joins_batch(k, e)) ++e;
       runs.push_back({k, e});
       k = e;
     }
@@ -129,8 +133,9 @@ class Gen {
     }
 
     for (const auto& [k, e] : runs) {
-      if (is_math(bc_.code[k])) emit_math(bc_.code[k]);
-      else emit_run(k, e);
+      if (!is_math(bc_.code[k])) emit_run(k, e);
+      else if (e - k == 1) emit_math(bc_.code[k]);
+      else emit_math_batch(k, e);
     }
     B.CreateRetVoid();
     if (const_mem_) constants_from_memory();
@@ -277,6 +282,60 @@ class Gen {
       }
     });
     vals_.clear();
+  }
+
+  // Calls batched in one-element code: at most this many elements, on the stack.
+  static constexpr int kMaxBatch = 64;
+  // Instruction e calls the math function of k..e-1 and reads none of their results.
+  bool joins_batch(int k, int e) const {
+    const Instr& x = bc_.code[e];
+    if (x.op != bc_.code[k].op) return false;
+    for (int i = k; i < e; ++i)
+      for (int32_t s : {x.a, x.b, x.c})
+        if (s >= 0 && s == bc_.code[i].d) return false;
+    return true;
+  }
+
+  // Math calls [k, e) of one-element code as one library call over e - k
+  // elements gathered into stack arrays, then scattered to their cells.
+  // The library computes every lane alone (math/apply.hpp), so each result
+  // has the bits of its own call.
+  void emit_math_batch(int k, int e) {
+    const interp::OpSig sig = interp::op_sig(bc_.code[k].op);
+    const auto op = static_cast<interp::ScalarOp>(bc_.code[k].op / interp::kNumCls);
+    const std::string name = "ember_math_" + std::string(interp::op_info(op).math);
+    const int n = e - k;
+    Type* dbl = Type::getDoubleTy(C);
+    ArrayType* arr_t = ArrayType::get(dbl, static_cast<uint64_t>(n));
+    IRBuilder<> entry(&F->getEntryBlock(), F->getEntryBlock().begin());
+    std::vector<Value*> arrs;  // one per argument, then the results
+    for (int a = 0; a <= sig.nargs; ++a) arrs.push_back(entry.CreateAlloca(arr_t));
+    auto elem = [&](int a, int i) { return B.CreateConstGEP2_64(arr_t, arrs[a], 0, static_cast<uint64_t>(i)); };
+    loop([&](Value* g) {
+      vals_.clear();
+      for (int i = k; i < e; ++i) {
+        const Instr& in = bc_.code[i];
+        const int32_t src[3] = {in.a, in.b, in.c};
+        for (int a = 0; a < sig.nargs; ++a) {
+          Value* v = read(src[a], sig.arg[a], g);
+          if (sig.arg[a] == Cls::F32) v = B.CreateFPExt(v, f64);
+          B.CreateStore(B.CreateExtractElement(v, uint64_t{0}), elem(a, i - k));
+        }
+      }
+      vals_.clear();
+    });
+    std::vector<Value*> args{ConstantInt::get(s64, n)};
+    std::vector<Type*> pts{s64};
+    for (int a = 0; a <= sig.nargs; ++a) args.push_back(arrs[a]), pts.push_back(ptr);
+    FunctionCallee fn = M.getOrInsertFunction(name, FunctionType::get(Type::getVoidTy(C), pts, false));
+    B.CreateCall(fn, args);
+    loop([&](Value* g) {
+      for (int i = k; i < e; ++i) {
+        Value* v = B.CreateInsertElement(PoisonValue::get(f64), B.CreateLoad(dbl, elem(sig.nargs, i - k)), uint64_t{0});
+        if (sig.dst == Cls::F32) v = B.CreateFPTrunc(v, f32);
+        store(v, at(cell_off(bc_.code[i].d), g));
+      }
+    });
   }
 
   void emit_math(const Instr& in) {

@@ -68,7 +68,7 @@ struct KernelSpec {
 std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element);
 
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
-// of m elements. The chunk ABI (codegen version "codegen-11"):
+// of m elements. The chunk ABI (codegen version "codegen-12"):
 //   void chunk(int64_t m, char* scratch, const char* const* in)
 // - 0 < m <= kBlock (m == 1 for one-element kernels); every piece of a kernel gets the same m, scratch and
 //   in for a block, in order. The chunk computes ceil(m / W) groups of

@@ -329,7 +329,11 @@ int fuse_elemwise(ProgramImpl& p) {
     if (!c.validate().empty()) return false;  // cannot happen for validated members; stay unfused
     std::shared_ptr<const interp::Interpreted> vm;
     try {
-      vm = interp::Interpreted::compile(c);
+      // The bytecode has each math function's independent calls together
+      // (one library call in JIT code); the kernel keeps c as built.
+      interp::Composite grouped = c;
+      interp::group_math_calls(grouped);
+      vm = interp::Interpreted::compile(grouped);
     } catch (const std::exception&) {
       return false;
     }

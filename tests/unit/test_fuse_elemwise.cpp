@@ -12,8 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "ember/ember.hpp"
+#include "engine/ops/elemwise.hpp"
 #include "engine/program/program_impl.hpp"
 #include "interp/config.hpp"
+#include "interp/vm.hpp"
 #include "graph_builder.hpp"
 #include "test_util.hpp"
 
@@ -82,6 +84,41 @@ TEST_CASE("fuse_chain_of_0d_elemwise_into_one_node") {
   CHECK(ps == 4);
   CHECK(fs == 1);
   CHECK(out[0].data<double>()[0] == 25.0);
+}
+
+// Per-group parameter work (log(exp(x_g) + 1) for each group g): the fused
+// node's bytecode has the independent calls of each function together, so
+// one-element JIT code calls the library once for them; the kernel keeps the
+// Composite as built, and the bits are the unfused program's.
+TEST_CASE("fuse_puts_independent_math_calls_of_one_function_together") {
+  Builder b;
+  constexpr int kGroups = 6;
+  const int x = b.input("float64", {kGroups});
+  const int one = b.constant("float64", json::array(), {1.0});
+  std::vector<int> outs;
+  for (int g = 0; g < kGroups; ++g) {
+    const int xg = b.node("Subtensor", {x}, "float64", json::array(), {{"idx_list", {{{"type", "index"}, {"value", g}}}}});
+    const int e = b.ew("Exp", {xg}, "float64", json::array());
+    b.outputs.push_back(b.ew("Log", {b.ew("Add", {e, one}, "float64", json::array())}, "float64", json::array()));
+  }
+  Array xa = Array::of<double>(Shape{1, {kGroups}}, {-3.0, -0.5, 0.0, 0.25, 2.0, 40.0});
+  size_t fs = 0;
+  run_both(b.str(), {xa.t}, &fs);
+  CHECK(fs == 1);
+  auto p = load(b.str(), true);
+  const auto* k = dynamic_cast<const ElemwiseKernel*>(p->impl().steps[0].kernel);
+  REQUIRE(k != nullptr);
+  auto longest = [](const std::vector<interp::ScalarOp>& ops, interp::ScalarOp op) {
+    int best = 0, cur = 0;
+    for (interp::ScalarOp o : ops) best = std::max(best, cur = o == op ? cur + 1 : 0);
+    return best;
+  };
+  std::vector<interp::ScalarOp> built, code;
+  for (const auto& n : k->composite().nodes) built.push_back(n.op);
+  for (const auto& n : k->interpreter().bytecode().source.nodes) code.push_back(n.op);
+  CHECK(longest(built, interp::ScalarOp::Exp) == 1);
+  CHECK(longest(code, interp::ScalarOp::Exp) == kGroups);
+  CHECK(longest(code, interp::ScalarOp::Log) == kGroups);
 }
 
 TEST_CASE("fuse_absorbs_dimshuffle_between_0d_and_1_element") {

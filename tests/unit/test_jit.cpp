@@ -136,6 +136,98 @@ TEST_CASE("jit_one_element_kernels_match_interpreter_bitwise", "[jit]") {
   }
 }
 
+// Longest run of adjacent nodes calling `op`.
+int longest_run(const Composite& c, ScalarOp op) {
+  int best = 0, cur = 0;
+  for (const ScalarNode& n : c.nodes) best = std::max(best, cur = n.op == op ? cur + 1 : 0);
+  return best;
+}
+
+// The seed models' shape: the same math calls once per group, independent.
+// group_math_calls puts each function's calls together (a log of a log in a
+// later run), one-element code calls the library once per run, and every
+// output keeps the interpreter's bits: float32 results, constant operands,
+// two- and three-argument functions, runs cut by pieces.
+TEST_CASE("jit_one_element_batched_math_calls_match_interpreter_bitwise", "[jit]") {
+  REQUIRE_JIT();
+  std::mt19937_64 rng(11);
+  const DType F64 = DType::Float64, F32 = DType::Float32;
+  Composite c;
+  c.inputs = {F64, F64, F32};
+  constexpr int kGroups = 12;
+  for (int g = 0; g < kGroups; ++g) c.constants.push_back({F64, 0.5 + 0.25 * g, 0});
+  c.constants.push_back({F32, 0.375, 0});
+  const int32_t k32 = 3 + kGroups;
+  auto add = [&](ScalarOp op, DType dt, std::vector<int32_t> in) {
+    c.nodes.push_back({op, dt, std::move(in)});
+    return c.num_values() - 1;
+  };
+  for (int g = 0; g < kGroups; ++g) {
+    const int32_t x = add(ScalarOp::Mul, F64, {g % 2, 3 + g});
+    const int32_t l = add(ScalarOp::Log, F64, {x});
+    c.outputs.push_back(add(ScalarOp::Log, F64, {g % 2 ? add(ScalarOp::Abs, F64, {l}) : l}));
+    c.outputs.push_back(add(ScalarOp::Exp, F32, {add(ScalarOp::Mul, F32, {2, k32})}));
+    c.outputs.push_back(add(ScalarOp::Pow, F64, {x, 3 + (g + 5) % kGroups}));
+    c.outputs.push_back(add(ScalarOp::BetaInc, F64, {3 + g, 3 + (g + 1) % kGroups, add(ScalarOp::Sigmoid, F64, {x})}));
+  }
+  REQUIRE(valid(c));
+  const Composite unordered = c;
+  group_math_calls(c);
+  REQUIRE(valid(c));
+  CHECK(longest_run(unordered, ScalarOp::Log) == 2);  // log(log(x)): a run that must not be one call
+  CHECK(longest_run(c, ScalarOp::Log) == kGroups);
+  CHECK(longest_run(c, ScalarOp::Exp) == kGroups);
+  CHECK(longest_run(c, ScalarOp::Pow) == kGroups);
+  CHECK(longest_run(c, ScalarOp::BetaInc) == kGroups);
+  // The reordered Composite computes the same bits on the interpreter.
+  auto before = Interpreted::compile(unordered), after = Interpreted::compile(c);
+  REQUIRE(compare_kernels(unordered, *before, *after, rng) == "");
+  for (int tier : {1, 2})
+    for (int pieces : {1, 3}) {
+      INFO("tier " << tier << " pieces " << pieces);
+      REQUIRE(check(c, tier, rng, pieces, true) == "");
+      REQUIRE(check(unordered, tier, rng, pieces, true) == "");
+    }
+}
+
+// Random Composites where half the nodes call the math library, every math
+// result an output: reordered, they match the unordered interpreter, and
+// their one-element JIT code matches the interpreter.
+TEST_CASE("jit_one_element_random_math_runs_match_interpreter_bitwise", "[jit]") {
+  REQUIRE_JIT();
+  std::mt19937_64 rng(12);
+  std::vector<ScalarOp> math;
+  for (const ScalarOpInfo& info : kScalarOps)
+    if (math_arity(info.op) > 0) math.push_back(info.op);
+  int batched = 0;
+  for (int t = 0; t < 40; ++t) {
+    Composite c = random_composite(rng, 40, true, true);
+    // Extra math nodes over earlier float values, each an output.
+    for (int k = 0; k < 24; ++k) {
+      const ScalarOp op = math[rng() % math.size()];
+      std::vector<int32_t> in;
+      for (int a = 0; a < op_info(op).arity; ++a) {
+        int32_t v = static_cast<int32_t>(rng() % static_cast<uint64_t>(c.num_values()));
+        in.push_back(v);
+      }
+      const DType dt = rng() % 4 ? DType::Float64 : DType::Float32;
+      Composite trial = c;
+      trial.nodes.push_back({op, dt, in});
+      trial.outputs.push_back(trial.num_values() - 1);
+      if (valid(trial)) c = std::move(trial);
+    }
+    const Composite unordered = c;
+    group_math_calls(c);
+    REQUIRE(valid(c));
+    for (const ScalarNode& n : c.nodes) batched += math_arity(n.op) > 0 && longest_run(c, n.op) > 1;
+    INFO("case " << t);
+    auto before = Interpreted::compile(unordered), after = Interpreted::compile(c);
+    REQUIRE(compare_kernels(unordered, *before, *after, rng) == "");
+    REQUIRE(check(c, 1 + t % 2, rng, 1 + t % 3, true) == "");
+  }
+  CHECK(batched > 40);  // runs of two calls or more were formed
+}
+
 // Tier-2 kernels compiled with input 0 uniform (broadcast on every call)
 // read one element of it; calls that do not broadcast it run on the
 // fallback. Both match the interpreter bit for bit.
