@@ -3,7 +3,9 @@
 // around each node; prints each node's median time over CALLS calls (default
 // 400), sorted by cost, and the sum per op. The clock reads add ~20-40 ns per
 // node. EMBER_PARALLEL_THRESHOLD=N sets Options::parallel_threshold (elements
-// below which a node stays on the calling thread). Built with the other
+// below which a node stays on the calling thread). NODE_PROFILE_ALL_OPS=1
+// lists every scalar op of a Composite with its count, and the step's
+// input and output counts. Built with the other
 // bench/*.cpp: build/<variant>/bench/node_profile.
 #include <algorithm>
 #include <chrono>
