@@ -79,7 +79,9 @@ class Gen {
       for (int32_t s : {bc_.code[k].a, bc_.code[k].b, bc_.code[k].c})
         if (is_input(s) && !in_base_[s - bc_.num_consts()]) {
           const int j = s - bc_.num_consts();
-          in_base_[j] = B.CreateAlignedLoad(ptr, B.CreateConstGEP1_64(ptr, in, j), Align(8));
+          // One-element chunks read the caller's StridedPtr array (jit.hpp).
+          const uint64_t at = static_cast<uint64_t>(j) * (W == 1 ? kOneElementInStride : 1);
+          in_base_[j] = B.CreateAlignedLoad(ptr, B.CreateConstGEP1_64(ptr, in, at), Align(8));
         }
     // Runs of inline instructions become one fused loop over the block's
     // groups of W lanes; math calls work on whole blocks in scratch.

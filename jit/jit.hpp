@@ -68,7 +68,7 @@ struct KernelSpec {
 std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element);
 
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
-// of m elements. The chunk ABI (codegen version "codegen-12"):
+// of m elements. The chunk ABI (codegen version "codegen-13"):
 //   void chunk(int64_t m, char* scratch, const char* const* in)
 // - 0 < m <= kBlock (m == 1 for one-element kernels); every piece of a kernel gets the same m, scratch and
 //   in for a block, in order. The chunk computes ceil(m / W) groups of
@@ -100,7 +100,13 @@ std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element);
 //   be an output buffer (an in-place op), which the caller writes only
 //   after the block's last piece.
 // - Math calls get float64 pointers straight from in[k] or a cell.
+// - One-element kernels read input k's pointer at in[kOneElementInStride * k]:
+//   `in` is an array of interp::StridedPtr (its data fields), so a call whose
+//   inputs are all 8-byte dtypes passes the caller's operands unchanged.
 using ChunkFn = void (*)(int64_t m, char* scratch, const char* const* in);
+inline constexpr int kOneElementInStride = 2;
+static_assert(sizeof(interp::StridedPtr) == kOneElementInStride * sizeof(void*) &&
+              offsetof(interp::StridedPtr, data) == 0);
 
 // Linked code; destroying the last reference frees it.
 class Code {
@@ -189,6 +195,7 @@ class JitKernel : public interp::ElemKernel {
   size_t scratch_;
   int tier_, lanes_;
   bool one_, any_uniform_ = false;
+  bool plain_ins_ = false;  // every input float64 or int64: one-element calls pass their operands as given
   std::shared_ptr<const interp::ElemKernel> fallback_;
 };
 

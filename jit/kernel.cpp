@@ -172,6 +172,8 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
       one_(spec.one_element),
       fallback_(std::move(fallback)) {
   fn = &run_fn;
+  plain_ins_ = std::all_of(bc.inputs.begin(), bc.inputs.end(),
+                           [](DType t) { return t == DType::Float64 || t == DType::Int64; });
   const int64_t cb = layout(tier, spec.one_element).cell_bytes;
   for (size_t k = 0; k < bc.inputs.size(); ++k) {
     ins_.push_back({bc.inputs[k], static_cast<int64_t>(bc.num_regs + k) * cb, {}, -1, spec.is_uniform(k),
@@ -280,21 +282,37 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
   if (n == 1) {
     // 0-d calls (most Composites of small models): one element per operand,
     // no block loop, no per-element loops or memcpy calls. A one-element
-    // kernel's lane 0 of a float64 or int64 input is the caller's element
-    // itself (8-byte aligned): read in place.
-    for (size_t j = 0; j < ni; ++j) {
-      if (k->one_) {
-        ip[j] = one_lane(x[j].dt, in[j].data, s + x[j].cell);
-        continue;
+    // kernel reads the callers' StridedPtrs (jit.hpp): with every input of
+    // an 8-byte dtype, the operands as given (each element in place).
+    const char* const* args = ip;
+    interp::StridedPtr small_sp[32];
+    if (k->one_) {
+      uintptr_t low = 0;  // any input not 8-byte aligned?
+      if (k->plain_ins_)
+        for (size_t j = 0; j < ni; ++j) low |= reinterpret_cast<uintptr_t>(in[j].data);
+      if (k->plain_ins_ && low % 8 == 0) {
+        args = reinterpret_cast<const char* const*>(in);
+      } else {
+        static thread_local std::vector<interp::StridedPtr> big_sp;
+        if (ni > 32 && big_sp.size() < ni) big_sp.resize(ni);
+        interp::StridedPtr* sp = ni > 32 ? big_sp.data() : small_sp;
+        for (size_t j = 0; j < ni; ++j) sp[j].data = const_cast<char*>(one_lane(x[j].dt, in[j].data, s + x[j].cell));
+        args = reinterpret_cast<const char* const*>(sp);
       }
-      load_one(x[j].dt, in[j].data, s + x[j].cell);
-      ip[j] = s + x[j].cell;
+    } else {
+      for (size_t j = 0; j < ni; ++j) {
+        load_one(x[j].dt, in[j].data, s + x[j].cell);
+        ip[j] = s + x[j].cell;
+      }
     }
-    for (const Piece& p : k->pieces_) p.fn(1, s, ip);
+    for (const Piece& p : k->pieces_) p.fn(1, s, args);
     const Slot* o = k->outs_.data();
+    auto input = [&](int i) -> const char* {
+      return k->one_ ? static_cast<const char*>(reinterpret_cast<const interp::StridedPtr*>(args)[i].data) : ip[i];
+    };
     // The others first: they hold the outputs that copy an input, read before any plain store.
     for (const int32_t j : k->other_outs_)
-      store_one(o[j].dt, o[j].in >= 0 ? ip[o[j].in] : o[j].cell >= 0 ? s + o[j].cell : nullptr, o[j].k, out[j].data);
+      store_one(o[j].dt, o[j].in >= 0 ? input(o[j].in) : o[j].cell >= 0 ? s + o[j].cell : nullptr, o[j].k, out[j].data);
     for (const int32_t j : k->plain_outs_) std::memcpy(out[j].data, s + o[j].cell, 8);
     return;
   }
