@@ -40,6 +40,9 @@ struct Step {
   int ops_at = -1;
   std::vector<size_t> out_at;   // byte offset of each output in the arena
   std::vector<int32_t> live_in;  // inputs whose pointer each call looks up
+  // Inputs that are constants (or elements picked from one), checked at load:
+  // their pointers into the Program's constants go in the table once.
+  std::vector<std::pair<int32_t, const void*>> fixed_in;
 };
 
 // A grow-only, 64-byte aligned byte buffer.

@@ -28,7 +28,26 @@ Program::Program(std::unique_ptr<ProgramImpl> impl) : impl_(std::move(impl)) {
 // pointers of fused inputs made by earlier fused nodes) are set up once per
 // workspace instead of once per call. The arena is small (the values are a
 // few elements each) and never shared between steps, so no lifetime rules.
+// A fused input that is a constant: the element the kernel reads (the
+// constant itself, or the element a pick names), or null when it is not a
+// constant or breaks its static promise (then each call looks it up and fails
+// with ElemwiseKernel's message).
+static const void* fixed_input(const ProgramImpl& p, const std::vector<int>& const_of, int v, const FusedInput& fi) {
+  if (const_of[v] < 0) return nullptr;
+  const Tensor& t = p.const_values[const_of[v]];
+  if (!fi.pick) return t.size() == 1 ? t.data : nullptr;
+  if (t.ndim() != static_cast<int>(fi.coord.size())) return nullptr;
+  int64_t off = 0;
+  for (int d = 0; d < t.ndim(); ++d) {
+    if (fi.coord[d] < 0 || fi.coord[d] >= t.dim(d)) return nullptr;
+    off += fi.coord[d] * t.strides[d];
+  }
+  return static_cast<const char*>(t.data) + off * static_cast<int64_t>(dtype_size(t.dtype));
+}
+
 static void plan_fused(ProgramImpl& p) {
+  std::vector<int> const_of(p.graph.vars.size(), -1);  // var -> index in const_values
+  for (size_t k = 0; k < p.const_vars.size(); ++k) const_of[p.const_vars[k]] = static_cast<int>(k);
   std::vector<int> made_by(p.graph.vars.size(), -1);  // var -> fused step
   for (size_t s = 0; s < p.steps.size(); ++s) {
     Step& st = p.steps[s];
@@ -46,8 +65,13 @@ static void plan_fused(ProgramImpl& p) {
       made_by[st.out[o]] = static_cast<int>(s);
     }
     st.live_in.clear();
-    for (size_t i = 0; i < st.in.size(); ++i)
-      if (made_by[st.in[i]] < 0 || k->fused_inputs()[i].pick) st.live_in.push_back(static_cast<int32_t>(i));
+    st.fixed_in.clear();
+    for (size_t i = 0; i < st.in.size(); ++i) {
+      if (const void* c = fixed_input(p, const_of, st.in[i], k->fused_inputs()[i]))
+        st.fixed_in.emplace_back(static_cast<int32_t>(i), c);
+      else if (made_by[st.in[i]] < 0 || k->fused_inputs()[i].pick)
+        st.live_in.push_back(static_cast<int32_t>(i));
+    }
   }
 }
 Program::~Program() = default;
@@ -96,6 +120,7 @@ WorkspacePtr Program::make_workspace() const {
       }
       interp::StridedPtr* ops = ws->fused_ops.data() + st.ops_at;
       for (size_t i = 0; i < st.in.size(); ++i) ops[i].data = at[st.in[i]];  // live inputs: each call
+      for (const auto& [i, c] : st.fixed_in) ops[i].data = const_cast<void*>(c);
       const size_t nin = st.in.size(), ncomp = st.fused->composite().outputs.size();
       for (size_t j = 0; j < ncomp; ++j) {
         const auto [o, elem] = st.fused->fused_target(static_cast<int>(j));

@@ -121,6 +121,36 @@ TEST_CASE("fuse_puts_independent_math_calls_of_one_function_together") {
   CHECK(longest(code, interp::ScalarOp::Log) == kGroups);
 }
 
+// Elements picked from constants (a model's data) are set in a fused node's
+// operand table once per workspace; only the picks of arguments are looked
+// up per call. Two calls with different arguments give the unfused bits.
+TEST_CASE("fuse_sets_constant_inputs_once_and_looks_up_arguments_each_call") {
+  Builder b;
+  const int x = b.input("float64", {3});
+  const int y = b.constant("float64", {3}, {1.5, -2.0, 4.25});
+  auto pick = [&](int v, int k) {
+    return b.node("Subtensor", {v}, "float64", json::array(), {{"idx_list", {{{"type", "index"}, {"value", k}}}}});
+  };
+  for (int k = 0; k < 3; ++k) {
+    const int d = b.ew("Sub", {pick(x, k), pick(y, k)}, "float64", json::array());
+    b.outputs.push_back(b.ew("Mul", {d, d}, "float64", json::array()));
+  }
+  auto p = load(b.str(), true);
+  REQUIRE(num_steps(*p) == 1);
+  const Step& st = p->impl().steps[0];
+  CHECK(st.fixed_in.size() == 3);  // y[0], y[1], y[2]
+  CHECK(st.live_in.size() == 3);   // x[0], x[1], x[2]
+  for (double shift : {0.0, 10.0}) {
+    Array xa = Array::of<double>(Shape{1, {3}}, {0.5 + shift, 1.0 + shift, -3.0 + shift});
+    auto out = run_both(b.str(), {xa.t});
+    REQUIRE(out.size() == 3);
+    CHECK(out[0].data<double>()[0] == (0.5 + shift - 1.5) * (0.5 + shift - 1.5));
+    CHECK(out[2].data<double>()[0] == (-3.0 + shift - 4.25) * (-3.0 + shift - 4.25));
+    auto same = p->call({xa.t});
+    CHECK(same_bits(same[1].t, out[1].t));
+  }
+}
+
 TEST_CASE("fuse_absorbs_dimshuffle_between_0d_and_1_element") {
   Builder b;
   const int x = b.input("float64", json::array());
