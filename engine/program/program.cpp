@@ -23,11 +23,6 @@ Program::Program(std::unique_ptr<ProgramImpl> impl) : impl_(std::move(impl)) {
   plan_fused(*impl_);
 }
 
-// Fused nodes' one-element outputs get fixed places in one per-workspace
-// arena, so a call allocates nothing for them and their pointers (and the
-// pointers of fused inputs made by earlier fused nodes) are set up once per
-// workspace instead of once per call. The arena is small (the values are a
-// few elements each) and never shared between steps, so no lifetime rules.
 // A fused input that is a constant: the element the kernel reads (the
 // constant itself, or the element a pick names), or null when it is not a
 // constant or breaks its static promise (then each call looks it up and fails
@@ -45,6 +40,12 @@ static const void* fixed_input(const ProgramImpl& p, const std::vector<int>& con
   return static_cast<const char*>(t.data) + off * static_cast<int64_t>(dtype_size(t.dtype));
 }
 
+// Fused nodes' one-element outputs get fixed places in one per-workspace
+// arena, so a call allocates nothing for them and their pointers (and those
+// of fused inputs made by earlier fused nodes or read from constants) are
+// set up once per workspace instead of once per call. The arena is small
+// (the values are a few elements each) and never shared between steps, so
+// no lifetime rules.
 static void plan_fused(ProgramImpl& p) {
   std::vector<int> const_of(p.graph.vars.size(), -1);  // var -> index in const_values
   for (size_t k = 0; k < p.const_vars.size(); ++k) const_of[p.const_vars[k]] = static_cast<int>(k);
