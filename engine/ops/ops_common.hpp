@@ -68,6 +68,24 @@ void zip_each(const Shape& shape, A* a, const int64_t* sa, B* b, const int64_t* 
     else
       for (int64_t k = 0; k < n; ++k) f(pa[k * ia], pb[k * ib]);
   };
+  // Rows of 2-8 contiguous elements in both (a slice of a matrix's columns,
+  // the gradient of p[:, 1:]): the row length a compile-time constant, so a
+  // row is straight-line code and rows run back to back.
+  if (nd == 2 && ia == 1 && ib == 1 && n >= 2 && n <= 8) {
+    auto rows = [&](auto len) {
+      for (int64_t r = 0; r < dims[0]; ++r, a += st[0][0], b += st[1][0])
+        for (int k = 0; k < decltype(len)::value; ++k) f(a[k], b[k]);
+    };
+    switch (n) {
+      case 2: return rows(std::integral_constant<int, 2>{});
+      case 3: return rows(std::integral_constant<int, 3>{});
+      case 4: return rows(std::integral_constant<int, 4>{});
+      case 5: return rows(std::integral_constant<int, 5>{});
+      case 6: return rows(std::integral_constant<int, 6>{});
+      case 7: return rows(std::integral_constant<int, 7>{});
+      default: return rows(std::integral_constant<int, 8>{});
+    }
+  }
   int64_t idx[kMaxRank];  // [0, nd-1) used; not all 16 zeroed per call
   for (int d = 0; d + 1 < nd; ++d) idx[d] = 0;
   for (;;) {

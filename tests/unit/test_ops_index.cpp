@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ember/ember.hpp"
+#include "engine/ops/ops_common.hpp"
 #include "graph_builder.hpp"
 #include "ops_fixture.hpp"
 
@@ -254,4 +255,33 @@ TEST_CASE("inc_subtensor_of_slices_and_integers_updates_strided_views") {
   // An index out of range is the node's error, as for Subtensor.
   Array bad = Array::of<int64_t>(Shape{0, {}}, std::vector<int64_t>{4});
   CHECK_THROWS_WITH(p->call({xa.t, ya.t, bad.t, sa.t}), Catch::Contains("out of bounds"));
+}
+
+// zip_each over a slice of a matrix's columns (rows of 1-9 contiguous
+// elements, row strides wider than the rows; the short lengths have their
+// own loop): every pair visited once, in C order.
+TEST_CASE("zip_each_visits_short_strided_rows_in_order") {
+  for (int64_t n = 1; n <= 9; ++n) {
+    const int64_t rows = 7, sa = n + 1, sb = n + 3;
+    std::vector<double> a(static_cast<size_t>(rows * sa), -1.0), b(static_cast<size_t>(rows * sb));
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<double>(i);
+    ember::Shape shape;
+    shape.ndim = 2;
+    shape.dims[0] = rows;
+    shape.dims[1] = n;
+    const int64_t stra[2] = {sa, 1}, strb[2] = {sb, 1};
+    std::vector<double> order;
+    ember::zip_each(shape, a.data() + 1, stra, b.data(), strb, [&](double& x, const double& y) {
+      x = y;
+      order.push_back(y);
+    });
+    INFO("row length " << n);
+    REQUIRE(order.size() == static_cast<size_t>(rows * n));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < n; ++k) {
+        CHECK(order[static_cast<size_t>(r * n + k)] == static_cast<double>(r * sb + k));
+        CHECK(a[static_cast<size_t>(1 + r * sa + k)] == static_cast<double>(r * sb + k));
+      }
+    for (int64_t r = 0; r < rows; ++r) CHECK(a[static_cast<size_t>(r * sa)] == -1.0);  // the column left out
+  }
 }
