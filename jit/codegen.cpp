@@ -304,8 +304,6 @@ class Gen {
   // has the bits of its own call.
   void emit_math_batch(int k, int e) {
     const interp::OpSig sig = interp::op_sig(bc_.code[k].op);
-    const auto op = static_cast<interp::ScalarOp>(bc_.code[k].op / interp::kNumCls);
-    const std::string name = "ember_math_" + std::string(interp::op_info(op).math);
     const int n = e - k;
     Type* dbl = Type::getDoubleTy(C);
     ArrayType* arr_t = ArrayType::get(dbl, static_cast<uint64_t>(n));
@@ -327,10 +325,8 @@ class Gen {
       vals_.clear();
     });
     std::vector<Value*> args{ConstantInt::get(s64, n)};
-    std::vector<Type*> pts{s64};
-    for (int a = 0; a <= sig.nargs; ++a) args.push_back(arrs[a]), pts.push_back(ptr);
-    FunctionCallee fn = M.getOrInsertFunction(name, FunctionType::get(Type::getVoidTy(C), pts, false));
-    B.CreateCall(fn, args);
+    args.insert(args.end(), arrs.begin(), arrs.end());
+    B.CreateCall(math_fn(bc_.code[k].op), args);
     loop([&](Value* g) {
       for (int i = k; i < e; ++i) {
         Value* v = B.CreateInsertElement(PoisonValue::get(f64), B.CreateLoad(dbl, elem(sig.nargs, i - k)), uint64_t{0});
@@ -340,12 +336,18 @@ class Gen {
     });
   }
 
+  // The math library's array entry for opcode: void ember_math_<f>(i64 n, ptr x.., ptr y).
+  FunctionCallee math_fn(uint16_t opcode) {
+    const auto op = static_cast<interp::ScalarOp>(opcode / interp::kNumCls);
+    const std::string_view math = interp::op_info(op).math;
+    if (math.empty()) throw std::runtime_error("no math function for " + interp::opcode_name(opcode));
+    std::vector<Type*> pts(static_cast<size_t>(interp::op_sig(opcode).nargs) + 2, ptr);
+    pts[0] = s64;
+    return M.getOrInsertFunction("ember_math_" + std::string(math), FunctionType::get(Type::getVoidTy(C), pts, false));
+  }
+
   void emit_math(const Instr& in) {
     const interp::OpSig sig = interp::op_sig(in.op);
-    const auto op = static_cast<interp::ScalarOp>(in.op / interp::kNumCls);
-    const std::string_view math = interp::op_info(op).math;
-    if (math.empty()) throw std::runtime_error("no math function for " + interp::opcode_name(in.op));
-    const std::string name = "ember_math_" + std::string(math);
     const int32_t src[3] = {in.a, in.b, in.c};
     // Constants and float32 operands: widened into a float64 temporary first.
     std::vector<uint64_t> offs;  // byte offset of each argument in scratch (or ~0: an input's lanes)
@@ -377,10 +379,7 @@ class Gen {
       if (!a) a = B.CreateConstGEP1_64(i8, scratch_, offs[k]);
       args.push_back(a);
     }
-    std::vector<Type*> pts(args.size(), ptr);
-    pts[0] = s64;
-    FunctionCallee fn = M.getOrInsertFunction(name, FunctionType::get(Type::getVoidTy(C), pts, false));
-    B.CreateCall(fn, args);
+    B.CreateCall(math_fn(in.op), args);
     if (f32res)
       loop([&](Value* g) {
         Value* v = load(f64, at(yoff, g));

@@ -24,6 +24,9 @@ struct FusedInput {
   bool pick = false;
   std::vector<int64_t> coord;
 };
+// The element a fused node reads of t, or null when t breaks the static
+// promise (not one element; a pick out of its shape).
+void* fused_element(const Tensor& t, const FusedInput& fi);
 
 class ElemwiseKernel final : public OpKernel, public SwapTarget {
  public:

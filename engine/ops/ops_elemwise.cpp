@@ -568,28 +568,32 @@ bool run_flat(Frame& f, Outs& outs, const interp::ElemKernel* k, int ndim, int64
 }
 }  // namespace
 
+void* fused_element(const Tensor& t, const FusedInput& fi) {
+  if (!fi.pick) return t.size() == 1 ? t.data : nullptr;
+  const int nd = static_cast<int>(fi.coord.size());
+  if (t.ndim() != nd) return nullptr;
+  int64_t off = 0;
+  for (int d = 0; d < nd; ++d) {
+    if (fi.coord[d] < 0 || fi.coord[d] >= t.dim(d)) return nullptr;
+    off += fi.coord[d] * t.strides[d];
+  }
+  return static_cast<char*>(t.data) + off * static_cast<int64_t>(dtype_size(t.dtype));
+}
+
 // Static shapes promised one element (or a picked element in range); a graph
 // whose other ops broke that promise gets an error here, not a stray read.
 void* ElemwiseKernel::fused_input(Frame& f, int i) const {
   const Tensor& t = f.in(i);
   const FusedInput& fi = fused_in_[i];
-  if (!fi.pick) {
-    if (t.size() != 1) [[unlikely]]
+  void* p = fused_element(t, fi);
+  if (!p) [[unlikely]] {
+    if (!fi.pick)
       f.fail("fused input " + std::to_string(i) + " has shape " + t.shape.str() +
              ", but its static shape says one element");
-    return t.data;
-  }
-  const int nd = static_cast<int>(fi.coord.size());
-  int64_t off = 0;
-  bool ok = t.ndim() == nd;
-  for (int d = 0; d < nd && ok; ++d) {
-    ok = fi.coord[d] < t.dim(d);
-    off += fi.coord[d] * t.strides[d];
-  }
-  if (!ok) [[unlikely]]
     f.fail("fused input " + std::to_string(i) + " has shape " + t.shape.str() +
            ", too small for the element its static shape promised");
-  return static_cast<char*>(t.data) + off * static_cast<int64_t>(dtype_size(t.dtype));
+  }
+  return p;
 }
 
 void ElemwiseKernel::run_fused(Frame& f, const interp::ElemKernel* k) const {

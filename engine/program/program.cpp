@@ -23,21 +23,11 @@ Program::Program(std::unique_ptr<ProgramImpl> impl) : impl_(std::move(impl)) {
   plan_fused(*impl_);
 }
 
-// A fused input that is a constant: the element the kernel reads (the
-// constant itself, or the element a pick names), or null when it is not a
-// constant or breaks its static promise (then each call looks it up and fails
-// with ElemwiseKernel's message).
+// A fused input that is a constant: the element the kernel reads, or null
+// when it is not a constant or breaks its static promise (then each call
+// looks it up and fails with ElemwiseKernel's message).
 static const void* fixed_input(const ProgramImpl& p, const std::vector<int>& const_of, int v, const FusedInput& fi) {
-  if (const_of[v] < 0) return nullptr;
-  const Tensor& t = p.const_values[const_of[v]];
-  if (!fi.pick) return t.size() == 1 ? t.data : nullptr;
-  if (t.ndim() != static_cast<int>(fi.coord.size())) return nullptr;
-  int64_t off = 0;
-  for (int d = 0; d < t.ndim(); ++d) {
-    if (fi.coord[d] < 0 || fi.coord[d] >= t.dim(d)) return nullptr;
-    off += fi.coord[d] * t.strides[d];
-  }
-  return static_cast<const char*>(t.data) + off * static_cast<int64_t>(dtype_size(t.dtype));
+  return const_of[v] < 0 ? nullptr : fused_element(p.const_values[const_of[v]], fi);
 }
 
 // Fused nodes' one-element outputs get fixed places in one per-workspace
