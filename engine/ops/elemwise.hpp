@@ -13,6 +13,8 @@
 
 namespace ember {
 
+struct Step;  // engine/ops/workspace.hpp
+
 struct TierEntry;  // jit/tier_manager.hpp
 
 // Outputs past this index are not reduced in place (engine/program/fuse_reduce.cpp).
@@ -66,8 +68,8 @@ class ElemwiseKernel final : public OpKernel, public SwapTarget {
   }
   // A fused node's call with its operand table laid out per workspace
   // (Step::ops_at): inputs [0, nin) then Composite outputs. Fills the
-  // inputs listed in `live`, then runs.
-  void run_planned(Frame& f, interp::StridedPtr* ops, const int32_t* live, int nlive) const;
+  // step's live inputs (Step::live_in, Step::live_picks), then runs.
+  void run_planned(Frame& f, interp::StridedPtr* ops, const Step& st) const;
 
   const interp::Composite& composite() const override { return composite_; }
   // Fused nodes, 0-d nodes and nodes whose output is statically all 1s.

@@ -13,6 +13,7 @@
 
 #include "engine/ops/elemwise.hpp"
 #include "engine/ops/reduce_tree.hpp"
+#include "engine/ops/workspace.hpp"
 #include "jit/tier_manager.hpp"
 #include "interp/vm.hpp"
 
@@ -638,10 +639,23 @@ void ElemwiseKernel::run_fused(Frame& f, const interp::ElemKernel* k) const {
   k->run(1, ops, ops + nin);
 }
 
-void ElemwiseKernel::run_planned(Frame& f, interp::StridedPtr* ops, const int32_t* live, int nlive) const {
+void ElemwiseKernel::run_planned(Frame& f, interp::StridedPtr* ops, const Step& st) const {
   Hot hot(tier_.get(), f);
   hot.elements = 1;
   const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
+  const std::pair<int32_t, int64_t>* members = st.pick_members.data();
+  for (const Step::PickRun& r : st.live_picks) {
+    const Tensor& t = f.in(r.in);
+    if (t.shape.ndim != 1 || t.shape.dims[0] < r.need) [[unlikely]] {
+      for (int32_t m = r.first; m < r.last; ++m) ops[members[m].first].data = fused_input(f, members[m].first);
+      continue;  // not reached: a vector too short fails in fused_input
+    }
+    char* base = static_cast<char*>(t.data);
+    const int64_t step = t.strides[0] * static_cast<int64_t>(dtype_size(t.dtype));
+    for (int32_t m = r.first; m < r.last; ++m) ops[members[m].first].data = base + members[m].second * step;
+  }
+  const int32_t* live = st.live_in.data();
+  const int nlive = static_cast<int>(st.live_in.size());
   for (int j = 0; j < nlive; ++j) {
     const int i = live[j];
     const Tensor& t = f.in(i);

@@ -40,6 +40,16 @@ struct Step {
   int ops_at = -1;
   std::vector<size_t> out_at;   // byte offset of each output in the arena
   std::vector<int32_t> live_in;  // inputs whose pointer each call looks up
+  // Live inputs that pick elements of one vector (x[k] of the point, a
+  // Sum's rows): its shape is checked once per call, then each member's
+  // pointer is the data pointer plus its element's offset.
+  struct PickRun {
+    int32_t in;            // an input reading the vector (every member reads the same variable)
+    int32_t first, last;   // members: pick_members[first, last)
+    int64_t need;          // elements the vector must have: the largest index + 1
+  };
+  std::vector<PickRun> live_picks;
+  std::vector<std::pair<int32_t, int64_t>> pick_members;  // (input, index)
   // Inputs that are constants (or elements picked from one), checked at load:
   // their pointers into the Program's constants go in the table once.
   std::vector<std::pair<int32_t, const void*>> fixed_in;

@@ -1,5 +1,7 @@
 // The executor: runs a Program's static schedule in a per-thread Workspace.
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <new>
 
 #include "engine/ops/elemwise.hpp"
@@ -57,11 +59,26 @@ static void plan_fused(ProgramImpl& p) {
     }
     st.live_in.clear();
     st.fixed_in.clear();
+    st.live_picks.clear();
+    st.pick_members.clear();
+    std::map<int, std::vector<std::pair<int32_t, int64_t>>> picks;  // vector variable -> (input, index)
     for (size_t i = 0; i < st.in.size(); ++i) {
-      if (const void* c = fixed_input(p, const_of, st.in[i], k->fused_inputs()[i]))
+      const FusedInput& fi = k->fused_inputs()[i];
+      if (const void* c = fixed_input(p, const_of, st.in[i], fi))
         st.fixed_in.emplace_back(static_cast<int32_t>(i), c);
-      else if (made_by[st.in[i]] < 0 || k->fused_inputs()[i].pick)
+      else if (fi.pick && fi.coord.size() == 1 && fi.coord[0] >= 0)
+        picks[st.in[i]].emplace_back(static_cast<int32_t>(i), fi.coord[0]);
+      else if (made_by[st.in[i]] < 0 || fi.pick)
         st.live_in.push_back(static_cast<int32_t>(i));
+    }
+    for (const auto& [v, members] : picks) {
+      Step::PickRun r{members[0].first, static_cast<int32_t>(st.pick_members.size()), 0, 0};
+      for (const auto& m : members) {
+        st.pick_members.push_back(m);
+        r.need = std::max(r.need, m.second + 1);
+      }
+      r.last = static_cast<int32_t>(st.pick_members.size());
+      st.live_picks.push_back(r);
     }
   }
 }

@@ -64,7 +64,7 @@ inline void run_step(const ProgramImpl& p, Workspace& ws, const Step& st) {
   if (st.guard >= 0 && !guard_open(p, ws, st.guard)) return;
   Frame f(ws, st);
   if (st.fused)
-    st.fused->run_planned(f, ws.fused_ops.data() + st.ops_at, st.live_in.data(), static_cast<int>(st.live_in.size()));
+    st.fused->run_planned(f, ws.fused_ops.data() + st.ops_at, st);
   else
     st.kernel->run(f);
 }

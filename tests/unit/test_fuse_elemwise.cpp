@@ -139,7 +139,10 @@ TEST_CASE("fuse_sets_constant_inputs_once_and_looks_up_arguments_each_call") {
   REQUIRE(num_steps(*p) == 1);
   const Step& st = p->impl().steps[0];
   CHECK(st.fixed_in.size() == 3);  // y[0], y[1], y[2]
-  CHECK(st.live_in.size() == 3);   // x[0], x[1], x[2]
+  CHECK(st.live_in.empty());
+  REQUIRE(st.live_picks.size() == 1);  // x[0], x[1], x[2]: x's shape checked once a call
+  CHECK(st.live_picks[0].last - st.live_picks[0].first == 3);
+  CHECK(st.live_picks[0].need == 3);
   for (double shift : {0.0, 10.0}) {
     Array xa = Array::of<double>(Shape{1, {3}}, {0.5 + shift, 1.0 + shift, -3.0 + shift});
     auto out = run_both(b.str(), {xa.t});
@@ -149,6 +152,34 @@ TEST_CASE("fuse_sets_constant_inputs_once_and_looks_up_arguments_each_call") {
     auto same = p->call({xa.t});
     CHECK(same_bits(same[1].t, out[1].t));
   }
+}
+
+// Picks of one vector share its shape check; each reads its element through
+// the vector's own stride, and a vector shorter than a pick fails the call.
+TEST_CASE("fuse_reads_picks_of_a_strided_vector_and_rejects_a_short_one") {
+  Builder b;
+  const int x = b.input("float64", {nullptr});
+  // Declared (4,) whatever x's length: a graph whose static shape may lie.
+  const int v = b.ew("Neg", {x}, "float64", {4});
+  auto pick = [&](int k) {
+    return b.node("Subtensor", {v}, "float64", json::array(), {{"idx_list", {{{"type", "index"}, {"value", k}}}}});
+  };
+  const int a = b.ew("Mul", {pick(0), pick(3)}, "float64", json::array());
+  b.outputs.push_back(b.ew("Sub", {a, pick(1)}, "float64", json::array()));
+  auto p = load(b.str(), true);
+  REQUIRE(num_steps(*p) == 2);  // the Neg, then the fused picks
+  REQUIRE(p->impl().steps[1].live_picks.size() == 1);
+  CHECK(p->impl().steps[1].live_picks[0].need == 4);
+  // Every other element of an 8-element buffer: x = [1, 3, 5, 7].
+  std::vector<double> buf{1, -1, 3, -1, 5, -1, 7, -1};
+  Tensor xs;
+  xs.dtype = DType::Float64;
+  xs.shape = Shape{1, {4}};
+  xs.strides[0] = 2;
+  xs.data = buf.data();
+  CHECK(p->call({xs})[0].data<double>()[0] == (-1.0) * (-7.0) - (-3.0));
+  Array shorter = Array::of<double>(Shape{1, {3}}, {1.0, 2.0, 3.0});
+  CHECK_THROWS_WITH(p->call({shorter.t}), Catch::Contains("too small for the element"));
 }
 
 TEST_CASE("fuse_absorbs_dimshuffle_between_0d_and_1_element") {
