@@ -139,6 +139,7 @@ class Gen {
       else if (e - k == 1) emit_math(bc_.code[k]);
       else emit_math_batch(k, e);
     }
+    if (W == 1 && hi == static_cast<int>(bc_.code.size())) store_one_element_outputs(in);
     B.CreateRetVoid();
     if (const_mem_) constants_from_memory();
   }
@@ -284,6 +285,27 @@ class Gen {
       }
     });
     vals_.clear();
+  }
+
+  // One-element code's last chunk stores float64 and int64 outputs through
+  // the caller's pointers (one_element_stores): every value first (a copied
+  // input may share memory with an output), then every store, as 8-byte
+  // integers so the bits are the cells'.
+  void store_one_element_outputs(Value* in) {
+    const std::vector<int8_t> kind = one_element_stores(bc_);
+    const uint64_t ni = bc_.inputs.size();
+    auto pointer = [&](uint64_t k) {
+      return B.CreateAlignedLoad(ptr, B.CreateConstGEP1_64(ptr, in, k * kOneElementInStride), Align(8));
+    };
+    std::vector<std::pair<size_t, Value*>> vals;
+    for (size_t j = 0; j < kind.size(); ++j) {
+      const int32_t slot = bc_.outputs[j].slot;
+      if (kind[j] == 1)
+        vals.emplace_back(j, B.CreateAlignedLoad(s64, B.CreateConstGEP1_64(i8, scratch_, cell_off(slot)), Align(8)));
+      else if (kind[j] == 2)
+        vals.emplace_back(j, B.CreateAlignedLoad(s64, pointer(static_cast<uint64_t>(slot - bc_.num_consts())), Align(8)));
+    }
+    for (const auto& [j, v] : vals) B.CreateAlignedStore(v, pointer(ni + j), Align(8));
   }
 
   // Calls batched in one-element code: at most this many elements, on the stack.

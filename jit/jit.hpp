@@ -67,8 +67,17 @@ struct KernelSpec {
 // cached object agrees. Per output: the instruction defining it, or -1.
 std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element);
 
+// One-element kernels: the outputs the chunk holding the last instruction
+// stores itself, through the pointer at in[kOneElementInStride * (ninputs + j)],
+// after everything else it does: float64 and int64 outputs held in a
+// register's cell (kind 1) or copying an input of their dtype (kind 2).
+// Every copied input is loaded before the first store, so an output that
+// shares memory with an input loses nothing. Per output: 0 (the caller
+// stores it), 1 or 2. A function of the bytecode alone.
+std::vector<int8_t> one_element_stores(const interp::Bytecode& bc);
+
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
-// of m elements. The chunk ABI (codegen version "codegen-13"):
+// of m elements. The chunk ABI (codegen version "codegen-14"):
 //   void chunk(int64_t m, char* scratch, const char* const* in)
 // - 0 < m <= kBlock (m == 1 for one-element kernels); every piece of a kernel gets the same m, scratch and
 //   in for a block, in order. The chunk computes ceil(m / W) groups of
@@ -102,7 +111,8 @@ std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element);
 // - Math calls get float64 pointers straight from in[k] or a cell.
 // - One-element kernels read input k's pointer at in[kOneElementInStride * k]:
 //   `in` is an array of interp::StridedPtr (its data fields), so a call whose
-//   inputs are all 8-byte dtypes passes the caller's operands unchanged.
+//   inputs are all 8-byte dtypes passes the caller's operands unchanged. The
+//   outputs' pointers follow the inputs' (one_element_stores).
 using ChunkFn = void (*)(int64_t m, char* scratch, const char* const* in);
 inline constexpr int kOneElementInStride = 2;
 static_assert(sizeof(interp::StridedPtr) == kOneElementInStride * sizeof(void*) &&
@@ -192,6 +202,9 @@ class JitKernel : public interp::ElemKernel {
   // the rest by dtype: one loop each, so no per-output dtype branch is mispredicted.
   std::vector<int32_t> plain_outs_, other_outs_;
   std::vector<int32_t> direct_outs_;  // direct_outputs(bc), in order
+  std::vector<int32_t> chunk_outs_;   // one-element: outputs the chunk stores (one_element_stores)
+  std::vector<int64_t> chunk_cell_;   // where each of those goes when the caller's table is not passed
+  bool caller_copies_ = false;        // one-element: some output the caller stores copies an input
   size_t scratch_;
   int tier_, lanes_;
   bool one_, any_uniform_ = false;

@@ -163,6 +163,19 @@ std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element) {
   return d;
 }
 
+std::vector<int8_t> one_element_stores(const interp::Bytecode& bc) {
+  std::vector<int8_t> d(bc.outputs.size(), 0);
+  for (size_t j = 0; j < bc.outputs.size(); ++j) {
+    const interp::OutputRef& o = bc.outputs[j];
+    if (o.dtype != DType::Float64 && o.dtype != DType::Int64) continue;
+    if (o.slot >= bc.first_reg()) d[j] = 1;  // its cell holds the 8 bytes at the end, as the caller's copy reads
+    else if (o.slot >= bc.num_consts() && bc.inputs[o.slot - bc.num_consts()] == o.dtype) {
+      d[j] = 2;
+    }
+  }
+  return d;
+}
+
 JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int tier, const KernelSpec& spec,
                      std::shared_ptr<const interp::ElemKernel> fallback)
     : pieces_(std::move(pieces)),
@@ -182,6 +195,8 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
   }
   if (any_uniform_ && !fallback_) throw std::invalid_argument("JitKernel: uniform inputs need a fallback kernel");
   const std::vector<int> direct = direct_outputs(bc, spec.one_element);
+  std::vector<int8_t> chunk(bc.outputs.size(), 0);
+  if (spec.one_element && !pieces_.empty()) chunk = one_element_stores(bc);
   for (const interp::OutputRef& o : bc.outputs) {
     const size_t j = outs_.size();
     if (o.slot < bc.num_consts()) outs_.push_back({o.dtype, -1, bc.constants[o.slot], -1});
@@ -195,6 +210,12 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
     if (outs_.back().in >= 0 && spec.is_uniform(static_cast<size_t>(outs_.back().in)))
       throw std::invalid_argument("JitKernel: a uniform input cannot be an output");
     const Slot& b = outs_.back();
+    if (chunk[j]) {
+      chunk_outs_.push_back(static_cast<int32_t>(j));
+      chunk_cell_.push_back(static_cast<int64_t>(bc.num_regs + bc.inputs.size() + 4 + j) * cb);
+      continue;
+    }
+    caller_copies_ |= b.in >= 0;
     const bool plain = b.in < 0 && b.cell >= 0 && dtype_size(b.dt) == 8;
     (plain ? plain_outs_ : other_outs_).push_back(static_cast<int32_t>(outs_.size() - 1));
   }
@@ -285,19 +306,27 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
     // kernel reads the callers' StridedPtrs (jit.hpp): with every input of
     // an 8-byte dtype, the operands as given (each element in place).
     const char* const* args = ip;
-    interp::StridedPtr small_sp[32];
+    const Slot* o = k->outs_.data();
+    bool given = false;  // the chunk stores its outputs through the caller's table
     if (k->one_) {
-      uintptr_t low = 0;  // any input not 8-byte aligned?
-      if (k->plain_ins_)
+      const size_t no = k->outs_.size();
+      uintptr_t low = 0;  // any input (or output the chunk stores) not 8-byte aligned?
+      if (k->plain_ins_ && out == in + ni && !k->caller_copies_) {
         for (size_t j = 0; j < ni; ++j) low |= reinterpret_cast<uintptr_t>(in[j].data);
-      if (k->plain_ins_ && low % 8 == 0) {
+        for (const int32_t j : k->chunk_outs_) low |= reinterpret_cast<uintptr_t>(out[j].data);
+        given = low % 8 == 0;
+      }
+      if (given) {
         args = reinterpret_cast<const char* const*>(in);
       } else {
+        interp::StridedPtr small_sp[64];
         static thread_local std::vector<interp::StridedPtr> big_sp;
-        if (ni > 32 && big_sp.size() < ni) big_sp.resize(ni);
-        interp::StridedPtr* sp = ni > 32 ? big_sp.data() : small_sp;
+        if (ni + no > 64 && big_sp.size() < ni + no) big_sp.resize(ni + no);
+        interp::StridedPtr* sp = ni + no > 64 ? big_sp.data() : small_sp;
         for (size_t j = 0; j < ni; ++j) sp[j].data = const_cast<char*>(one_lane(x[j].dt, in[j].data, s + x[j].cell));
-        args = reinterpret_cast<const char* const*>(sp);
+        for (size_t c = 0; c < k->chunk_outs_.size(); ++c) sp[ni + k->chunk_outs_[c]].data = s + k->chunk_cell_[c];
+        for (const Piece& p : k->pieces_) p.fn(1, s, reinterpret_cast<const char* const*>(sp));
+        args = nullptr;  // ran; the chunk's outputs are in their cells
       }
     } else {
       for (size_t j = 0; j < ni; ++j) {
@@ -305,14 +334,19 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
         ip[j] = s + x[j].cell;
       }
     }
-    for (const Piece& p : k->pieces_) p.fn(1, s, args);
-    const Slot* o = k->outs_.data();
+    if (args)
+      for (const Piece& p : k->pieces_) p.fn(1, s, args);
     auto input = [&](int i) -> const char* {
-      return k->one_ ? static_cast<const char*>(reinterpret_cast<const interp::StridedPtr*>(args)[i].data) : ip[i];
+      if (!k->one_) return ip[i];
+      // The caller's element (as the chunk read it), or its aligned copy.
+      return one_lane(x[i].dt, in[i].data, s + x[i].cell);
     };
     // The others first: they hold the outputs that copy an input, read before any plain store.
     for (const int32_t j : k->other_outs_)
       store_one(o[j].dt, o[j].in >= 0 ? input(o[j].in) : o[j].cell >= 0 ? s + o[j].cell : nullptr, o[j].k, out[j].data);
+    if (k->one_ && !given)
+      for (size_t c = 0; c < k->chunk_outs_.size(); ++c)
+        std::memcpy(out[k->chunk_outs_[c]].data, s + k->chunk_cell_[c], 8);
     for (const int32_t j : k->plain_outs_) std::memcpy(out[j].data, s + o[j].cell, 8);
     return;
   }

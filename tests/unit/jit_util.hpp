@@ -175,6 +175,9 @@ inline interp::Composite random_composite(std::mt19937_64& rng, int max_nodes, b
 // Runs kernels a and b of Composite c on the same n inputs (filled from rng
 // in order, input k with strides[k]; 0 broadcasts) into outputs of stride
 // out_stride: "" if every output has the same bits, else "output k: ...".
+// b runs twice: with the operand tables apart, and with the outputs' table
+// right after the inputs' (as fused nodes call it: one-element JIT chunks
+// then store through it).
 inline std::string run_both(const interp::Composite& c, const interp::ElemKernel& a, const interp::ElemKernel& b,
                             int64_t n, const std::vector<int64_t>& strides, int64_t out_stride, std::mt19937_64& rng) {
   std::vector<Buf> ins;
@@ -195,6 +198,13 @@ inline std::string run_both(const interp::Composite& c, const interp::ElemKernel
   b.run(n, pi.data(), p2.data());
   for (size_t k = 0; k < o1.size(); ++k)
     if (std::string e = compare(o1[k], o2[k]); !e.empty()) return "output " + std::to_string(k) + ": " + e;
+  std::vector<Buf> o3;
+  for (int32_t o : c.outputs) o3.emplace_back(c.value_dtype(o), n, out_stride);
+  std::vector<interp::StridedPtr> joined = pi;
+  for (auto& x : o3) joined.push_back(x.ptr());
+  b.run(n, joined.data(), joined.data() + pi.size());
+  for (size_t k = 0; k < o1.size(); ++k)
+    if (std::string e = compare(o1[k], o3[k]); !e.empty()) return "output " + std::to_string(k) + " (one table): " + e;
   return "";
 }
 

@@ -286,6 +286,66 @@ TEST_CASE("jit_outputs_that_are_inputs_or_constants_match_interpreter_bitwise", 
   }
 }
 
+// One-element chunks store float64 and int64 outputs through the caller's
+// table when the outputs' pointers follow the inputs'. An output may be the
+// memory of an input another output copies (the copy keeps the input's old
+// value); an unaligned input makes the kernel read copies and store through
+// its own cells, with the same bits.
+TEST_CASE("jit_one_element_outputs_stored_through_the_callers_table_match_interpreter", "[jit]") {
+  REQUIRE_JIT();
+  // Outputs: x0 (a copy), x0 * x1 + 1, x1 (a copy), (int64) 7, x0 > x1 (bool: the caller stores it).
+  Composite c;
+  c.inputs = {DType::Float64, DType::Float64};
+  c.constants.push_back({DType::Float64, 1.0, 0});
+  ScalarConst seven;
+  seven.dtype = DType::Int64;
+  seven.i = 7;
+  c.constants.push_back(seven);
+  c.nodes.push_back({ScalarOp::Mul, DType::Float64, {0, 1}});  // values: 0, 1 inputs; 2, 3 constants
+  c.nodes.push_back({ScalarOp::Add, DType::Float64, {4, 2}});
+  c.nodes.push_back({ScalarOp::Add, DType::Int64, {3, 3}});
+  c.nodes.push_back({ScalarOp::GT, DType::Bool, {0, 1}});
+  c.outputs = {0, 5, 1, 6, 7};
+  REQUIRE(c.validate() == "");
+  auto vm = Interpreted::compile(c);
+  const Bytecode& bc = vm->bytecode();
+  const std::vector<int8_t> kind = jit::one_element_stores(bc);
+  CHECK(kind == std::vector<int8_t>{2, 1, 2, 1, 0});
+  jit::KernelSpec spec;
+  spec.one_element = true;
+  for (int tier : {1, 2}) {
+    jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), tier, nullptr, false, spec)},
+                      tier, spec);
+    INFO("tier " << tier);
+    // In place: output 1 over input 1, which output 2 copies; output 0 copies input 0 into itself.
+    alignas(8) double x0 = 1.5, x1 = -4.0, o2 = 0;
+    alignas(8) int64_t o3 = 0;
+    bool o4 = true;
+    StridedPtr ops[7] = {{&x0, 0}, {&x1, 0}, {&x0, 0}, {&x1, 0}, {&o2, 0}, {&o3, 0}, {&o4, 0}};
+    jk.run(1, ops, ops + 2);
+    CHECK(x0 == 1.5);
+    CHECK(x1 == 1.5 * -4.0 + 1.0);  // output 1
+    CHECK(o2 == -4.0);              // input 1 as it was
+    CHECK(o3 == 14);
+    CHECK(o4 == true);
+    // An unaligned input: the kernel's own cells, then the caller's outputs.
+    alignas(8) unsigned char raw[24] = {};
+    const double u = 2.25;
+    std::memcpy(raw + 1, &u, 8);
+    double y0 = 0, y1 = 0, y2 = 0;
+    alignas(8) double x1b = 3.0;
+    int64_t y3 = 0;
+    bool y4 = true;
+    StridedPtr ops2[7] = {{raw + 1, 0}, {&x1b, 0}, {&y0, 0}, {&y1, 0}, {&y2, 0}, {&y3, 0}, {&y4, 0}};
+    jk.run(1, ops2, ops2 + 2);
+    CHECK(y0 == 2.25);
+    CHECK(y1 == 2.25 * 3.0 + 1.0);
+    CHECK(y2 == 3.0);
+    CHECK(y3 == 14);
+    CHECK(y4 == false);
+  }
+}
+
 TEST_CASE("jit_output_written_over_its_own_input_matches_interpreter", "[jit]") {
   REQUIRE_JIT();
   // y = exp(x) * 0.5 + x computed in place over 1300 elements (3 blocks).
