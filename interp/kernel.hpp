@@ -17,6 +17,10 @@ struct ElemKernel {
   // Must be callable from many threads at once.
   void (*fn)(const ElemKernel* self, int64_t n, const StridedPtr* in, const StridedPtr* out);
   void run(int64_t n, const StridedPtr* in, const StridedPtr* out) const { fn(this, n, in, out); }
+  // Optional: one element, the outputs' operands right after the inputs' in
+  // `ops`, every operand 8-byte aligned (a fused node's planned table). The
+  // same results as run(1, ops, ops + ninputs); null: the caller uses run.
+  void (*fn_table)(const ElemKernel* self, const StridedPtr* ops) = nullptr;
 };
 
 }  // namespace ember::interp

@@ -186,6 +186,7 @@ class JitKernel : public interp::ElemKernel {
  private:
   static void run_fn(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,
                      const interp::StridedPtr* out);
+  static void run_table(const ElemKernel* self, const interp::StridedPtr* ops);
   // An input or output: its dtype and cell offset (-1: the constant k);
   // `in`: an output that is input `in` (-1: not an input).
   struct Slot {

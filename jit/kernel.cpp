@@ -185,6 +185,7 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
       one_(spec.one_element),
       fallback_(std::move(fallback)) {
   fn = &run_fn;
+  if (spec.one_element && !pieces_.empty()) fn_table = &run_table;
   plain_ins_ = std::all_of(bc.inputs.begin(), bc.inputs.end(),
                            [](DType t) { return t == DType::Float64 || t == DType::Int64; });
   const int64_t cb = layout(tier, spec.one_element).cell_bytes;
@@ -285,6 +286,20 @@ inline void store_one(DType dt, const char* cell, const interp::Cell& k, void* p
 }
 
 }  // namespace
+
+// A fused node's planned table: the chunk reads its inputs and stores its
+// outputs through it; the caller stores only what the chunk does not.
+void JitKernel::run_table(const ElemKernel* self, const interp::StridedPtr* ops) {
+  const auto* k = static_cast<const JitKernel*>(self);
+  const size_t ni = k->ins_.size();
+  if (!k->plain_ins_ || k->caller_copies_) return run_fn(self, 1, ops, ops + ni);
+  char* s = scratch_for(k->scratch_);
+  for (const Piece& p : k->pieces_) p.fn(1, s, reinterpret_cast<const char* const*>(ops));
+  const Slot* o = k->outs_.data();
+  const interp::StridedPtr* out = ops + ni;
+  for (const int32_t j : k->other_outs_) store_one(o[j].dt, o[j].cell >= 0 ? s + o[j].cell : nullptr, o[j].k, out[j].data);
+  for (const int32_t j : k->plain_outs_) std::memcpy(out[j].data, s + o[j].cell, 8);
+}
 
 void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,
                        const interp::StridedPtr* out) {

@@ -643,6 +643,7 @@ void ElemwiseKernel::run_planned(Frame& f, interp::StridedPtr* ops, const Step& 
   Hot hot(tier_.get(), f);
   hot.elements = 1;
   const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
+  uintptr_t low = 0;  // any live pointer not 8-byte aligned?
   const std::pair<int32_t, int64_t>* members = st.pick_members.data();
   for (const Step::PickRun& r : st.live_picks) {
     const Tensor& t = f.in(r.in);
@@ -652,12 +653,10 @@ void ElemwiseKernel::run_planned(Frame& f, interp::StridedPtr* ops, const Step& 
     }
     char* base = static_cast<char*>(t.data);
     const int64_t step = t.strides[0] * static_cast<int64_t>(dtype_size(t.dtype));
+    low |= reinterpret_cast<uintptr_t>(base) | static_cast<uintptr_t>(step);
     for (int32_t m = r.first; m < r.last; ++m) ops[members[m].first].data = base + members[m].second * step;
   }
-  const int32_t* live = st.live_in.data();
-  const int nlive = static_cast<int>(st.live_in.size());
-  for (int j = 0; j < nlive; ++j) {
-    const int i = live[j];
+  for (const int32_t i : st.live_in) {
     const Tensor& t = f.in(i);
     const FusedInput& fi = fused_in_[i];
     // Inline: a 0-d or (1,) input, or an element picked from a vector (the
@@ -668,8 +667,13 @@ void ElemwiseKernel::run_planned(Frame& f, interp::StridedPtr* ops, const Step& 
       ops[i].data = static_cast<char*>(t.data) + fi.coord[0] * t.strides[0] * static_cast<int64_t>(dtype_size(t.dtype));
     else
       ops[i].data = fused_input(f, i);
+    low |= reinterpret_cast<uintptr_t>(ops[i].data);
   }
-  k->run(1, ops, ops + f.num_inputs());
+  // Outputs (arena places) are aligned; inputs made by fused nodes too.
+  if (k->fn_table && st.fixed_aligned && low % 8 == 0)
+    k->fn_table(k, ops);
+  else
+    k->run(1, ops, ops + f.num_inputs());
 }
 
 void ElemwiseKernel::run(Frame& f) const {

@@ -53,6 +53,7 @@ struct Step {
   // Inputs that are constants (or elements picked from one), checked at load:
   // their pointers into the Program's constants go in the table once.
   std::vector<std::pair<int32_t, const void*>> fixed_in;
+  bool fixed_aligned = false;  // every fixed_in pointer 8-byte aligned (arena places always are)
 };
 
 // A grow-only, 64-byte aligned byte buffer.

@@ -71,6 +71,8 @@ static void plan_fused(ProgramImpl& p) {
       else if (made_by[st.in[i]] < 0 || fi.pick)
         st.live_in.push_back(static_cast<int32_t>(i));
     }
+    st.fixed_aligned = std::all_of(st.fixed_in.begin(), st.fixed_in.end(),
+                                   [](const auto& f) { return reinterpret_cast<uintptr_t>(f.second) % 8 == 0; });
     for (const auto& [v, members] : picks) {
       Step::PickRun r{members[0].first, static_cast<int32_t>(st.pick_members.size()), 0, 0};
       for (const auto& m : members) {

@@ -177,7 +177,7 @@ inline interp::Composite random_composite(std::mt19937_64& rng, int max_nodes, b
 // out_stride: "" if every output has the same bits, else "output k: ...".
 // b runs twice: with the operand tables apart, and with the outputs' table
 // right after the inputs' (as fused nodes call it: one-element JIT chunks
-// then store through it).
+// then store through it), and for one element through fn_table if it has one.
 inline std::string run_both(const interp::Composite& c, const interp::ElemKernel& a, const interp::ElemKernel& b,
                             int64_t n, const std::vector<int64_t>& strides, int64_t out_stride, std::mt19937_64& rng) {
   std::vector<Buf> ins;
@@ -205,6 +205,15 @@ inline std::string run_both(const interp::Composite& c, const interp::ElemKernel
   b.run(n, joined.data(), joined.data() + pi.size());
   for (size_t k = 0; k < o1.size(); ++k)
     if (std::string e = compare(o1[k], o3[k]); !e.empty()) return "output " + std::to_string(k) + " (one table): " + e;
+  if (n == 1 && b.fn_table) {  // the planned-table entry (fused nodes' calls)
+    std::vector<Buf> o4;
+    for (int32_t o : c.outputs) o4.emplace_back(c.value_dtype(o), n, out_stride);
+    std::vector<interp::StridedPtr> table = pi;
+    for (auto& x : o4) table.push_back(x.ptr());
+    b.fn_table(&b, table.data());
+    for (size_t k = 0; k < o1.size(); ++k)
+      if (std::string e = compare(o1[k], o4[k]); !e.empty()) return "output " + std::to_string(k) + " (fn_table): " + e;
+  }
   return "";
 }
 
