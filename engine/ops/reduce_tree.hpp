@@ -72,6 +72,19 @@ template <Rop op, class A>
   using V = xsimd::batch<A>;
   constexpr int W = static_cast<int>(V::size), NB = static_cast<int>(kLanes) / W;
   static_assert(kLanes % W == 0);
+  if constexpr (NB == 2) {
+    // Two named accumulators: GCC keeps an array of batches on the stack,
+    // a store and a reload (store forwarding, ~5 cycles) in every add's chain.
+    V r0 = V::load_unaligned(a), r1 = V::load_unaligned(a + W);
+    for (int64_t i = kLanes; i < end; i += kLanes) {
+      const V x0 = V::load_unaligned(a + i), x1 = V::load_unaligned(a + i + W);
+      r0 = op == Rop::Add ? r0 + x0 : r0 * x0;
+      r1 = op == Rop::Add ? r1 + x1 : r1 * x1;
+    }
+    r0.store_unaligned(lanes);
+    r1.store_unaligned(lanes + W);
+    return;
+  }
   V r[NB];
   for (int b = 0; b < NB; ++b) r[b] = V::load_unaligned(a + b * W);
   for (int64_t i = kLanes; i < end; i += kLanes)
