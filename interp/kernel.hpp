@@ -21,6 +21,13 @@ struct ElemKernel {
   // `ops`, every operand 8-byte aligned (a fused node's planned table). The
   // same results as run(1, ops, ops + ninputs); null: the caller uses run.
   void (*fn_table)(const ElemKernel* self, const StridedPtr* ops) = nullptr;
+  // Optional: as fn, but an output with summed[j] is not written (out[j] is
+  // not read): the sum of its elements, in the reduction tree's order
+  // (engine/ops/reduce_tree.hpp), goes to sums[j]. For n >= 8 and operands
+  // contiguous or broadcast. Null: the caller sums the outputs it wants.
+  void (*fn_sums)(const ElemKernel* self, int64_t n, const StridedPtr* in, const StridedPtr* out,
+                  double* sums) = nullptr;
+  const uint8_t* summed = nullptr;  // per output (0 or 1), when fn_sums is set
 };
 
 }  // namespace ember::interp

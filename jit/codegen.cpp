@@ -27,7 +27,7 @@ bool host_has_fma() { return __builtin_cpu_supports("fma"); }
 class Gen {
  public:
   Gen(LLVMContext& c, Module& m, const Bytecode& bc, const Layout& l, const std::vector<bool>& uniform, bool isolate,
-      bool const_mem)
+      bool const_mem, const std::vector<bool>& summed)
       : C(c),
         M(m),
         B(c),
@@ -36,6 +36,7 @@ class Gen {
         cell_bytes_(static_cast<uint64_t>(l.cell_bytes)),
         align_(std::min<uint64_t>(kCellAlign, cell_bytes_)),
         uniform_(uniform),
+        summed_(summed),
         isolate_(isolate),
         const_mem_(const_mem) {
     const auto ec = ElementCount::getFixed(W);
@@ -208,9 +209,16 @@ class Gen {
       writer[in.d] = j;
     }
     out_writes_.assign(n, {});
-    const std::vector<int> direct = direct_outputs(bc_, W == 1);  // W == 1: one-element layout
+    sum_writes_.assign(n, {});
+    const std::vector<int> direct = direct_outputs(bc_, W == 1, summed_);  // W == 1: one-element layout
+    int q = 0;  // rank among summed outputs (their place in the control cell)
     for (size_t j = 0; j < bc_.outputs.size(); ++j) {
       const int w = writer[bc_.outputs[j].slot];
+      if (j < summed_.size() && summed_[j]) {
+        if (w < 0) throw std::runtime_error("summed output without a defining instruction");
+        sum_writes_[w].push_back({static_cast<int>(j), q++});
+        continue;
+      }
       if (w < 0) continue;
       if (direct[j] >= 0) out_writes_[w].push_back(static_cast<int>(j));
       else last_read_[w] = n;
@@ -264,25 +272,135 @@ class Gen {
     B.SetInsertPoint(after);
   }
 
+  // One instruction of a fused loop's body at group g.
+  void emit_body_instr(int k, int hi, Value* g, bool fast_divs) {
+    const Instr& in = bc_.code[k];
+    if (isolate_ && !fast_isel_ok(in)) {
+      // FastISel gives up on the rest of a block, bottom up, at the first
+      // instruction it cannot select (vector compares and selects): a
+      // block starting here confines SelectionDAG to this one op.
+      BasicBlock* nb = BasicBlock::Create(C, "op", F);
+      B.CreateBr(nb);
+      B.SetInsertPoint(nb);
+    }
+    Value* v = fast_divs && divides_by_uniform(in) ? fast_div(in, g) : emit_inline(in, g);
+    vals_[in.d] = v;
+    if (last_read_[k] >= hi) store(v, at(cell_off(in.d), g));
+    for (int j : out_writes_[k]) B.CreateAlignedStore(v, B.CreateGEP(i8, out_base_[j], goff_), Align(8));
+  }
+
+  // A fused loop defining summed outputs (KernelSpec::summed): each group's
+  // value goes into its output's lane accumulator, which the loop carries.
+  // At an event (jit.hpp: sum_ctl_cell) the group either starts a leaf (the
+  // accumulator's lanes are stored as the previous leaf's, and the group's
+  // value becomes the accumulator: leaf_lanes' first load) or is the call's
+  // partial last group (stored whole, for the caller to fold in order).
+  void emit_summed_run(int lo, int hi, const std::vector<std::pair<int, int>>& sums) {
+    const bool fast_divs = fast_run_[lo];
+    const uint64_t ctl_off = static_cast<uint64_t>(sum_ctl_cell(bc_)) * cell_bytes_;
+    auto ctl = [&](uint64_t k) { return B.CreateConstGEP1_64(i8, scratch_, ctl_off + 8 * k); };
+    auto acc_cell = [&](int j) {
+      return B.CreateConstGEP1_64(
+          i8, scratch_, static_cast<uint64_t>(bc_.num_regs + bc_.inputs.size() + 4 + j) * cell_bytes_);
+    };
+    Value* ev0 = B.CreateAlignedLoad(ptr, ctl(0), Align(8));
+    Value* leaf0 = B.CreateAlignedLoad(s64, ctl(1), Align(8));
+    Value* base = B.CreateAlignedLoad(s64, ctl(2), Align(8));
+    const size_t ns = sums.size();
+    std::vector<Value*> acc0(ns);
+    for (size_t q = 0; q < ns; ++q) acc0[q] = B.CreateAlignedLoad(f64, acc_cell(sums[q].first), Align(align_));
+    BasicBlock* pre = B.GetInsertBlock();
+    BasicBlock* hdr = BasicBlock::Create(C, "sloop", F);
+    B.CreateBr(hdr);
+    B.SetInsertPoint(hdr);
+    PHINode* g = B.CreatePHI(s64, 2);
+    PHINode* ev = B.CreatePHI(ptr, 2);
+    PHINode* leaf = B.CreatePHI(s64, 2);
+    std::vector<PHINode*> acc(ns);
+    g->addIncoming(ConstantInt::get(s64, 0), pre);
+    ev->addIncoming(ev0, pre);
+    leaf->addIncoming(leaf0, pre);
+    for (size_t q = 0; q < ns; ++q) {
+      acc[q] = B.CreatePHI(f64, 2);
+      acc[q]->addIncoming(acc0[q], pre);
+    }
+    goff_ = g;
+    Value* gp = B.CreateGEP(i8, scratch_, goff_);
+    vals_.clear();
+    std::vector<Value*> v(ns, nullptr);
+    for (int k = lo; k < hi; ++k) {
+      emit_body_instr(k, hi, gp, fast_divs);
+      for (const auto& [j, q] : sum_writes_[k])
+        for (size_t r = 0; r < ns; ++r)
+          if (sums[r].first == j) v[r] = vals_[bc_.code[k].d];
+    }
+    vals_.clear();
+    Value* e = B.CreateAlignedLoad(s64, ev, Align(8));
+    Value* at_event = B.CreateICmpEQ(B.CreateAnd(e, ConstantInt::get(s64, ~int64_t{1})), B.CreateAdd(g, base));
+    BasicBlock* body_end = B.GetInsertBlock();
+    BasicBlock* hot = BasicBlock::Create(C, "acc", F);
+    BasicBlock* cold = BasicBlock::Create(C, "event", F);
+    BasicBlock* flush = BasicBlock::Create(C, "leaf", F);
+    BasicBlock* tail = BasicBlock::Create(C, "tail", F);
+    BasicBlock* latch = BasicBlock::Create(C, "next", F);
+    BasicBlock* after = BasicBlock::Create(C, "safter", F);
+    (void)body_end;
+    B.CreateCondBr(at_event, cold, hot);
+    B.SetInsertPoint(hot);
+    std::vector<Value*> acc_hot(ns);
+    for (size_t q = 0; q < ns; ++q) acc_hot[q] = B.CreateFAdd(acc[q], v[q]);
+    B.CreateBr(latch);
+    B.SetInsertPoint(cold);
+    Value* ev_next = B.CreateConstGEP1_64(s64, ev, 1);
+    B.CreateCondBr(B.CreateICmpEQ(B.CreateAnd(e, ConstantInt::get(s64, 1)), ConstantInt::get(s64, 0)), flush, tail);
+    B.SetInsertPoint(flush);
+    for (size_t q = 0; q < ns; ++q) {
+      Value* lanes = B.CreateAlignedLoad(ptr, ctl(3 + 2 * sums[q].second), Align(8));
+      B.CreateAlignedStore(acc[q], B.CreateGEP(i8, lanes, B.CreateMul(leaf, ConstantInt::get(s64, 8 * W))), Align(8));
+    }
+    Value* leaf_next = B.CreateAdd(leaf, ConstantInt::get(s64, 1));
+    B.CreateBr(latch);
+    B.SetInsertPoint(tail);
+    for (size_t q = 0; q < ns; ++q) {
+      Value* t = B.CreateAlignedLoad(ptr, ctl(4 + 2 * sums[q].second), Align(8));
+      B.CreateAlignedStore(v[q], t, Align(8));
+    }
+    B.CreateBr(latch);
+    B.SetInsertPoint(latch);
+    PHINode* ev_l = B.CreatePHI(ptr, 3);
+    ev_l->addIncoming(ev, hot);
+    ev_l->addIncoming(ev_next, flush);
+    ev_l->addIncoming(ev_next, tail);
+    PHINode* leaf_l = B.CreatePHI(s64, 3);
+    leaf_l->addIncoming(leaf, hot);
+    leaf_l->addIncoming(leaf_next, flush);
+    leaf_l->addIncoming(leaf, tail);
+    std::vector<PHINode*> acc_l(ns);
+    for (size_t q = 0; q < ns; ++q) {
+      acc_l[q] = B.CreatePHI(f64, 3);
+      acc_l[q]->addIncoming(acc_hot[q], hot);
+      acc_l[q]->addIncoming(v[q], flush);
+      acc_l[q]->addIncoming(acc[q], tail);
+    }
+    Value* next = B.CreateAdd(g, ConstantInt::get(s64, 8 * W));
+    g->addIncoming(next, latch);
+    ev->addIncoming(ev_l, latch);
+    leaf->addIncoming(leaf_l, latch);
+    for (size_t q = 0; q < ns; ++q) acc[q]->addIncoming(acc_l[q], latch);
+    B.CreateCondBr(B.CreateICmpSLT(next, end_), hdr, after);
+    B.SetInsertPoint(after);
+    for (size_t q = 0; q < ns; ++q) B.CreateAlignedStore(acc_l[q], acc_cell(sums[q].first), Align(align_));
+  }
+
   void emit_run(int lo, int hi) {
     const bool fast_divs = fast_run_[lo];
+    std::vector<std::pair<int, int>> sums;  // (output, rank) defined in [lo, hi)
+    for (int k = lo; k < hi; ++k)
+      for (const auto& s : sum_writes_[k]) sums.push_back(s);
+    if (!sums.empty()) return emit_summed_run(lo, hi, sums);
     loop([&](Value* g) {
       vals_.clear();
-      for (int k = lo; k < hi; ++k) {
-        const Instr& in = bc_.code[k];
-        if (isolate_ && !fast_isel_ok(in)) {
-          // FastISel gives up on the rest of a block, bottom up, at the first
-          // instruction it cannot select (vector compares and selects): a
-          // block starting here confines SelectionDAG to this one op.
-          BasicBlock* nb = BasicBlock::Create(C, "op", F);
-          B.CreateBr(nb);
-          B.SetInsertPoint(nb);
-        }
-        Value* v = fast_divs && divides_by_uniform(in) ? fast_div(in, g) : emit_inline(in, g);
-        vals_[in.d] = v;
-        if (last_read_[k] >= hi) store(v, at(cell_off(in.d), g));
-        for (int j : out_writes_[k]) B.CreateAlignedStore(v, B.CreateGEP(i8, out_base_[j], goff_), Align(8));
-      }
+      for (int k = lo; k < hi; ++k) emit_body_instr(k, hi, g, fast_divs);
     });
     vals_.clear();
   }
@@ -681,6 +799,7 @@ class Gen {
   const int W;
   const uint64_t cell_bytes_, align_;  // Layout: bytes between cells; alignment of a group
   const std::vector<bool>& uniform_;
+  const std::vector<bool>& summed_;  // KernelSpec::summed
   const bool isolate_;
   const bool const_mem_;  // tier 1: vector constants loaded from globals
   Type *f64, *f32, *i64, *s64, *i8, *ptr;
@@ -695,6 +814,7 @@ class Gen {
   std::vector<char> fast_run_;  // per instruction: a run starting here takes fast_div (its divisors have rcp_)
   const bool fma_ = host_has_fma();
   std::vector<int> last_read_;
+  std::vector<std::vector<std::pair<int, int>>> sum_writes_;  // per instruction: (summed output, rank) it defines
   std::unordered_map<int32_t, Value*> vals_;
 };
 
@@ -702,9 +822,10 @@ class Gen {
 
 std::unique_ptr<Module> emit_chunk(LLVMContext& ctx, const Bytecode& bc, int lo, int hi, const std::string& name,
                                    const Layout& layout, const std::vector<bool>& uniform, int max_run, bool isolate,
-                                   bool const_mem) {
+                                   bool const_mem, const std::vector<bool>& summed) {
+  if (!summed.empty() && layout.lanes != 8) throw std::runtime_error("summed outputs need 8 lanes");
   auto m = std::make_unique<Module>(name, ctx);
-  Gen(ctx, *m, bc, layout, uniform, isolate, const_mem).run(lo, hi, name, max_run);
+  Gen(ctx, *m, bc, layout, uniform, isolate, const_mem, summed).run(lo, hi, name, max_run);
   return m;
 }
 

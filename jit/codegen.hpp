@@ -22,9 +22,10 @@ namespace ember::jit {
 // (jit.hpp: KernelSpec). `isolate` (for FastISel, tier 1) puts each op FastISel cannot select at
 // the head of its own basic block. `const_mem` (tier 1) loads vector
 // constants from constant globals: FastISel cannot materialize them.
+// `summed` (empty or per output): outputs summed in the chunk (KernelSpec).
 std::unique_ptr<llvm::Module> emit_chunk(llvm::LLVMContext& ctx, const interp::Bytecode& bc, int lo, int hi,
                                          const std::string& name, const Layout& layout,
                                          const std::vector<bool>& uniform, int max_run, bool isolate,
-                                         bool const_mem);
+                                         bool const_mem, const std::vector<bool>& summed = {});
 
 }  // namespace ember::jit

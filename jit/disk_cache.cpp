@@ -28,7 +28,7 @@ namespace {
 
 constexpr char kMagic[8] = {'E', 'M', 'B', 'J', 'I', 'T', '0', '1'};
 // Bumped whenever jit/codegen.cpp changes what it emits.
-constexpr char kCodegenVersion[] = "codegen-14";
+constexpr char kCodegenVersion[] = "codegen-15";
 
 struct Header {
   char magic[8];
@@ -187,6 +187,12 @@ std::string cache_key(const interp::Bytecode& bc, int lo, int hi, int tier, cons
   for (size_t k = 0; k < spec.uniform.size(); ++k)
     if (spec.uniform[k]) {
       const uint64_t u = k;
+      add(&u, 8);
+    }
+  // Summed outputs change what the chunk stores.
+  for (size_t j = 0; j < spec.summed.size(); ++j)
+    if (spec.summed[j]) {
+      const uint64_t u = (uint64_t{1} << 63) | j;
       add(&u, 8);
     }
   const XXH128_hash_t h = XXH3_128bits_digest(s);

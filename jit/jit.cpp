@@ -233,7 +233,7 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
   if (faults().fail_compiles.load() > 0 && faults().fail_compiles.fetch_sub(1) > 0)
     throw std::runtime_error("injected compile failure");
   if (faults().fail_allocs.load() > 0 && faults().fail_allocs.fetch_sub(1) > 0) throw std::bad_alloc();
-  if (tier == 1 && !spec.one_element && spec.uniform.empty() && direct_tier1()) {
+  if (tier == 1 && !spec.one_element && spec.uniform.empty() && spec.summed.empty() && direct_tier1()) {
     Piece p = compile_direct(bc, lo, hi, st);
     if (p.fn) return p;
   }
@@ -256,7 +256,7 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
   {
     auto ctx = std::make_unique<llvm::LLVMContext>();
     auto m = emit_chunk(*ctx, bc, lo, hi, name, layout(tier, spec.one_element), spec.uniform, max_run(tier),
-                        isolate(tier), const_mem(tier));
+                        isolate(tier), const_mem(tier), spec.summed);
     for (const auto& f : *m)
       for (const auto& b : f) nir += b.size();
     std::string err;

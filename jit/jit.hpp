@@ -53,11 +53,34 @@ Layout layout(int tier, bool one_element);
 // the caller's float64 / int64 element), and splats it in registers: no
 // cell of copies to write and read back. A call that does not broadcast
 // such an input runs on the kernel's fallback (the interpreter).
+// `summed` (empty, or one flag per output; tier 2 block kernels of 8 lanes):
+// outputs a fused Sum reduces to one number. The chunk adds each group of 8
+// to a lane accumulator instead of storing it, flushing the lanes at every
+// leaf of the summation tree (engine/ops/reduce_tree.hpp); JitKernel's
+// fn_sums then combines them in the tree's order. Calls through fn run on
+// the fallback.
 struct KernelSpec {
   bool one_element = false;
   std::vector<bool> uniform;
+  std::vector<bool> summed;
   bool is_uniform(size_t k) const { return k < uniform.size() && uniform[k]; }
+  bool is_summed(size_t j) const { return j < summed.size() && summed[j]; }
 };
+
+// The control cell of a kernel with summed outputs, at byte
+// sum_ctl_cell(bc) * cell_bytes: the event list's position for this block
+// (int64*), the index of the next leaf's lanes, the block's first element
+// times 8 (bytes of a float64 lane), then per summed output (in order) where
+// its leaf lanes go (8 doubles a leaf) and where its tail group goes. Events,
+// ascending, end at INT64_MAX: 8 * (a leaf's first element), or
+// 8 * (n - n % 8) + 1 for the last, partial group. Each summed output's
+// lane accumulator persists in its output cell.
+inline int32_t sum_ctl_cell(const interp::Bytecode& bc) {
+  return bc.num_regs + static_cast<int32_t>(bc.inputs.size()) + 4 + static_cast<int32_t>(bc.outputs.size());
+}
+// Outputs a chunk can sum (KernelSpec::summed): float64 values of a float64
+// register whose last definition is inline arithmetic (no math call, no cast).
+std::vector<bool> summable_outputs(const interp::Bytecode& bc);
 
 // Outputs the chunks store themselves through in[ninputs + j]: float64
 // outputs whose final definition is a float64 op every code generator
@@ -65,7 +88,8 @@ struct KernelSpec {
 // kernels, whose outputs are single packed cells the driver copies. A
 // function of the bytecode and layout alone, so every tier, piece split and
 // cached object agrees. Per output: the instruction defining it, or -1.
-std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element);
+std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element,
+                                const std::vector<bool>& summed = {});
 
 // One-element kernels: the outputs the chunk holding the last instruction
 // stores itself, through the pointer at in[kOneElementInStride * (ninputs + j)],
@@ -77,7 +101,7 @@ std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element);
 std::vector<int8_t> one_element_stores(const interp::Bytecode& bc);
 
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
-// of m elements. The chunk ABI (codegen version "codegen-14"):
+// of m elements. The chunk ABI (codegen version "codegen-15"):
 //   void chunk(int64_t m, char* scratch, const char* const* in)
 // - 0 < m <= kBlock (m == 1 for one-element kernels); every piece of a kernel gets the same m, scratch and
 //   in for a block, in order. The chunk computes ceil(m / W) groups of
@@ -187,6 +211,12 @@ class JitKernel : public interp::ElemKernel {
   static void run_fn(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,
                      const interp::StridedPtr* out);
   static void run_table(const ElemKernel* self, const interp::StridedPtr* ops);
+  static void run_fallback(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,
+                           const interp::StridedPtr* out);
+  static void run_sums(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,
+                       const interp::StridedPtr* out, double* sums);
+  static void run_blocks(const JitKernel* k, int64_t n, const interp::StridedPtr* in, const interp::StridedPtr* out,
+                         const char** ip, char* s, struct SumState* st);
   // An input or output: its dtype and cell offset (-1: the constant k);
   // `in`: an output that is input `in` (-1: not an input).
   struct Slot {
@@ -203,6 +233,10 @@ class JitKernel : public interp::ElemKernel {
   // the rest by dtype: one loop each, so no per-output dtype branch is mispredicted.
   std::vector<int32_t> plain_outs_, other_outs_;
   std::vector<int32_t> direct_outs_;  // direct_outputs(bc), in order
+  std::vector<int32_t> summed_;       // KernelSpec::summed, in order
+  std::vector<uint8_t> is_summed_;    // per output (ElemKernel::summed points here)
+  std::vector<int64_t> sum_acc_;      // per summed output: its lane accumulator's cell (byte offset)
+  int64_t ctl_cell_ = 0;              // byte offset of the control cell
   std::vector<int32_t> chunk_outs_;   // one-element: outputs the chunk stores (one_element_stores)
   std::vector<int64_t> chunk_cell_;   // where each of those goes when the caller's table is not passed
   bool caller_copies_ = false;        // one-element: some output the caller stores copies an input

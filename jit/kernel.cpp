@@ -9,6 +9,7 @@
 
 #include "interp/config.hpp"
 #include "jit/jit.hpp"
+#include "interp/reduce_tree.hpp"
 
 namespace ember::jit {
 
@@ -139,16 +140,32 @@ Layout layout(int tier, bool one_element) {
 }
 
 size_t scratch_bytes(const interp::Bytecode& bc, const Layout& l) {
-  return static_cast<size_t>(bc.num_regs + bc.inputs.size() + 4 + bc.outputs.size()) *
-         static_cast<size_t>(l.cell_bytes);
+  return static_cast<size_t>(sum_ctl_cell(bc) + 1) * static_cast<size_t>(l.cell_bytes);  // + the control cell
 }
 
-std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element) {
+std::vector<bool> summable_outputs(const interp::Bytecode& bc) {
+  std::vector<bool> d(bc.outputs.size(), false);
+  std::vector<int> writer(bc.num_slots(), -1);
+  for (int j = 0; j < static_cast<int>(bc.code.size()); ++j) writer[bc.code[j].d] = j;
+  for (size_t j = 0; j < bc.outputs.size(); ++j) {
+    const interp::OutputRef& o = bc.outputs[j];
+    if (o.dtype != DType::Float64 || o.slot < bc.first_reg() || writer[o.slot] < 0) continue;
+    const interp::Instr& in = bc.code[writer[o.slot]];
+    if (in.op >= interp::kCvtBase) continue;
+    const interp::OpSig sig = interp::op_sig(in.op);
+    d[j] = sig.valid && !sig.math && sig.dst == interp::Cls::F64 &&
+           static_cast<interp::Cls>(in.op % interp::kNumCls) == interp::Cls::F64;
+  }
+  return d;
+}
+
+std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element, const std::vector<bool>& summed) {
   std::vector<int> d(bc.outputs.size(), -1);
   if (one_element) return d;
   std::vector<int> writer(bc.num_slots(), -1);
   for (int j = 0; j < static_cast<int>(bc.code.size()); ++j) writer[bc.code[j].d] = j;
   for (size_t j = 0; j < bc.outputs.size(); ++j) {
+    if (j < summed.size() && summed[j]) continue;
     const interp::OutputRef& o = bc.outputs[j];
     if (o.dtype != DType::Float64 || o.slot < bc.first_reg() || writer[o.slot] < 0) continue;
     const interp::Instr& in = bc.code[writer[o.slot]];
@@ -186,6 +203,21 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
       fallback_(std::move(fallback)) {
   fn = &run_fn;
   if (spec.one_element && !pieces_.empty()) fn_table = &run_table;
+  ctl_cell_ = static_cast<int64_t>(sum_ctl_cell(bc)) * layout(tier, spec.one_element).cell_bytes;
+  is_summed_.assign(bc.outputs.size(), 0);
+  for (size_t j = 0; j < bc.outputs.size(); ++j)
+    if (spec.is_summed(j)) {
+      summed_.push_back(static_cast<int32_t>(j));
+      sum_acc_.push_back(static_cast<int64_t>(bc.num_regs + bc.inputs.size() + 4 + j) *
+                         layout(tier, spec.one_element).cell_bytes);
+      is_summed_[j] = 1;
+    }
+  if (!summed_.empty()) {
+    if (spec.one_element || !fallback_) throw std::invalid_argument("JitKernel: summed outputs need a block kernel and a fallback");
+    fn = &run_fallback;  // elements of a summed output: the interpreter's
+    fn_sums = &run_sums;
+    summed = is_summed_.data();
+  }
   plain_ins_ = std::all_of(bc.inputs.begin(), bc.inputs.end(),
                            [](DType t) { return t == DType::Float64 || t == DType::Int64; });
   const int64_t cb = layout(tier, spec.one_element).cell_bytes;
@@ -195,7 +227,7 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
     any_uniform_ |= spec.is_uniform(k);
   }
   if (any_uniform_ && !fallback_) throw std::invalid_argument("JitKernel: uniform inputs need a fallback kernel");
-  const std::vector<int> direct = direct_outputs(bc, spec.one_element);
+  const std::vector<int> direct = direct_outputs(bc, spec.one_element, spec.summed);
   std::vector<int8_t> chunk(bc.outputs.size(), 0);
   if (spec.one_element && !pieces_.empty()) chunk = one_element_stores(bc);
   for (const interp::OutputRef& o : bc.outputs) {
@@ -385,6 +417,21 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
     for (size_t j = 0; j < ni; ++j)
       if (x[j].uniform && in[j].stride != 0) return k->fallback_->run(n, in, out);
   }
+  run_blocks(k, n, in, out, ip, s, nullptr);
+}
+
+// What a call through fn_sums adds to the block loop: the control cell's
+// contents (jit.hpp: sum_ctl_cell) and, per summed output, its leaf lanes.
+struct SumState {
+  const int64_t* events;   // ascending byte offsets, INT64_MAX last; advanced block by block
+  int64_t leaf = 0;        // leaves started before `events`
+  char* ctl;               // the control cell
+};
+
+void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedPtr* in,
+                           const interp::StridedPtr* out, const char** ip, char* s, SumState* st) {
+  const size_t ni = k->ins_.size();
+  const Slot* x = k->ins_.data();
   const int w = k->lanes_;
   // Inputs read in place: contiguous, 8-byte elements already in their
   // class's cell layout, aligned. Blocks of at least kMinCut elements are
@@ -482,9 +529,18 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
     } else if (out_direct) {
       for (const int32_t j : k->direct_outs_) ip[ni + j] = s + k->outs_[j].cell;
     }
+    if (st) {
+      // This block's first event and leaf; the block starts at a multiple of 8.
+      for (; *st->events < base * 8; ++st->events) st->leaf += (*st->events & 1) == 0;
+      const int64_t b8 = base * 8;
+      std::memcpy(st->ctl, &st->events, 8);
+      std::memcpy(st->ctl + 8, &st->leaf, 8);
+      std::memcpy(st->ctl + 16, &b8, 8);
+    }
     for (const Piece& p : k->pieces_) p.fn(m, s, ip);
     for (size_t j = 0; j < k->outs_.size(); ++j) {
       if (j < 64 && (skip >> j & 1)) continue;
+      if (st && k->is_summed_[j]) continue;
       const Slot& o = k->outs_[j];
       const int64_t es = static_cast<int64_t>(dtype_size(o.dt));
       // An output that is an input reads that input's lanes, wherever they are.
@@ -492,6 +548,109 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
       scatter(o.dt, cell, o.k, m, static_cast<char*>(out[j].data) + base * out[j].stride * es, out[j].stride, w);
     }
     base += m;
+  }
+}
+
+void JitKernel::run_fallback(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,
+                             const interp::StridedPtr* out) {
+  static_cast<const JitKernel*>(self)->fallback_->run(n, in, out);
+}
+
+// The leaves of the summation tree over n elements (reduce_tree.hpp): each
+// chunk of kChunk by tree(), in order. Their first elements and lengths.
+static void leaves_of(int64_t n, std::vector<int64_t>& first, std::vector<int16_t>& len) {
+  constexpr int kMax = static_cast<int>(reduce::kChunk / (reduce::kLeaf / 2)) + 1;
+  int16_t l[kMax];
+  for (int64_t c = 0; c < n; c += reduce::kChunk) {
+    int count = 0;
+    const int64_t m = std::min(reduce::kChunk, n - c);
+    if (m <= reduce::kLeaf) l[count++] = static_cast<int16_t>(m);
+    else reduce::leaf_lengths(m, l, count);
+    int64_t at = c;
+    for (int i = 0; i < count; ++i) {
+      first.push_back(at);
+      len.push_back(l[i]);
+      at += l[i];
+    }
+  }
+}
+
+void JitKernel::run_sums(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,
+                         const interp::StridedPtr* out, double* sums) {
+  const auto* k = static_cast<const JitKernel*>(self);
+  const size_t ni = k->ins_.size();
+  bool elements = n < 8 || (n > reduce::kChunk && n % reduce::kChunk != 0 && n % reduce::kChunk < 8);
+  for (size_t j = 0; j < ni; ++j) elements = elements || (k->ins_[j].uniform && in[j].stride != 0);
+  if (elements) {
+    // A leaf without a full group of lanes (a last chunk of < 8 elements
+    // folds from its first), or a call that does not broadcast an input
+    // compiled as broadcast: the interpreter's elements, summed by the tree.
+    thread_local std::vector<double> tmp;
+    std::vector<interp::StridedPtr> o(out, out + k->outs_.size());
+    if (tmp.size() < k->summed_.size() * static_cast<size_t>(n)) tmp.resize(k->summed_.size() * n);
+    for (size_t q = 0; q < k->summed_.size(); ++q) o[k->summed_[q]] = {tmp.data() + q * n, 1};
+    k->fallback_->run(n, in, o.data());
+    for (size_t q = 0; q < k->summed_.size(); ++q)
+      sums[k->summed_[q]] = n > 0 ? reduce::reduce_contiguous<reduce::Rop::Add, double>(tmp.data() + q * n, n) : 0.0;
+    return;
+  }
+  char* s = scratch_for(k->scratch_);
+  thread_local std::vector<int64_t> first, events;
+  thread_local std::vector<int16_t> len;
+  thread_local std::vector<double> lanes;
+  first.clear();
+  len.clear();
+  events.clear();
+  leaves_of(n, first, len);
+  for (int64_t f : first) events.push_back(f * 8);
+  if (n % 8) events.push_back((n - n % 8) * 8 + 1);
+  events.push_back(INT64_MAX);
+  const size_t nl = first.size(), ns = k->summed_.size();
+  // Per summed output: a dummy slot (the flush at the first leaf), a slot per
+  // leaf, then the tail group.
+  const size_t per = (nl + 1) * 8 + 8;
+  if (lanes.size() < ns * per) lanes.resize(ns * per);
+  char* ctl = s + static_cast<size_t>(k->ctl_cell_);
+  for (size_t q = 0; q < ns; ++q) {
+    double* l = lanes.data() + q * per;
+    double* t = l + (nl + 1) * 8;
+    std::memcpy(ctl + 24 + 16 * q, &l, 8);
+    std::memcpy(ctl + 32 + 16 * q, &t, 8);
+  }
+  const size_t nip = ni + k->outs_.size();
+  const char* small[32];
+  static thread_local std::vector<const char*> big;
+  if (nip > 32 && big.size() < nip) big.resize(nip);
+  const char** ip = nip > 32 ? big.data() : small;
+  for (const int32_t j : k->direct_outs_) ip[ni + j] = s + k->outs_[j].cell;
+  SumState st{events.data(), 0, ctl};
+  run_blocks(k, n, in, out, ip, s, &st);
+  // Leaf i's lanes at slot i + 1; the last leaf's are still the accumulator.
+  thread_local std::vector<double> val;
+  val.resize(nl);
+  for (size_t q = 0; q < ns; ++q) {
+    const int32_t j = k->summed_[q];
+    const double* l = lanes.data() + q * per;
+    const double* acc = reinterpret_cast<const double*>(s + k->sum_acc_[q]);
+    for (size_t i = 0; i < nl; ++i) {
+      const double* r = i + 1 < nl ? l + (i + 1) * 8 : acc;
+      double v = reduce::combine_lanes<reduce::Rop::Add, double>(r);
+      if (i + 1 == nl)  // the tail of the last leaf, in order
+        for (int64_t t = 0; t < n % 8; ++t) v = v + l[(nl + 1) * 8 + t];
+      val[i] = v;
+    }
+    // The tree over each chunk's leaves, then over the chunks' partials.
+    size_t at = 0;
+    thread_local std::vector<double> part;
+    part.clear();
+    for (int64_t c = 0; c < n; c += reduce::kChunk) {
+      const int64_t m = std::min(reduce::kChunk, n - c);
+      size_t used = 0;
+      auto lf = [&](int64_t, int64_t) { return val[at + used++]; };
+      part.push_back(reduce::tree<reduce::Rop::Add, double>(0, m, lf));
+      at += used;
+    }
+    sums[j] = part.size() == 1 ? part[0] : reduce::tree_contiguous<reduce::Rop::Add, double>(part.data(), part.size());
   }
 }
 

@@ -151,6 +151,7 @@ struct TierEntry {
   bool direct_ok = false;  // tier 1's direct emitter takes the whole bytecode
   bool one_element = false;  // SwapTarget::one_element
   std::vector<bool> uniform;  // SwapTarget::uniform_inputs, less inputs that are outputs
+  std::vector<bool> summed;   // set_summed, less outputs the chunk cannot sum (mu)
   int failures = 0, compiles = 0, evictions = 0;
   int best_tier = 0;       // the highest tier that won its A/B measurement
   double penalty = 1;      // raises the hotness bar after an eviction
@@ -286,6 +287,7 @@ struct TierManager::Impl {
     std::shared_ptr<const interp::Interpreted> vm;
     int tier = 1;
     int chunks = 1;
+    std::vector<bool> summed;  // TierEntry::summed when the plan was made
   };
 
   void install_locked(TierEntry& e, std::shared_ptr<jit::JitKernel> k, bool measure) {
@@ -419,7 +421,7 @@ struct TierManager::Impl {
     // Uniform inputs at tier 2 only: every piece of a kernel must agree,
     // and tier 1 mixes direct and LLVM pieces.
     const bool one = p.e->one_element;
-    const jit::KernelSpec spec{one, p.tier >= 2 ? p.e->uniform : std::vector<bool>{}};
+    const jit::KernelSpec spec{one, p.tier >= 2 ? p.e->uniform : std::vector<bool>{}, p.tier >= 2 ? p.summed : std::vector<bool>{}};
     for (int k = 0; k < p.chunks; ++k) {
       const int lo = static_cast<int>(int64_t(n) * k / p.chunks), hi = static_cast<int>(int64_t(n) * (k + 1) / p.chunks);
       // Tier 1's direct code is not cached: emitting it costs less than
@@ -558,7 +560,7 @@ struct TierManager::Impl {
       if (c.score >= bar && (!best || c.e->recent_rate > best->e->recent_rate)) best = &c;
     if (!best) return std::nullopt;
     for (const auto& sp : entries)
-      if (sp.get() == best->e) return Plan{sp, sp->vm, best->tier, 1};
+      if (sp.get() == best->e) return Plan{sp, sp->vm, best->tier, 1, sp->summed};
     return std::nullopt;
   }
 
@@ -729,6 +731,26 @@ std::shared_ptr<TierEntry> TierManager::attach(const SwapTarget& k, std::shared_
     impl_->worker = std::thread([this] { impl_->loop(); });
   }
   return e;
+#endif
+}
+
+void TierManager::set_summed(const std::shared_ptr<TierEntry>& e, std::vector<bool> summed) {
+#ifdef EMBER_WITH_JIT
+  if (!e) return;
+  std::unique_lock<std::mutex> lk(impl_->mu);
+  const interp::Bytecode& bc = e->vm->bytecode();
+  const std::vector<bool> can = jit::summable_outputs(bc);
+  bool any = false;
+  summed.resize(bc.outputs.size(), false);
+  for (size_t j = 0; j < summed.size(); ++j) any |= summed[j] = summed[j] && can[j];
+  if (e->one_element || jit::lanes(2) != 8 || !any) summed.clear();
+  if (summed == e->summed) return;
+  e->summed = std::move(summed);
+  if (impl_->cfg.mode == JitMode::Eager && jit::available() && e->tier >= 2 && !e->detached)
+    impl_->run_plan(lk, Impl::Plan{e, e->vm, e->tier, 1, e->summed}, false);
+#else
+  (void)e;
+  (void)summed;
 #endif
 }
 

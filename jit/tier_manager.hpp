@@ -110,6 +110,10 @@ class TierManager {
   // In eager mode compiles it to the top tier before returning.
   std::shared_ptr<TierEntry> attach(const SwapTarget& k, std::shared_ptr<const interp::Interpreted> vm);
   void detach(const std::shared_ptr<TierEntry>& e);
+  // Per output: a fused Sum reduces it to one number (KernelSpec::summed),
+  // known after attach. Tier-2 code compiled from now on sums those it can;
+  // in eager mode the entry is compiled again now.
+  void set_summed(const std::shared_ptr<TierEntry>& e, std::vector<bool> summed);
 
   // Replaces the configuration (tests, CLI). Affects later attaches and compiles.
   void configure(const JitConfig& c);

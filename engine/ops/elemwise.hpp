@@ -58,7 +58,11 @@ class ElemwiseKernel final : public OpKernel, public SwapTarget {
   // reduced) or 1 + the leading dims the Sum keeps (1: a sum of everything).
   // Computed into scratch, then summed in the Sum's own order; the step's
   // output is the sum.
-  void set_reduced(std::vector<uint8_t> r) { reduced_ = std::move(r); }
+  // `flat`: the static element count when every input is statically of one
+  // element or of the output's static shape (else -1). Calls below the
+  // parallel threshold then take the flat path, where a tier-2 JIT kernel
+  // may make the whole sums itself (ElemKernel::fn_sums).
+  void set_reduced(std::vector<uint8_t> r, int64_t flat);
   const std::vector<uint8_t>& reduced() const { return reduced_; }
   const std::vector<Shape>& fused_out_shapes() const { return fused_out_; }
   const std::vector<FusedInput>& fused_inputs() const { return fused_in_; }

@@ -152,6 +152,14 @@ ElemwiseKernel::~ElemwiseKernel() { TierManager::instance().detach(tier_); }
 
 void ElemwiseKernel::attach_tier() { tier_ = TierManager::instance().attach(*this, vm_); }
 
+void ElemwiseKernel::set_reduced(std::vector<uint8_t> r, int64_t flat) {
+  reduced_ = std::move(r);
+  if (!tier_ || flat < 8 || flat >= parallel_threshold_) return;
+  std::vector<bool> whole(reduced_.size());
+  for (size_t j = 0; j < reduced_.size(); ++j) whole[j] = reduced_[j] == 1;
+  TierManager::instance().set_summed(tier_, std::move(whole));
+}
+
 namespace {
 
 // Inner runs shorter than this are swapped with a longer dim (run_nest).
@@ -339,6 +347,8 @@ struct Outs {
   char* at[kMaxReducedOutput];       // per reduced output: its scratch slice (set before it is read)
   int64_t lead[kMaxRank];            // the outputs' leading dims (set with the first slice)
   char* next = nullptr;
+  uint32_t by_kernel = 0;            // bit o: whole sum o came from the kernel (ElemKernel::fn_sums)
+  double sum[kMaxReducedOutput];     // those sums
   explicit Outs(const std::vector<uint8_t>& r) : reduced(r) {}
 
   void* get(Frame& f, int o, const Shape& s) {
@@ -360,6 +370,10 @@ struct Outs {
     static const Shape scalar{};  // built once: a Shape is 136 bytes to zero
     for (size_t o = 0; o < reduced.size(); ++o) {
       if (!reduced[o]) continue;
+      if (by_kernel >> o & 1) {
+        *static_cast<double*>(f.alloc_out(static_cast<int>(o), scalar).data) = sum[o];
+        continue;
+      }
       const auto* x = reinterpret_cast<const double*>(at[o]);
       if (reduced[o] == 1) {
         const double v = total > 0 ? reduce::reduce_contiguous<reduce::Rop::Add, double>(x, total) : 0.0;
@@ -563,8 +577,15 @@ bool run_flat(Frame& f, Outs& outs, const interp::ElemKernel* k, int ndim, int64
   if (!ref) return false;  // all one element: the caller's other paths
   total = ref->size();
   if (total >= parallel_threshold) return false;
-  for (int o = 0; o < nout; ++o) ops[nin + o] = {outs.get(f, o, ref->shape), 1};
-  if (total > 0) k->run(total, ops, ops + nin);
+  // Whole sums the kernel can make itself (a tier-2 JIT kernel): no elements.
+  if (k->fn_sums && total >= 8 && !outs.reduced.empty()) {
+    for (int o = 0; o < nout; ++o)
+      if (outs.reduced[o] == 1 && k->summed[o]) outs.by_kernel |= 1u << o;
+  }
+  for (int o = 0; o < nout; ++o)
+    ops[nin + o] = {outs.by_kernel >> o & 1 ? nullptr : outs.get(f, o, ref->shape), 1};
+  if (outs.by_kernel) k->fn_sums(k, total, ops, ops + nin, outs.sum);
+  else if (total > 0) k->run(total, ops, ops + nin);
   return true;
 }
 }  // namespace

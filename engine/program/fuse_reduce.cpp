@@ -38,6 +38,25 @@ int sums_trailing_float64(const Graph& g, const Step& st) {
   return k;
 }
 
+// Every input statically of one element or of the output's (known) static
+// shape: the Elemwise's calls run flat (no broadcast loop nest). Its
+// element count, or -1.
+int64_t flat_static(const Graph& g, const Step& st) {
+  const Shape& out = g.vars[st.out[0]].static_shape;
+  for (int d = 0; d < out.ndim; ++d)
+    if (out.dims[d] < 0) return -1;
+  for (int v : st.in) {
+    const Shape& s = g.vars[v].static_shape;
+    bool one = true, same = s.ndim == out.ndim;
+    for (int d = 0; d < s.ndim; ++d) {
+      one = one && s.dims[d] == 1;
+      same = same && d < out.ndim && s.dims[d] == out.dims[d];
+    }
+    if (!one && !same) return -1;
+  }
+  return out.size();
+}
+
 }  // namespace
 
 int fuse_reductions(ProgramImpl& p) {
@@ -54,6 +73,7 @@ int fuse_reductions(ProgramImpl& p) {
   for (int v : g.outputs) ++uses[v];
   std::vector<std::vector<uint8_t>> reduced(nsteps);
   std::vector<char> drop(nsteps, 0);
+  std::vector<int64_t> flat(nsteps, -1);
   for (int s = 0; s < nsteps; ++s) {
     const Step& r = p.steps[s];
     const int kept = sums_trailing_float64(g, r);
@@ -64,7 +84,10 @@ int fuse_reductions(ProgramImpl& p) {
     auto* k = dynamic_cast<ElemwiseKernel*>(p.kernels[e].get());
     if (!k || k->one_element()) continue;  // 0-d and fused nodes are one element
     Step& es = p.steps[e];
-    if (reduced[e].empty()) reduced[e].assign(es.out.size(), 0);
+    if (reduced[e].empty()) {
+      reduced[e].assign(es.out.size(), 0);
+      flat[e] = flat_static(g, es);  // before its outputs become the sums
+    }
     reduced[e][j] = static_cast<uint8_t>(1 + kept);
     es.out[j] = r.out[0];  // the sum is made where the Elemwise runs, before any reader of it
     drop[s] = 1;
@@ -73,7 +96,8 @@ int fuse_reductions(ProgramImpl& p) {
   std::vector<std::unique_ptr<OpKernel>> kernels;
   for (int s = 0; s < nsteps; ++s) {
     if (drop[s]) continue;
-    if (!reduced[s].empty()) dynamic_cast<ElemwiseKernel&>(*p.kernels[s]).set_reduced(std::move(reduced[s]));
+    if (!reduced[s].empty())
+      dynamic_cast<ElemwiseKernel&>(*p.kernels[s]).set_reduced(std::move(reduced[s]), flat[s]);
     steps.push_back(std::move(p.steps[s]));
     kernels.push_back(std::move(p.kernels[s]));
   }

@@ -404,6 +404,7 @@ TEST_CASE("jit_injected_failures_throw_without_leaking_state", "[jit]") {
 #include "engine/ops/elemwise.hpp"
 #include "engine/program/program_impl.hpp"
 #include "jit/tier_manager.hpp"
+#include "graph_builder.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -597,6 +598,51 @@ TEST_CASE("jit_eager_results_match_interpreter_and_hit_the_disk_cache", "[jit]")
   const JitStats after = TierManager::instance().stats();
   CHECK(after.cache_hits - mid.cache_hits == 3);
   CHECK(same_bits(p->call({in.x.t, in.y.t}), ref) == "");
+}
+
+// An Elemwise whose outputs fused Sums reduce (fuse_reduce.cpp) runs at the
+// top tier with the sums made in the compiled loop (ElemKernel::fn_sums):
+// the same bits as with the JIT off, at sizes with and without a partial
+// last group, and an output nothing sums keeps its elements.
+TEST_CASE("jit_eager_elemwise_sums_made_in_the_loop_match_the_interpreter", "[jit]") {
+  REQUIRE_JIT();
+  for (int64_t n : {8, 301, 2000, 5003}) {
+    test::GraphBuilder b;
+    const int x = b.input("float64", {n});
+    const int y = b.input("float64", {n});
+    const int d = b.ew("Sub", {x, y}, "float64", {n});
+    const int q = b.ew("TrueDiv", {d, y}, "float64", {n});
+    const int m = b.ew("Mul", {d, x}, "float64", {n});
+    using nlohmann::json;
+    b.outputs = {b.node("Sum", {q}, "float64", json::array(), {{"axis", nullptr}}),
+                 b.node("Sum", {m}, "float64", json::array(), {{"axis", nullptr}}), d};
+    std::mt19937_64 rng(n);
+    std::uniform_real_distribution<double> u(0.5, 4.0);
+    std::vector<double> xv(n), yv(n);
+    for (int64_t i = 0; i < n; ++i) xv[i] = u(rng), yv[i] = u(rng);
+    Array xa = Array::of<double>({1, {n}}, xv), ya = Array::of<double>({1, {n}}, yv);
+    std::vector<Array> ref;
+    {
+      JitConfig off;
+      off.mode = JitMode::Off;
+      ScopedJit s(off);
+      ref = Program::from_json(b.str(), test::unpassed())->call({xa.t, ya.t});
+    }
+    JitConfig c;
+    c.mode = JitMode::Eager;
+    c.cache = false;
+    ScopedJit s(c);
+    auto p = Program::from_json(b.str(), test::unpassed());
+    const Step* fused = nullptr;
+    for (const Step& st : p->impl().steps)
+      if (st.op == TensorOp::Elemwise) fused = &st;
+    REQUIRE(fused);
+    const auto* k = dynamic_cast<const ElemwiseKernel*>(fused->kernel);
+    REQUIRE(k);
+    INFO("n " << n);
+    CHECK(k->active()->fn_sums);
+    CHECK(same_bits(p->call({xa.t, ya.t}), ref) == "");
+  }
 }
 
 TEST_CASE("jit_corrupt_truncated_or_unwritable_cache_still_gives_correct_bits", "[jit]") {
@@ -990,5 +1036,57 @@ TEST_CASE("jit_division_by_a_uniform_input_gives_the_ieee_quotient_for_every_ope
     }
   }
   CHECK(checked == 16 * n);
+}
+#endif
+
+#ifdef EMBER_WITH_JIT
+#include "interp/reduce_tree.hpp"
+// Tier-2 kernels sum outputs a fused Sum reduces in their own loop
+// (KernelSpec::summed): the lanes of each leaf of the summation tree, the
+// last leaf's partial group folded in order. Each sum must have the bits of
+// the interpreter's elements summed by reduce_contiguous, for sizes around
+// the leaf, block and chunk boundaries, with an unsummed output beside.
+TEST_CASE("jit_summed_outputs_match_the_interpreters_elements_summed_bitwise", "[jit]") {
+  REQUIRE_JIT();
+  using interp::ScalarOp;
+  // out0 = x * y (summed), out1 = x - y (elements), out2 = (x * y) / y2 (summed)
+  Composite c;
+  c.inputs = {DType::Float64, DType::Float64, DType::Float64};
+  c.nodes.push_back({ScalarOp::Mul, DType::Float64, {0, 1}});
+  c.nodes.push_back({ScalarOp::Sub, DType::Float64, {0, 1}});
+  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {3, 2}});
+  c.outputs = {3, 4, 5};
+  REQUIRE(c.validate() == "");
+  auto vm = Interpreted::compile(c);
+  const Bytecode& bc = vm->bytecode();
+  jit::KernelSpec spec;
+  spec.summed = {true, false, true};
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(-3, 3);
+  for (int pieces : {1, 2}) {
+    std::vector<jit::Piece> ps;
+    const int n_ins = static_cast<int>(bc.code.size());
+    for (int k = 0; k < pieces; ++k)
+      ps.push_back(jit::compile_chunk(bc, n_ins * k / pieces, n_ins * (k + 1) / pieces, 2, nullptr, false, spec));
+    jit::JitKernel jk(bc, std::move(ps), 2, spec, vm);
+    REQUIRE(jk.fn_sums);
+    // 65540: a last chunk of 4 (no full group: the interpreter's elements).
+    for (int64_t n : {3, 8, 9, 15, 16, 100, 128, 129, 300, 511, 512, 513, 1030, 2000, 65540, 70001}) {
+      std::vector<double> x(n), y(n), y2(n), e0(n), e1(n), e2(n), j1(n, 0.0);
+      for (int64_t i = 0; i < n; ++i) x[i] = u(rng), y[i] = u(rng), y2[i] = 0.5 + std::abs(u(rng));
+      StridedPtr in[3] = {{x.data(), 1}, {y.data(), 1}, {y2.data(), 1}};
+      StridedPtr oe[3] = {{e0.data(), 1}, {e1.data(), 1}, {e2.data(), 1}};
+      vm->run(n, in, oe);
+      StridedPtr oj[3] = {{nullptr, 1}, {j1.data(), 1}, {nullptr, 1}};
+      double sums[3] = {0, 0, 0};
+      jk.fn_sums(&jk, n, in, oj, sums);
+      const double r0 = reduce::reduce_contiguous<reduce::Rop::Add, double>(e0.data(), n);
+      const double r2 = reduce::reduce_contiguous<reduce::Rop::Add, double>(e2.data(), n);
+      INFO("pieces " << pieces << " n " << n);
+      CHECK(std::memcmp(&sums[0], &r0, 8) == 0);
+      CHECK(std::memcmp(&sums[2], &r2, 8) == 0);
+      CHECK(std::memcmp(j1.data(), e1.data(), 8 * n) == 0);
+    }
+  }
 }
 #endif
