@@ -304,6 +304,7 @@ class Gen {
           i8, scratch_, static_cast<uint64_t>(bc_.num_regs + bc_.inputs.size() + 4 + j) * cell_bytes_);
     };
     Value* ev0 = B.CreateAlignedLoad(ptr, ctl(0), Align(8));
+    Value* e0 = B.CreateAlignedLoad(s64, ev0, Align(8));
     Value* leaf0 = B.CreateAlignedLoad(s64, ctl(1), Align(8));
     Value* base = B.CreateAlignedLoad(s64, ctl(2), Align(8));
     const size_t ns = sums.size();
@@ -315,10 +316,12 @@ class Gen {
     B.SetInsertPoint(hdr);
     PHINode* g = B.CreatePHI(s64, 2);
     PHINode* ev = B.CreatePHI(ptr, 2);
+    PHINode* e = B.CreatePHI(s64, 2);  // *ev, carried: loaded again only after an event
     PHINode* leaf = B.CreatePHI(s64, 2);
     std::vector<PHINode*> acc(ns);
     g->addIncoming(ConstantInt::get(s64, 0), pre);
     ev->addIncoming(ev0, pre);
+    e->addIncoming(e0, pre);
     leaf->addIncoming(leaf0, pre);
     for (size_t q = 0; q < ns; ++q) {
       acc[q] = B.CreatePHI(f64, 2);
@@ -335,7 +338,6 @@ class Gen {
           if (sums[r].first == j) v[r] = vals_[bc_.code[k].d];
     }
     vals_.clear();
-    Value* e = B.CreateAlignedLoad(s64, ev, Align(8));
     Value* at_event = B.CreateICmpEQ(B.CreateAnd(e, ConstantInt::get(s64, ~int64_t{1})), B.CreateAdd(g, base));
     BasicBlock* body_end = B.GetInsertBlock();
     BasicBlock* hot = BasicBlock::Create(C, "acc", F);
@@ -352,6 +354,7 @@ class Gen {
     B.CreateBr(latch);
     B.SetInsertPoint(cold);
     Value* ev_next = B.CreateConstGEP1_64(s64, ev, 1);
+    Value* e_next = B.CreateAlignedLoad(s64, ev_next, Align(8));
     B.CreateCondBr(B.CreateICmpEQ(B.CreateAnd(e, ConstantInt::get(s64, 1)), ConstantInt::get(s64, 0)), flush, tail);
     B.SetInsertPoint(flush);
     for (size_t q = 0; q < ns; ++q) {
@@ -371,6 +374,10 @@ class Gen {
     ev_l->addIncoming(ev, hot);
     ev_l->addIncoming(ev_next, flush);
     ev_l->addIncoming(ev_next, tail);
+    PHINode* e_l = B.CreatePHI(s64, 3);
+    e_l->addIncoming(e, hot);
+    e_l->addIncoming(e_next, flush);
+    e_l->addIncoming(e_next, tail);
     PHINode* leaf_l = B.CreatePHI(s64, 3);
     leaf_l->addIncoming(leaf, hot);
     leaf_l->addIncoming(leaf_next, flush);
@@ -385,6 +392,7 @@ class Gen {
     Value* next = B.CreateAdd(g, ConstantInt::get(s64, 8 * W));
     g->addIncoming(next, latch);
     ev->addIncoming(ev_l, latch);
+    e->addIncoming(e_l, latch);
     leaf->addIncoming(leaf_l, latch);
     for (size_t q = 0; q < ns; ++q) acc[q]->addIncoming(acc_l[q], latch);
     B.CreateCondBr(B.CreateICmpSLT(next, end_), hdr, after);
