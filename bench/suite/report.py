@@ -161,18 +161,18 @@ def section(doc):
             "**Where ember's time goes**, from the interpreter profile, in five classes:",
             "* *scalar code*: the costliest node is one element of many scalar ops (a model of many scalar "
             "parameters, fused at load into straight-line Composites); the VM runs them at a few ns per op, and the "
-            "JIT's one-element kernels call the math library once per function.",
+            "JIT's one-element kernels make one math library call per run of one function's calls.",
             "* *per-node cost*: most of the time is in nodes of at most 32 elements, where each step's fixed "
             "cost (dispatch, shapes, output buffers, a reduction's set-up; ~50–150 ns) outweighs its work. "
             "numba compiles the whole graph into one function and pays none; region compilation is Ember's "
             "answer and is not built yet.",
             "* *arithmetic*: a fused element-wise loop of + − × ÷ and selects, most with Sums fused in. PyTensor "
-            "compiles numba's loops with `fastmath` (`arcp`, `contract`, `reassoc`), so numba runs the whole logp "
-            "and gradient as one loop whose sums are vector accumulators in registers. Ember keeps exact IEEE "
-            "results, the same in every tier, with a fixed summation tree (docs/fp-policy.md); each output of "
-            "its loop goes through memory before it is summed, and every step has its set-up. Replacing the "
-            "divisions by a broadcast value with products by its reciprocal measured no gain on ar2, radon and "
-            "hierarchical_large, so the divisions are not this gap.",
+            "3.3 gives numba one `FusedElemwise` loop per such node that also reads gathered inputs (`x[idx]`) "
+            "and keeps its Sums in registers, compiled with `fastmath` (`arcp`, `contract`, `reassoc`). Ember "
+            "keeps exact IEEE results, the same in every tier, with a fixed summation tree (docs/fp-policy.md): "
+            "its tier-2 kernels sum whole Sums in registers by that tree, but gathers and scatter-adds are steps "
+            "of their own, a Sum over trailing axes goes through memory, and a division by a broadcast value is "
+            "a division (or, where divisions are dense, an exact reciprocal-and-two-FMA quotient), not a product.",
             "* *math*: the named functions of the math library dominate (vectorized, < 1 ulp).",
             "* *Scan steps*: the Scan's inner program runs once per step, with per-step and per-inner-node costs.",
             "Otherwise the top op is named.", ""]
