@@ -595,62 +595,72 @@ void JitKernel::run_sums(const ElemKernel* self, int64_t n, const interp::Stride
     return;
   }
   char* s = scratch_for(k->scratch_);
-  thread_local std::vector<int64_t> first, events;
-  thread_local std::vector<int16_t> len;
-  thread_local std::vector<double> lanes;
-  first.clear();
-  len.clear();
-  events.clear();
-  leaves_of(n, first, len);
-  for (int64_t f : first) events.push_back(f * 8);
-  if (n % 8) events.push_back((n - n % 8) * 8 + 1);
-  events.push_back(INT64_MAX);
-  const size_t nl = first.size(), ns = k->summed_.size();
+  // This thread's buffers (one thread_local: each costs a lookup in a shared
+  // library), with the tree's leaves for its last n (a node's calls repeat it).
+  struct Buffers {
+    int64_t n = -1;
+    std::vector<int64_t> first, events;
+    std::vector<int16_t> len;
+    std::vector<double> lanes, val, part;
+    std::vector<const char*> ip;
+  };
+  thread_local Buffers b;
+  if (n != b.n) {
+    b.first.clear();
+    b.len.clear();
+    b.events.clear();
+    leaves_of(n, b.first, b.len);
+    for (int64_t f : b.first) b.events.push_back(f * 8);
+    if (n % 8) b.events.push_back((n - n % 8) * 8 + 1);
+    b.events.push_back(INT64_MAX);
+    b.val.resize(b.first.size());
+    b.n = n;
+  }
+  const size_t nl = b.first.size(), ns = k->summed_.size();
   // Per summed output: a dummy slot (the flush at the first leaf), a slot per
   // leaf, then the tail group.
   const size_t per = (nl + 1) * 8 + 8;
-  if (lanes.size() < ns * per) lanes.resize(ns * per);
+  if (b.lanes.size() < ns * per) b.lanes.resize(ns * per);
   char* ctl = s + static_cast<size_t>(k->ctl_cell_);
   for (size_t q = 0; q < ns; ++q) {
-    double* l = lanes.data() + q * per;
+    double* l = b.lanes.data() + q * per;
     double* t = l + (nl + 1) * 8;
     std::memcpy(ctl + 24 + 16 * q, &l, 8);
     std::memcpy(ctl + 32 + 16 * q, &t, 8);
   }
   const size_t nip = ni + k->outs_.size();
-  const char* small[32];
-  static thread_local std::vector<const char*> big;
-  if (nip > 32 && big.size() < nip) big.resize(nip);
-  const char** ip = nip > 32 ? big.data() : small;
+  if (b.ip.size() < nip) b.ip.resize(nip);
+  const char** ip = b.ip.data();
   for (const int32_t j : k->direct_outs_) ip[ni + j] = s + k->outs_[j].cell;
-  SumState st{events.data(), 0, ctl};
+  SumState st{b.events.data(), 0, ctl};
   run_blocks(k, n, in, out, ip, s, &st);
   // Leaf i's lanes at slot i + 1; the last leaf's are still the accumulator.
-  thread_local std::vector<double> val;
-  val.resize(nl);
+  double* val = b.val.data();
   for (size_t q = 0; q < ns; ++q) {
     const int32_t j = k->summed_[q];
-    const double* l = lanes.data() + q * per;
+    const double* l = b.lanes.data() + q * per;
     const double* acc = reinterpret_cast<const double*>(s + k->sum_acc_[q]);
-    for (size_t i = 0; i < nl; ++i) {
-      const double* r = i + 1 < nl ? l + (i + 1) * 8 : acc;
-      double v = reduce::combine_lanes<reduce::Rop::Add, double>(r);
-      if (i + 1 == nl)  // the tail of the last leaf, in order
-        for (int64_t t = 0; t < n % 8; ++t) v = v + l[(nl + 1) * 8 + t];
-      val[i] = v;
+    for (size_t i = 0; i + 1 < nl; ++i) val[i] = reduce::combine_lanes<reduce::Rop::Add, double>(l + (i + 1) * 8);
+    double v = reduce::combine_lanes<reduce::Rop::Add, double>(acc);
+    for (int64_t t = 0; t < n % 8; ++t) v = v + l[(nl + 1) * 8 + t];  // the last leaf's tail, in order
+    val[nl - 1] = v;
+    if (n <= reduce::kChunk) {
+      size_t used = 0;
+      auto lf = [&](int64_t, int64_t) { return val[used++]; };
+      sums[j] = reduce::tree<reduce::Rop::Add, double>(0, n, lf);
+      continue;
     }
     // The tree over each chunk's leaves, then over the chunks' partials.
     size_t at = 0;
-    thread_local std::vector<double> part;
-    part.clear();
+    b.part.clear();
     for (int64_t c = 0; c < n; c += reduce::kChunk) {
       const int64_t m = std::min(reduce::kChunk, n - c);
       size_t used = 0;
       auto lf = [&](int64_t, int64_t) { return val[at + used++]; };
-      part.push_back(reduce::tree<reduce::Rop::Add, double>(0, m, lf));
+      b.part.push_back(reduce::tree<reduce::Rop::Add, double>(0, m, lf));
       at += used;
     }
-    sums[j] = part.size() == 1 ? part[0] : reduce::tree_contiguous<reduce::Rop::Add, double>(part.data(), part.size());
+    sums[j] = reduce::tree_contiguous<reduce::Rop::Add, double>(b.part.data(), static_cast<int64_t>(b.part.size()));
   }
 }
 
