@@ -84,10 +84,11 @@ std::vector<bool> summable_outputs(const interp::Bytecode& bc);
 
 // Outputs the chunks store themselves through in[ninputs + j]: float64
 // outputs whose final definition is a float64 op every code generator
-// computes in registers (scalar_ops.def's AsmF rows); none in one-element
-// kernels, whose outputs are single packed cells the driver copies. A
-// function of the bytecode and layout alone, so every tier, piece split and
-// cached object agrees. Per output: the instruction defining it, or -1.
+// computes in registers (scalar_ops.def's AsmF rows) and that are not
+// summed (KernelSpec::summed); none in one-element kernels, which store
+// their outputs through the caller's table (one_element_stores). A function
+// of the bytecode, layout and summed outputs alone, so every tier, piece
+// split and cached object agrees. Per output: the instruction defining it, or -1.
 std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element,
                                 const std::vector<bool>& summed = {});
 
