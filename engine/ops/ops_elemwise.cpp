@@ -370,7 +370,7 @@ struct Outs {
     static const Shape scalar{};  // built once: a Shape is 136 bytes to zero
     for (size_t o = 0; o < reduced.size(); ++o) {
       if (!reduced[o]) continue;
-      if (by_kernel >> o & 1) {
+      if (o < kMaxReducedOutput && (by_kernel >> o & 1)) {
         *static_cast<double*>(f.alloc_out(static_cast<int>(o), scalar).data) = sum[o];
         continue;
       }
@@ -548,6 +548,7 @@ bool run_flat(Frame& f, Outs& outs, const interp::ElemKernel* k, int ndim, int64
               int64_t& total) {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
   constexpr int kSmallOps = 24;
+  static_assert(kSmallOps <= kMaxReducedOutput);  // every output's bit fits Outs::by_kernel
   if (nops > kSmallOps) return false;
   interp::StridedPtr ops[kSmallOps];
   const Tensor* ref = nullptr;  // the first input of more than one element
