@@ -339,14 +339,12 @@ class Gen {
     }
     vals_.clear();
     Value* at_event = B.CreateICmpEQ(B.CreateAnd(e, ConstantInt::get(s64, ~int64_t{1})), B.CreateAdd(g, base));
-    BasicBlock* body_end = B.GetInsertBlock();
     BasicBlock* hot = BasicBlock::Create(C, "acc", F);
     BasicBlock* cold = BasicBlock::Create(C, "event", F);
     BasicBlock* flush = BasicBlock::Create(C, "leaf", F);
     BasicBlock* tail = BasicBlock::Create(C, "tail", F);
     BasicBlock* latch = BasicBlock::Create(C, "next", F);
     BasicBlock* after = BasicBlock::Create(C, "safter", F);
-    (void)body_end;
     B.CreateCondBr(at_event, cold, hot);
     B.SetInsertPoint(hot);
     std::vector<Value*> acc_hot(ns);
