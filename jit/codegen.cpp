@@ -300,8 +300,7 @@ class Gen {
     const uint64_t ctl_off = static_cast<uint64_t>(sum_ctl_cell(bc_)) * cell_bytes_;
     auto ctl = [&](uint64_t k) { return B.CreateConstGEP1_64(i8, scratch_, ctl_off + 8 * k); };
     auto acc_cell = [&](int j) {
-      return B.CreateConstGEP1_64(
-          i8, scratch_, static_cast<uint64_t>(bc_.num_regs + bc_.inputs.size() + 4 + j) * cell_bytes_);
+      return B.CreateConstGEP1_64(i8, scratch_, static_cast<uint64_t>(out_cell(bc_, j)) * cell_bytes_);
     };
     Value* ev0 = B.CreateAlignedLoad(ptr, ctl(0), Align(8));
     Value* e0 = B.CreateAlignedLoad(s64, ev0, Align(8));

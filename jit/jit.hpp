@@ -75,9 +75,11 @@ struct KernelSpec {
 // ascending, end at INT64_MAX: 8 * (a leaf's first element), or
 // 8 * (n - n % 8) + 1 for the last, partial group. Each summed output's
 // lane accumulator persists in its output cell.
-inline int32_t sum_ctl_cell(const interp::Bytecode& bc) {
-  return bc.num_regs + static_cast<int32_t>(bc.inputs.size()) + 4 + static_cast<int32_t>(bc.outputs.size());
+// Output j's own cell, after the registers, inputs and 4 temporaries.
+inline int32_t out_cell(const interp::Bytecode& bc, size_t j) {
+  return bc.num_regs + static_cast<int32_t>(bc.inputs.size()) + 4 + static_cast<int32_t>(j);
 }
+inline int32_t sum_ctl_cell(const interp::Bytecode& bc) { return out_cell(bc, bc.outputs.size()); }
 // Outputs a chunk can sum (KernelSpec::summed): float64 values of a float64
 // register whose last definition is inline arithmetic (no math call, no cast).
 std::vector<bool> summable_outputs(const interp::Bytecode& bc);
@@ -236,10 +238,9 @@ class JitKernel : public interp::ElemKernel {
   std::vector<int32_t> direct_outs_;  // direct_outputs(bc), in order
   std::vector<int32_t> summed_;       // KernelSpec::summed, in order
   std::vector<uint8_t> is_summed_;    // per output (ElemKernel::summed points here)
-  std::vector<int64_t> sum_acc_;      // per summed output: its lane accumulator's cell (byte offset)
-  int64_t ctl_cell_ = 0;              // byte offset of the control cell
+  int64_t out_cell0_ = 0, cell_bytes_ = 0;  // output 0's cell (byte offset), cell spacing
+  int64_t out_cell_at(size_t j) const { return out_cell0_ + static_cast<int64_t>(j) * cell_bytes_; }
   std::vector<int32_t> chunk_outs_;   // one-element: outputs the chunk stores (one_element_stores)
-  std::vector<int64_t> chunk_cell_;   // where each of those goes when the caller's table is not passed
   bool caller_copies_ = false;        // one-element: some output the caller stores copies an input
   size_t scratch_;
   int tier_, lanes_;

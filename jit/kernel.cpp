@@ -143,8 +143,12 @@ size_t scratch_bytes(const interp::Bytecode& bc, const Layout& l) {
   return static_cast<size_t>(sum_ctl_cell(bc) + 1) * static_cast<size_t>(l.cell_bytes);  // + the control cell
 }
 
-std::vector<bool> summable_outputs(const interp::Bytecode& bc) {
-  std::vector<bool> d(bc.outputs.size(), false);
+namespace {
+// Per output: the instruction that last defines it when it is a float64
+// register whose last definition is inline float64 arithmetic (no math
+// call, no cast), else -1.
+std::vector<int> float64_inline_defs(const interp::Bytecode& bc) {
+  std::vector<int> d(bc.outputs.size(), -1);
   std::vector<int> writer(bc.num_slots(), -1);
   for (int j = 0; j < static_cast<int>(bc.code.size()); ++j) writer[bc.code[j].d] = j;
   for (size_t j = 0; j < bc.outputs.size(); ++j) {
@@ -153,29 +157,29 @@ std::vector<bool> summable_outputs(const interp::Bytecode& bc) {
     const interp::Instr& in = bc.code[writer[o.slot]];
     if (in.op >= interp::kCvtBase) continue;
     const interp::OpSig sig = interp::op_sig(in.op);
-    d[j] = sig.valid && !sig.math && sig.dst == interp::Cls::F64 &&
-           static_cast<interp::Cls>(in.op % interp::kNumCls) == interp::Cls::F64;
+    if (sig.valid && !sig.math && sig.dst == interp::Cls::F64 &&
+        static_cast<interp::Cls>(in.op % interp::kNumCls) == interp::Cls::F64)
+      d[j] = writer[o.slot];
   }
+  return d;
+}
+}  // namespace
+
+std::vector<bool> summable_outputs(const interp::Bytecode& bc) {
+  const std::vector<int> def = float64_inline_defs(bc);
+  std::vector<bool> d(def.size());
+  for (size_t j = 0; j < def.size(); ++j) d[j] = def[j] >= 0;
   return d;
 }
 
 std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element, const std::vector<bool>& summed) {
   std::vector<int> d(bc.outputs.size(), -1);
   if (one_element) return d;
-  std::vector<int> writer(bc.num_slots(), -1);
-  for (int j = 0; j < static_cast<int>(bc.code.size()); ++j) writer[bc.code[j].d] = j;
-  for (size_t j = 0; j < bc.outputs.size(); ++j) {
-    if (j < summed.size() && summed[j]) continue;
-    const interp::OutputRef& o = bc.outputs[j];
-    if (o.dtype != DType::Float64 || o.slot < bc.first_reg() || writer[o.slot] < 0) continue;
-    const interp::Instr& in = bc.code[writer[o.slot]];
-    if (in.op >= interp::kCvtBase) continue;
-    const interp::OpSig sig = interp::op_sig(in.op);
-    const auto op = static_cast<interp::ScalarOp>(in.op / interp::kNumCls);
-    if (sig.valid && !sig.math && sig.dst == interp::Cls::F64 &&
-        static_cast<interp::Cls>(in.op % interp::kNumCls) == interp::Cls::F64 &&
-        interp::op_info(op).has(interp::opflag::AsmF))
-      d[j] = writer[o.slot];
+  const std::vector<int> def = float64_inline_defs(bc);
+  for (size_t j = 0; j < def.size(); ++j) {
+    if (def[j] < 0 || (j < summed.size() && summed[j])) continue;
+    const auto op = static_cast<interp::ScalarOp>(bc.code[def[j]].op / interp::kNumCls);
+    if (interp::op_info(op).has(interp::opflag::AsmF)) d[j] = def[j];
   }
   return d;
 }
@@ -203,13 +207,12 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
       fallback_(std::move(fallback)) {
   fn = &run_fn;
   if (spec.one_element && !pieces_.empty()) fn_table = &run_table;
-  ctl_cell_ = static_cast<int64_t>(sum_ctl_cell(bc)) * layout(tier, spec.one_element).cell_bytes;
+  cell_bytes_ = layout(tier, spec.one_element).cell_bytes;
+  out_cell0_ = static_cast<int64_t>(out_cell(bc, 0)) * cell_bytes_;
   is_summed_.assign(bc.outputs.size(), 0);
   for (size_t j = 0; j < bc.outputs.size(); ++j)
     if (spec.is_summed(j)) {
       summed_.push_back(static_cast<int32_t>(j));
-      sum_acc_.push_back(static_cast<int64_t>(bc.num_regs + bc.inputs.size() + 4 + j) *
-                         layout(tier, spec.one_element).cell_bytes);
       is_summed_[j] = 1;
     }
   if (!summed_.empty()) {
@@ -220,9 +223,8 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
   }
   plain_ins_ = std::all_of(bc.inputs.begin(), bc.inputs.end(),
                            [](DType t) { return t == DType::Float64 || t == DType::Int64; });
-  const int64_t cb = layout(tier, spec.one_element).cell_bytes;
   for (size_t k = 0; k < bc.inputs.size(); ++k) {
-    ins_.push_back({bc.inputs[k], static_cast<int64_t>(bc.num_regs + k) * cb, {}, -1, spec.is_uniform(k),
+    ins_.push_back({bc.inputs[k], static_cast<int64_t>(bc.num_regs + k) * cell_bytes_, {}, -1, spec.is_uniform(k),
                     static_cast<int64_t>(dtype_size(bc.inputs[k]))});
     any_uniform_ |= spec.is_uniform(k);
   }
@@ -234,9 +236,9 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
     const size_t j = outs_.size();
     if (o.slot < bc.num_consts()) outs_.push_back({o.dtype, -1, bc.constants[o.slot], -1});
     else if (direct[j] >= 0)  // the chunk stores it in its output cell, or the caller's array
-      outs_.push_back({o.dtype, static_cast<int64_t>(bc.num_regs + bc.inputs.size() + 4 + j) * cb, {}, -1});
+      outs_.push_back({o.dtype, out_cell_at(j), {}, -1});
     else
-      outs_.push_back({o.dtype, static_cast<int64_t>(cell_index(bc, o.slot)) * cb, {},
+      outs_.push_back({o.dtype, static_cast<int64_t>(cell_index(bc, o.slot)) * cell_bytes_, {},
                        o.slot < bc.first_reg() ? o.slot - bc.num_consts() : -1});
     if (direct[j] >= 0) direct_outs_.push_back(static_cast<int32_t>(j));
     // Outputs are scattered from whole blocks of lanes; a uniform input has one.
@@ -245,7 +247,6 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
     const Slot& b = outs_.back();
     if (chunk[j]) {
       chunk_outs_.push_back(static_cast<int32_t>(j));
-      chunk_cell_.push_back(static_cast<int64_t>(bc.num_regs + bc.inputs.size() + 4 + j) * cb);
       continue;
     }
     caller_copies_ |= b.in >= 0;
@@ -352,37 +353,33 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
     // no block loop, no per-element loops or memcpy calls. A one-element
     // kernel reads the callers' StridedPtrs (jit.hpp): with every input of
     // an 8-byte dtype, the operands as given (each element in place).
-    const char* const* args = ip;
     const Slot* o = k->outs_.data();
-    bool given = false;  // the chunk stores its outputs through the caller's table
     if (k->one_) {
-      const size_t no = k->outs_.size();
-      uintptr_t low = 0;  // any input (or output the chunk stores) not 8-byte aligned?
+      // The caller's table as it is (run_table) when it can be: float64 and
+      // int64 inputs, outputs right after the inputs, no output the caller
+      // copies from an input, and every pointer read or written 8-byte aligned.
       if (k->plain_ins_ && out == in + ni && !k->caller_copies_) {
+        uintptr_t low = 0;
         for (size_t j = 0; j < ni; ++j) low |= reinterpret_cast<uintptr_t>(in[j].data);
         for (const int32_t j : k->chunk_outs_) low |= reinterpret_cast<uintptr_t>(out[j].data);
-        given = low % 8 == 0;
+        if (low % 8 == 0) return run_table(self, in);
       }
-      if (given) {
-        args = reinterpret_cast<const char* const*>(in);
-      } else {
-        interp::StridedPtr small_sp[64];
-        static thread_local std::vector<interp::StridedPtr> big_sp;
-        if (ni + no > 64 && big_sp.size() < ni + no) big_sp.resize(ni + no);
-        interp::StridedPtr* sp = ni + no > 64 ? big_sp.data() : small_sp;
-        for (size_t j = 0; j < ni; ++j) sp[j].data = const_cast<char*>(one_lane(x[j].dt, in[j].data, s + x[j].cell));
-        for (size_t c = 0; c < k->chunk_outs_.size(); ++c) sp[ni + k->chunk_outs_[c]].data = s + k->chunk_cell_[c];
-        for (const Piece& p : k->pieces_) p.fn(1, s, reinterpret_cast<const char* const*>(sp));
-        args = nullptr;  // ran; the chunk's outputs are in their cells
-      }
+      // Inputs as aligned copies where needed; the chunk's outputs to their own cells.
+      const size_t no = k->outs_.size();
+      interp::StridedPtr small_sp[64];
+      static thread_local std::vector<interp::StridedPtr> big_sp;
+      if (ni + no > 64 && big_sp.size() < ni + no) big_sp.resize(ni + no);
+      interp::StridedPtr* sp = ni + no > 64 ? big_sp.data() : small_sp;
+      for (size_t j = 0; j < ni; ++j) sp[j].data = const_cast<char*>(one_lane(x[j].dt, in[j].data, s + x[j].cell));
+      for (const int32_t j : k->chunk_outs_) sp[ni + j].data = s + k->out_cell_at(j);
+      for (const Piece& p : k->pieces_) p.fn(1, s, reinterpret_cast<const char* const*>(sp));
     } else {
       for (size_t j = 0; j < ni; ++j) {
         load_one(x[j].dt, in[j].data, s + x[j].cell);
         ip[j] = s + x[j].cell;
       }
+      for (const Piece& p : k->pieces_) p.fn(1, s, ip);
     }
-    if (args)
-      for (const Piece& p : k->pieces_) p.fn(1, s, args);
     auto input = [&](int i) -> const char* {
       if (!k->one_) return ip[i];
       // The caller's element (as the chunk read it), or its aligned copy.
@@ -391,9 +388,7 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
     // The others first: they hold the outputs that copy an input, read before any plain store.
     for (const int32_t j : k->other_outs_)
       store_one(o[j].dt, o[j].in >= 0 ? input(o[j].in) : o[j].cell >= 0 ? s + o[j].cell : nullptr, o[j].k, out[j].data);
-    if (k->one_ && !given)
-      for (size_t c = 0; c < k->chunk_outs_.size(); ++c)
-        std::memcpy(out[k->chunk_outs_[c]].data, s + k->chunk_cell_[c], 8);
+    for (const int32_t j : k->chunk_outs_) std::memcpy(out[j].data, s + k->out_cell_at(j), 8);
     for (const int32_t j : k->plain_outs_) std::memcpy(out[j].data, s + o[j].cell, 8);
     return;
   }
@@ -556,21 +551,20 @@ void JitKernel::run_fallback(const ElemKernel* self, int64_t n, const interp::St
   static_cast<const JitKernel*>(self)->fallback_->run(n, in, out);
 }
 
-// The leaves of the summation tree over n elements (reduce_tree.hpp): each
-// chunk of kChunk by tree(), in order. Their first elements and lengths.
-static void leaves_of(int64_t n, std::vector<int64_t>& first, std::vector<int16_t>& len) {
+// The first elements of the leaves of the summation tree over n elements
+// (reduce_tree.hpp): each chunk of kChunk by tree(), in order.
+static void leaf_starts(int64_t n, std::vector<int64_t>& first) {
   constexpr int kMax = static_cast<int>(reduce::kChunk / (reduce::kLeaf / 2)) + 1;
-  int16_t l[kMax];
+  int16_t len[kMax];
   for (int64_t c = 0; c < n; c += reduce::kChunk) {
     int count = 0;
     const int64_t m = std::min(reduce::kChunk, n - c);
-    if (m <= reduce::kLeaf) l[count++] = static_cast<int16_t>(m);
-    else reduce::leaf_lengths(m, l, count);
+    if (m <= reduce::kLeaf) len[count++] = static_cast<int16_t>(m);
+    else reduce::leaf_lengths(m, len, count);
     int64_t at = c;
     for (int i = 0; i < count; ++i) {
       first.push_back(at);
-      len.push_back(l[i]);
-      at += l[i];
+      at += len[i];
     }
   }
 }
@@ -600,16 +594,14 @@ void JitKernel::run_sums(const ElemKernel* self, int64_t n, const interp::Stride
   struct Buffers {
     int64_t n = -1;
     std::vector<int64_t> first, events;
-    std::vector<int16_t> len;
     std::vector<double> lanes, val, part;
     std::vector<const char*> ip;
   };
   thread_local Buffers b;
   if (n != b.n) {
     b.first.clear();
-    b.len.clear();
     b.events.clear();
-    leaves_of(n, b.first, b.len);
+    leaf_starts(n, b.first);
     for (int64_t f : b.first) b.events.push_back(f * 8);
     if (n % 8) b.events.push_back((n - n % 8) * 8 + 1);
     b.events.push_back(INT64_MAX);
@@ -621,7 +613,7 @@ void JitKernel::run_sums(const ElemKernel* self, int64_t n, const interp::Stride
   // leaf, then the tail group.
   const size_t per = (nl + 1) * 8 + 8;
   if (b.lanes.size() < ns * per) b.lanes.resize(ns * per);
-  char* ctl = s + static_cast<size_t>(k->ctl_cell_);
+  char* ctl = s + static_cast<size_t>(k->out_cell_at(k->outs_.size()));  // sum_ctl_cell
   for (size_t q = 0; q < ns; ++q) {
     double* l = b.lanes.data() + q * per;
     double* t = l + (nl + 1) * 8;
@@ -639,17 +631,11 @@ void JitKernel::run_sums(const ElemKernel* self, int64_t n, const interp::Stride
   for (size_t q = 0; q < ns; ++q) {
     const int32_t j = k->summed_[q];
     const double* l = b.lanes.data() + q * per;
-    const double* acc = reinterpret_cast<const double*>(s + k->sum_acc_[q]);
+    const double* acc = reinterpret_cast<const double*>(s + k->out_cell_at(j));
     for (size_t i = 0; i + 1 < nl; ++i) val[i] = reduce::combine_lanes<reduce::Rop::Add, double>(l + (i + 1) * 8);
     double v = reduce::combine_lanes<reduce::Rop::Add, double>(acc);
     for (int64_t t = 0; t < n % 8; ++t) v = v + l[(nl + 1) * 8 + t];  // the last leaf's tail, in order
     val[nl - 1] = v;
-    if (n <= reduce::kChunk) {
-      size_t used = 0;
-      auto lf = [&](int64_t, int64_t) { return val[used++]; };
-      sums[j] = reduce::tree<reduce::Rop::Add, double>(0, n, lf);
-      continue;
-    }
     // The tree over each chunk's leaves, then over the chunks' partials.
     size_t at = 0;
     b.part.clear();
@@ -660,7 +646,9 @@ void JitKernel::run_sums(const ElemKernel* self, int64_t n, const interp::Stride
       b.part.push_back(reduce::tree<reduce::Rop::Add, double>(0, m, lf));
       at += used;
     }
-    sums[j] = reduce::tree_contiguous<reduce::Rop::Add, double>(b.part.data(), static_cast<int64_t>(b.part.size()));
+    sums[j] = b.part.size() == 1 ? b.part[0]
+                                 : reduce::tree_contiguous<reduce::Rop::Add, double>(
+                                       b.part.data(), static_cast<int64_t>(b.part.size()));
   }
 }
 

@@ -681,12 +681,10 @@ void ElemwiseKernel::run_planned(Frame& f, interp::StridedPtr* ops, const Step& 
   for (const int32_t i : st.live_in) {
     const Tensor& t = f.in(i);
     const FusedInput& fi = fused_in_[i];
-    // Inline: a 0-d or (1,) input, or an element picked from a vector (the
-    // point's x[k], most picks); other ranks and errors out of line.
+    // Inline: a 0-d or (1,) input; picks of other ranks and errors out of
+    // line (picks of a vector are the pick runs above).
     if (!fi.pick && (t.shape.ndim == 0 || (t.shape.ndim == 1 && t.shape.dims[0] == 1)))
       ops[i].data = t.data;
-    else if (fi.pick && t.shape.ndim == 1 && fi.coord.size() == 1 && fi.coord[0] < t.shape.dims[0])
-      ops[i].data = static_cast<char*>(t.data) + fi.coord[0] * t.strides[0] * static_cast<int64_t>(dtype_size(t.dtype));
     else
       ops[i].data = fused_input(f, i);
     low |= reinterpret_cast<uintptr_t>(ops[i].data);
