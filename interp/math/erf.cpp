@@ -51,57 +51,86 @@ D erf_small(D x) {
   return x * polevl(z, kT) / p1evl(z, kU);
 }
 
-// erfc(x) * exp(x^2) for x >= 1.
+// erfc(x) * exp(x^2) for x >= 1. A piece no lane of the batch needs is not
+// computed (the selects would drop it): the bits are the same either way.
 D erfcx_large(D x) {
-  D mid = polevl(x, kP) / p1evl(x, kQ);
-  D far = polevl(x, kR) / p1evl(x, kS);
+  const B near = x < D(8.0);
+  if (xsimd::all(near)) return polevl(x, kP) / p1evl(x, kQ);
   // Asymptotic series beyond the range of R/S: (1/(x sqrt(pi))) sum (-1)^k (2k-1)!!/(2x^2)^k.
-  D w = D(1.0) / (D(2.0) * x * x);
-  D series = horner(w, 1.0, -1.0, 3.0, -15.0, 105.0, -945.0, 10395.0, -135135.0);
-  D asym = D(kInvSqrtPi) / x * series;
-  return select(x < D(8.0), mid, select(x < D(26.0), far, asym));
+  D r(0.0);
+  if (xsimd::any(!(x < D(26.0)))) {
+    D w = D(1.0) / (D(2.0) * x * x);
+    D series = horner(w, 1.0, -1.0, 3.0, -15.0, 105.0, -945.0, 10395.0, -135135.0);
+    r = D(kInvSqrtPi) / x * series;
+  }
+  if (xsimd::any(x < D(26.0) && !near)) r = select(x < D(26.0), polevl(x, kR) / p1evl(x, kS), r);
+  if (xsimd::any(near)) r = select(near, polevl(x, kP) / p1evl(x, kQ), r);
+  return r;
 }
 
-// erfc for x >= 1 (0 once exp(-x^2) underflows).
-D erfc_large(D x) {
-  D r = exp_sq(x, -1.0) * erfcx_large(select(x < D(27.5), x, D(27.5)));
+// erfc for x >= 1 (0 once exp(-x^2) underflows), given e = exp_sq(x, -1).
+D erfc_large(D x, D e) {
+  D r = e * erfcx_large(select(x < D(27.5), x, D(27.5)));
   return select(x < D(27.5), r, D(0.0));
 }
 
 }  // namespace
 
+// Each function below computes a region's formula only when some lane of the
+// batch is in it; the selects then give every lane the bits they gave when
+// every formula was computed for all lanes.
 D erf(D x) {
   D a = abs(x);
-  D big = D(1.0) - erfc_large(select(a < D(1.0), D(1.0), a));
-  D r = select(a < D(1.0), erf_small(x), copysign(big, x));
+  const B small = a < D(1.0);
+  D r(0.0);
+  if (!xsimd::all(small)) {
+    D t = select(small, D(1.0), a);
+    r = copysign(D(1.0) - erfc_large(t, exp_sq(t, -1.0)), x);
+  }
+  if (xsimd::any(small)) r = select(small, erf_small(x), r);
   return select(is_nan(x), x, r);
 }
 
 D erfc(D x) {
   D a = abs(x);
-  B small = a < D(1.0);
-  D large = erfc_large(select(small, D(1.0), a));
-  D r = select(x < D(0.0), D(2.0) - large, large);
-  r = select(small, D(1.0) - erf_small(select(small, x, D(0.0))), r);
-  B mid = x >= D(0.5) && x < D(1.0);
-  D xm = select(mid, x, D(0.75));
-  r = select(mid, exp_sq(xm, -1.0) * erfcx_mid(xm), r);
+  const B small = a < D(1.0);
+  const B mid = x >= D(0.5) && x < D(1.0);
+  // One exp(-t^2) serves both the large lanes (t = |x|) and the mid ones
+  // (t = x); other lanes take t = 1, whose result no select keeps.
+  const bool any_mid = xsimd::any(mid), all_small = xsimd::all(small);
+  D t = select(small, D(1.0), a);
+  if (any_mid) t = select(mid, x, t);
+  D e(0.0);
+  if (any_mid || !all_small) e = exp_sq(t, -1.0);
+  D r(0.0);
+  if (!all_small) {
+    D large = erfc_large(select(small, D(1.0), a), e);
+    r = select(x < D(0.0), D(2.0) - large, large);
+  }
+  if (xsimd::any(small)) r = select(small, D(1.0) - erf_small(select(small, x, D(0.0))), r);
+  if (any_mid) r = select(mid, e * erfcx_mid(select(mid, x, D(0.75))), r);
   return select(is_nan(x), x, r);
 }
 
 D erfcx(D x) {
   D a = abs(x);
-  B small = a < D(1.0);
-  D large = erfcx_large(select(small, D(1.0), select(a < D(1e300), a, D(1e300))));
-  // Beyond 1e300 only the leading term matters and squaring would overflow.
-  large = select(a < D(1e300), large, D(kInvSqrtPi) / a);
-  D ex2 = exp_sq(select(a < D(26.7), x, D(0.0)), 1.0);
-  D near0 = ex2 * (D(1.0) - erf_small(select(small, x, D(0.0))));
-  D r = select(small, near0, large);
-  r = select(x >= D(0.5) && x < D(1.0), erfcx_mid(select(small, x, D(0.75))), r);
+  const B small = a < D(1.0);
+  const B neg_side = x <= D(-1.0);
+  const bool all_small = xsimd::all(small);
+  D large(0.0);
+  if (!all_small) {
+    large = erfcx_large(select(small, D(1.0), select(a < D(1e300), a, D(1e300))));
+    // Beyond 1e300 only the leading term matters and squaring would overflow.
+    large = select(a < D(1e300), large, D(kInvSqrtPi) / a);
+  }
+  D ex2(0.0);
+  if (xsimd::any(small || neg_side)) ex2 = exp_sq(select(a < D(26.7), x, D(0.0)), 1.0);
+  D r = large;
+  if (xsimd::any(small)) r = select(small, ex2 * (D(1.0) - erf_small(select(small, x, D(0.0)))), r);
+  const B mid = x >= D(0.5) && x < D(1.0);
+  if (xsimd::any(mid)) r = select(mid, erfcx_mid(select(small, x, D(0.75))), r);
   // Negative x: erfcx(x) = 2 exp(x^2) - erfcx(-x), infinite once exp(x^2) overflows.
-  D neg = select(a < D(26.7), D(2.0) * ex2 - large, inf());
-  r = select(x <= D(-1.0), neg, r);
+  if (xsimd::any(neg_side)) r = select(neg_side, select(a < D(26.7), D(2.0) * ex2 - large, inf()), r);
   return select(is_nan(x), x, r);
 }
 
