@@ -47,6 +47,23 @@ void cum_typed(const Tensor& x, int axis, Out* y) {
   for (int i = 0; i < axis; ++i) nouter *= x.dim(i);
   for (int i = axis + 1; i < x.ndim(); ++i) ninner *= x.dim(i);
   const int64_t len = x.dim(axis), sa = x.strides[axis];
+  if (ninner == 1) {
+    // One chain per row: the running value stays in a register (a store and
+    // reload per element would double the chain's latency). It goes through
+    // Out as the stored value does (a narrower integer, bool).
+    for (int64_t q = 0; q < nouter; ++q, outer.next()) {
+      const In* row = xp + outer.off;
+      Out* yq = y + q * len;
+      A acc{};
+      for (int64_t i = 0; i < len; ++i) {
+        const A v = reduce::convert<A>(row[i * sa]);
+        const Out o = reduce::convert<Out>(i == 0 ? v : reduce::combine<op>(acc, v));
+        yq[i] = o;
+        acc = reduce::convert<A>(o);
+      }
+    }
+    return;
+  }
   for (int64_t q = 0; q < nouter; ++q, outer.next()) {
     Out* yq = y + q * len * ninner;
     for (int64_t i = 0; i < len; ++i) {

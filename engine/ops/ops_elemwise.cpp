@@ -539,10 +539,11 @@ struct Outs {
 
 namespace {
 // The common vector case without the loop nest: every input either has one
-// element (broadcast, stride 0) or one shared shape and is C-contiguous, so
-// the whole output is one run of `total` elements (the loop nest would merge
-// all dims into the same single run; element-wise ops do not depend on how a
-// run is split). Returns false, having done nothing, when it does not apply
+// element (broadcast, stride 0) or one shared shape and C order with one
+// element step (contiguous, or reversed like the x[::-1] of a cumsum's
+// gradient), so the whole output is one run of `total` elements (the loop
+// nest would merge all dims into the same single run; element-wise ops do not
+// depend on how a run is split). Returns false, having done nothing, when it does not apply
 // (then run_nest handles it, broadcast errors included).
 bool run_flat(Frame& f, Outs& outs, const interp::ElemKernel* k, int ndim, int64_t parallel_threshold,
               int64_t& total) {
@@ -554,11 +555,15 @@ bool run_flat(Frame& f, Outs& outs, const interp::ElemKernel* k, int ndim, int64
   const Tensor* ref = nullptr;  // the first input of more than one element
   for (int i = 0; i < nin; ++i) {
     const Tensor& t = f.in(i);
-    int64_t n = 1, st = 1;
-    bool contiguous = true;
+    // The element step: the innermost stride of a dim longer than 1.
+    int64_t step = 0;
+    for (int d = ndim - 1; d >= 0 && step == 0; --d)
+      if (t.shape.dims[d] > 1) step = t.strides[d];
+    int64_t n = 1, st = step;
+    bool linear = step != 0;
     for (int d = ndim - 1; d >= 0; --d) {
       const int64_t v = t.shape.dims[d];
-      contiguous = contiguous && (v == 1 || t.strides[d] == st);
+      linear = linear && (v == 1 || t.strides[d] == st);
       st *= v;
       n *= v;
     }
@@ -566,14 +571,14 @@ bool run_flat(Frame& f, Outs& outs, const interp::ElemKernel* k, int ndim, int64
       ops[i] = {t.data, 0};
       continue;
     }
-    if (!contiguous) return false;
+    if (!linear) return false;
     if (!ref) {
       ref = &t;
     } else {
       for (int d = 0; d < ndim; ++d)
         if (t.shape.dims[d] != ref->shape.dims[d]) return false;
     }
-    ops[i] = {t.data, 1};
+    ops[i] = {t.data, step};
   }
   if (!ref) return false;  // all one element: the caller's other paths
   total = ref->size();

@@ -283,3 +283,34 @@ TEST_CASE("elemwise_short_inner_dim_packs_broadcast_reversed_and_narrow_operands
     CHECK(bad == 0);
   }
 }
+
+TEST_CASE("elemwise_one_run_of_reversed_and_stepped_operands_matches_each_element") {
+  // Operands in C order with an element step other than 1 (the x[::-1] of a
+  // cumsum's gradient, every other column) run as one flat run; each element
+  // against its own one-element call.
+  std::mt19937_64 g(5);
+  auto p = Program::from_json(elemwise_graph(2));
+  Array r = random_array(g, {2, {20, 30}}), w = random_array(g, {2, {20, 60}}), b = random_array(g, {2, {20, 30}});
+  Tensor rev = r.t;  // r reversed in both dims: element step -1
+  rev.data = r.data<double>() + r.size() - 1;
+  rev.strides[0] = -rev.strides[0];
+  rev.strides[1] = -rev.strides[1];
+  Tensor every_other = w.t;  // w[:, ::2]: element step 2
+  every_other.shape.dims[1] = 30;
+  every_other.strides[1] = 2;
+  const Shape one{2, {1, 1}};
+  for (const Tensor& x : {rev, every_other}) {
+    for (const bool x_first : {true, false}) {
+      auto y = x_first ? p->call({x, b.t}) : p->call({b.t, x});
+      REQUIRE(y[0].t.shape == Shape{2, {20, 30}});
+      int64_t bad = 0;
+      for (int64_t e = 0; e < 600; ++e) {
+        const double xe = static_cast<const double*>(x.data)[(e / 30) * x.strides[0] + (e % 30) * x.strides[1]];
+        Array ae = Array::of<double>(one, {xe}), be = Array::of<double>(one, {b.data<double>()[e]});
+        const double want = (x_first ? p->call({ae.t, be.t}) : p->call({be.t, ae.t}))[0].data<double>()[0];
+        bad += bits(want) != bits(y[0].data<double>()[e]);
+      }
+      CHECK(bad == 0);
+    }
+  }
+}
