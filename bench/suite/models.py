@@ -316,12 +316,147 @@ def structural_ts(rng, t=60):
     return tm.structural_time_series(seed=int(rng.integers(2**31)), t=t)
 
 
+def skew_normal(rng, n=400):
+    y = rng.normal(size=n) + rng.exponential(0.7, size=n)
+    with pm.Model() as model:
+        alpha = pm.Normal("alpha", 0, 2)
+        mu = pm.Normal("mu", 0, 2)
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.SkewNormal("y", mu=mu, sigma=sigma, alpha=alpha, observed=y)
+    return model
+
+
+def truncated_normal(rng, n=400):
+    """A normal truncated below at 0: its logp subtracts a log normal CDF (erfc)."""
+    y = np.abs(rng.normal(0.5, 1.0, size=n))
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 2)
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.TruncatedNormal("y", mu=mu, sigma=sigma, lower=0.0, observed=y)
+    return model
+
+
+def beta_binomial(rng, n=300):
+    trials = rng.integers(5, 30, size=n)
+    y = rng.binomial(trials, rng.beta(2, 5, size=n))
+    with pm.Model() as model:
+        a = pm.HalfNormal("a", 5)
+        b = pm.HalfNormal("b", 5)
+        pm.BetaBinomial("y", alpha=a, beta=b, n=trials, observed=y)
+    return model
+
+
+def multinomial_logit(rng, n=400, k=3, classes=4):
+    """Softmax regression: a (n, classes) softmax over a Dot, read by a Categorical."""
+    x = rng.normal(size=(n, k))
+    y = rng.integers(0, classes, size=n)
+    with pm.Model() as model:
+        b = pm.Normal("b", 0, 1, shape=(k, classes))
+        pm.Categorical("y", p=pm.math.softmax(pt.dot(x, b), axis=1), observed=y)
+    return model
+
+
+def poisson_mixture(rng, n=400):
+    """Two Poisson components, ordered rates: a logsumexp over components."""
+    y = np.concatenate([rng.poisson(2, n // 2), rng.poisson(9, n - n // 2)])
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(2))
+        lam = pm.Gamma("lam", 2, 0.5, shape=2, transform=pm.distributions.transforms.ordered, initval=[1.0, 5.0])
+        pm.Mixture("y", w=w, comp_dists=pm.Poisson.dist(lam), observed=y)
+    return model
+
+
+def hurdle_gamma(rng, n=400):
+    y = rng.gamma(2, 2, size=n) * rng.binomial(1, 0.6, size=n)
+    with pm.Model() as model:
+        psi = pm.Beta("psi", 2, 2)
+        a = pm.Exponential("a", 1)
+        b = pm.Exponential("b", 1)
+        pm.HurdleGamma("y", psi=psi, alpha=a, beta=b, observed=y)
+    return model
+
+
+def von_mises(rng, n=300):
+    """Circular data: the logp holds log I0e (a Bessel function)."""
+    y = rng.vonmises(0.5, 2.0, size=n)
+    with pm.Model() as model:
+        mu = pm.VonMises("mu", 0, 0.1)
+        kappa = pm.HalfNormal("kappa", 5)
+        pm.VonMises("y", mu=mu, kappa=kappa, observed=y)
+    return model
+
+
+def gamma_glm(rng, n=500, k=3):
+    x = rng.normal(size=(n, k))
+    y = rng.gamma(2.0, np.exp(x @ rng.normal(0, 0.3, size=k)) / 2.0)
+    with pm.Model() as model:
+        b = pm.Normal("b", 0, 1, shape=k)
+        a = pm.HalfNormal("a", 5)
+        pm.Gamma("y", alpha=a, beta=a / pm.math.exp(pt.dot(x, b)), observed=y)
+    return model
+
+
+def cumsum_trend(rng, t=300):
+    """A local level written with cumsum (CumOp) instead of a random walk distribution."""
+    y = np.cumsum(rng.normal(0, 0.3, size=t)) + rng.normal(0, 0.5, size=t)
+    with pm.Model() as model:
+        d = pm.Normal("d", 0, 1, shape=t)
+        s = pm.HalfNormal("s", 0.5)
+        pm.Normal("y", pt.cumsum(s * d), pm.HalfNormal("sigma", 1), observed=y)
+    return model
+
+
+def ex_gaussian(rng, n=400):
+    """Reaction times: a normal plus an exponential (log erfc in the logp)."""
+    y = rng.exponential(1, n) + rng.normal(2, 0.5, n)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 2)
+        sigma = pm.HalfNormal("sigma")
+        nu = pm.HalfNormal("nu")
+        pm.ExGaussian("y", mu=mu, sigma=sigma, nu=nu, observed=y)
+    return model
+
+
+def hsgp(rng, n=300, basis=30):
+    """A Hilbert-space approximate GP: a (n, basis) basis times spectral weights."""
+    x = np.linspace(0, 10, n)[:, None]
+    y = np.sin(x[:, 0]) + rng.normal(0, 0.3, n)
+    with pm.Model() as model:
+        ell = pm.InverseGamma("ell", 5, 5)
+        eta = pm.HalfNormal("eta", 1)
+        gp = pm.gp.HSGP(m=[basis], c=1.5, cov_func=eta**2 * pm.gp.cov.ExpQuad(1, ls=ell))
+        f = gp.prior("f", X=x)
+        pm.Normal("y", f, pm.HalfNormal("sigma"), observed=y)
+    return model
+
+
+def ordered_probit(rng, n=400, k=2):
+    x = rng.normal(size=(n, k))
+    y = np.digitize(x @ [0.8, -0.5] + rng.normal(size=n), [-1.0, 0.0, 1.0])
+    with pm.Model() as model:
+        b = pm.Normal("b", 0, 1, shape=k)
+        c = pm.Normal("c", np.arange(3.0) - 1, 2, shape=3, transform=pm.distributions.transforms.ordered)
+        pm.OrderedProbit("y", eta=pt.dot(x, b), cutpoints=c, sigma=1.0, observed=y)
+    return model
+
+
+def binomial_hierarchy(rng, groups=60, trials=30):
+    y = rng.binomial(trials, rng.beta(3, 5, groups))
+    with pm.Model() as model:
+        mu = pm.Normal("mu")
+        s = pm.HalfNormal("s")
+        z = pm.Normal("z", shape=groups)
+        pm.Binomial("y", n=trials, logit_p=mu + s * z, observed=y)
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
     gp_latent, ar2, random_walk, stochastic_volatility, zero_sum_hierarchy, beta_regression, horseshoe,
     normal_mixture, weibull_survival, simplex_categorical, studentt_robust, zero_inflated_poisson, garch11_scan,
-    hmm_scan, structural_ts,
+    hmm_scan, structural_ts, skew_normal, truncated_normal, beta_binomial, multinomial_logit, poisson_mixture,
+    hurdle_gamma, von_mises, gamma_glm, cumsum_trend, ex_gaussian, hsgp, ordered_probit, binomial_hierarchy,
 ]}
 
 
