@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <unordered_map>
 #include <utility>
@@ -114,6 +115,7 @@ class Gen {
       for (int i = k; i < e; ++i)
         if (divides_by_uniform(bc_.code[i])) divisor[bc_.code[i].b - bc_.num_consts()] = 1;
     }
+    mark_shared_divisors(runs);
     // Uniform inputs: one element, splat once for the whole chunk.
     uni_.assign(bc_.inputs.size(), nullptr);
     rcp_.assign(bc_.inputs.size(), nullptr);
@@ -283,7 +285,9 @@ class Gen {
       B.CreateBr(nb);
       B.SetInsertPoint(nb);
     }
-    Value* v = fast_divs && divides_by_uniform(in) ? fast_div(in, g) : emit_inline(in, g);
+    Value* v = fast_divs && divides_by_uniform(in) ? fast_div(in, g)
+               : shared_div_[k]                      ? shared_div(in, g)
+                                                     : emit_inline(in, g);
     vals_[in.d] = v;
     if (last_read_[k] >= hi) store(v, at(cell_off(in.d), g));
     for (int j : out_writes_[k]) B.CreateAlignedStore(v, B.CreateGEP(i8, out_base_[j], goff_), Align(8));
@@ -329,6 +333,7 @@ class Gen {
     goff_ = g;
     Value* gp = B.CreateGEP(i8, scratch_, goff_);
     vals_.clear();
+    rcp_vals_.clear();
     std::vector<Value*> v(ns, nullptr);
     for (int k = lo; k < hi; ++k) {
       emit_body_instr(k, hi, gp, fast_divs);
@@ -405,6 +410,7 @@ class Gen {
     if (!sums.empty()) return emit_summed_run(lo, hi, sums);
     loop([&](Value* g) {
       vals_.clear();
+      rcp_vals_.clear();
       for (int k = lo; k < hi; ++k) emit_body_instr(k, hi, g, fast_divs);
     });
     vals_.clear();
@@ -649,14 +655,64 @@ class Gen {
   Value* fast_div(const Instr& in, Value* g) {
     const int j = in.b - bc_.num_consts();
     Value* x = read(in.a, Cls::F64, g);
-    Value* s = uni_[j];
-    Value* y = rcp_[j];
+    Value* ax = un(Intrinsic::fabs, x);
+    Value* ok = B.CreateAnd(B.CreateFCmpOGE(ax, div_lo_[j]), B.CreateFCmpOLE(ax, splat(fc(Type::getDoubleTy(C), kDivHi))));
+    return corrected_div(x, uni_[j], rcp_[j], ok);
+  }
+
+  // Divisions in a division-bound run whose divisor (a register or a
+  // non-uniform input, at one definition) two or more of them share: each
+  // group computes 1/s once (shared_div) and every quotient by fast_div's
+  // correction step, checked per lane for both x and s.
+  void mark_shared_divisors(const std::vector<std::pair<int, int>>& runs) {
+    shared_div_.assign(bc_.code.size(), 0);
+    if (!fma_ || W == 1) return;
+    const uint16_t div = interp::opcode_of(interp::ScalarOp::TrueDiv, Cls::F64);
+    std::vector<int> writer(bc_.num_slots(), -1), def_b(bc_.code.size(), -1);
+    for (size_t i = 0; i < bc_.code.size(); ++i) {
+      if (bc_.code[i].b >= 0) def_b[i] = writer[bc_.code[i].b];
+      writer[bc_.code[i].d] = static_cast<int>(i);
+    }
+    for (const auto& [k, e] : runs) {
+      if (is_math(bc_.code[k])) continue;
+      int divs = 0;
+      std::map<std::pair<int32_t, int>, int> uses;  // (divisor slot, its definition) -> divisions
+      for (int i = k; i < e; ++i) {
+        const Instr& in = bc_.code[i];
+        if (in.op != div) continue;
+        ++divs;
+        if (in.b >= bc_.num_consts() && !is_uniform(in.b)) ++uses[{in.b, def_b[i]}];
+      }
+      // fast_div's rule: the divider bounds the loop.
+      if (divs == 0 || 7 * divs <= e - k - divs) continue;
+      for (int i = k; i < e; ++i) {
+        const Instr& in = bc_.code[i];
+        if (in.op == div && in.b >= bc_.num_consts() && !is_uniform(in.b) && uses[{in.b, def_b[i]}] >= 2)
+          shared_div_[i] = 1;
+      }
+    }
+  }
+  Value* shared_div(const Instr& in, Value* g) {
+    Value* x = read(in.a, Cls::F64, g);
+    Value* s = read(in.b, Cls::F64, g);
+    Type* dbl = Type::getDoubleTy(C);
+    auto& [y, s_ok] = rcp_vals_[s];
+    if (!y) {
+      y = B.CreateFDiv(splat(fc(dbl, 1.0)), s);
+      Value* as = un(Intrinsic::fabs, s);
+      s_ok = B.CreateAnd(B.CreateFCmpOGE(as, splat(fc(dbl, kDivLo))), B.CreateFCmpOLE(as, splat(fc(dbl, kDivHi))));
+    }
+    Value* ax = un(Intrinsic::fabs, x);
+    Value* ok = B.CreateAnd(B.CreateAnd(B.CreateFCmpOGE(ax, splat(fc(dbl, kDivLo))), B.CreateFCmpOLE(ax, splat(fc(dbl, kDivHi)))), s_ok);
+    return corrected_div(x, s, y, ok);
+  }
+  // x / s from y = RN(1/s) where every lane of `ok` holds (fast_div's note);
+  // a group with a lane outside divides.
+  Value* corrected_div(Value* x, Value* s, Value* y, Value* ok) {
     Function* fma = Intrinsic::getDeclaration(&M, Intrinsic::fma, {f64});
     Value* q0 = B.CreateFMul(x, y);
     Value* r = B.CreateCall(fma, {B.CreateFNeg(q0), s, x});
     Value* q1 = B.CreateCall(fma, {r, y, q0});
-    Value* ax = un(Intrinsic::fabs, x);
-    Value* ok = B.CreateAnd(B.CreateFCmpOGE(ax, div_lo_[j]), B.CreateFCmpOLE(ax, splat(fc(Type::getDoubleTy(C), kDivHi))));
     Value* all = B.CreateICmpEQ(B.CreateBitCast(ok, Type::getIntNTy(C, W)), ConstantInt::get(Type::getIntNTy(C, W), -1, true));
     BasicBlock* here = B.GetInsertBlock();
     BasicBlock* slow = BasicBlock::Create(C, "div", F);
@@ -817,6 +873,9 @@ class Gen {
   std::vector<Value*> uni_;         // per uniform input this chunk reads: its splat
   std::vector<Value*> rcp_, div_lo_;  // per divisor fast_div takes: 1/x and its lower bound, splat
   std::vector<char> fast_run_;  // per instruction: a run starting here takes fast_div (its divisors have rcp_)
+  std::vector<char> shared_div_;  // per instruction: a division by a divisor its run shares (shared_div)
+  // Per divisor of this loop body: 1/s and whether s is in fast_div's range.
+  std::unordered_map<Value*, std::pair<Value*, Value*>> rcp_vals_;
   const bool fma_ = host_has_fma();
   std::vector<int> last_read_;
   std::vector<std::vector<std::pair<int, int>>> sum_writes_;  // per instruction: (summed output, rank) it defines

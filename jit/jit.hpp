@@ -104,7 +104,7 @@ std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element,
 std::vector<int8_t> one_element_stores(const interp::Bytecode& bc);
 
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
-// of m elements. The chunk ABI (codegen version "codegen-15"):
+// of m elements. The chunk ABI (codegen version "codegen-16"):
 //   void chunk(int64_t m, char* scratch, const char* const* in)
 // - 0 < m <= kBlock (m == 1 for one-element kernels); every piece of a kernel gets the same m, scratch and
 //   in for a block, in order. The chunk computes ceil(m / W) groups of

@@ -1040,6 +1040,75 @@ TEST_CASE("jit_division_by_a_uniform_input_gives_the_ieee_quotient_for_every_ope
 #endif
 
 #ifdef EMBER_WITH_JIT
+// Divisions sharing a divisor that is not uniform (a vector input, a
+// register) take one reciprocal per group and fast_div's correction
+// (jit/codegen.cpp: shared_div), each lane checked for both operands. The
+// quotients must be IEEE's for every pair, special values included.
+TEST_CASE("jit_divisions_sharing_a_vector_divisor_give_the_ieee_quotient_for_every_operand", "[jit]") {
+  REQUIRE_JIT();
+  using interp::ScalarOp;
+  // x / s, (x / s) / s, ((x / s) * x) / s: three divisions by one vector s.
+  Composite c;
+  c.inputs = {DType::Float64, DType::Float64};
+  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {0, 1}});
+  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {2, 1}});
+  c.nodes.push_back({ScalarOp::Mul, DType::Float64, {2, 0}});
+  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {4, 1}});
+  c.outputs = {2, 3, 5};
+  REQUIRE(c.validate() == "");
+  auto vm = Interpreted::compile(c);
+  const Bytecode& bc = vm->bytecode();
+  jit::KernelSpec spec;
+  spec.uniform = {false, false};
+  jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec)}, 2,
+                    spec, vm);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> special = {0.0,     -0.0,    1.0,      -1.0,     0x1p-400, 0x1.fffffffffffffp-401, 0x1p400,
+                                       0x1.0000000000001p400, 5e-324, -2.2e-308, 1e308,  -1e308, inf, -inf, nan,
+                                       3.0,     0x1.fffffffffffffp0, 1e-300, 7e200, -0.7, 10.0 / 3.0};
+  std::mt19937_64 rng(46);
+  auto fill = [&](std::vector<double>& v) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint64_t b = rng();
+      // groups of 8 alternate all in the fast range and mixed over every exponent
+      if ((i / 8) % 2 == 0 || i % 4) b = (b & 0x800fffffffffffffULL) | (uint64_t((rng() % 800) + 623) << 52);
+      std::memcpy(&v[i], &b, 8);
+    }
+  };
+  const int64_t n = 4096;
+  std::vector<double> x(n), sv(n);
+  fill(x);
+  fill(sv);
+  auto same = [](double a, double b) { return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, 8) == 0; };
+  int64_t checked = 0;
+  // Every special dividend meets every special divisor across the rotations.
+  for (size_t rot = 0; rot < special.size(); ++rot) {
+    for (size_t i = 0; i < special.size(); ++i) {
+      x[i * 8] = special[i];
+      sv[i * 8] = special[(i + rot) % special.size()];
+    }
+    std::vector<double> a(3 * n), b(3 * n);
+    interp::StridedPtr in[2] = {{x.data(), 1}, {sv.data(), 1}};
+    interp::StridedPtr oa[3] = {{a.data(), 1}, {a.data() + n, 1}, {a.data() + 2 * n, 1}};
+    interp::StridedPtr ob[3] = {{b.data(), 1}, {b.data() + n, 1}, {b.data() + 2 * n, 1}};
+    vm->run(n, in, oa);
+    jk.run(n, in, ob);
+    for (int64_t i = 0; i < n; ++i) {
+      const double s = sv[i], q = x[i] / s, q2 = q / s, q3 = (q * x[i]) / s;
+      INFO("x " << x[i] << " s " << s);
+      REQUIRE(same(a[i], q));
+      REQUIRE(same(b[i], q));
+      REQUIRE(same(b[n + i], q2));
+      REQUIRE(same(b[2 * n + i], q3));
+      REQUIRE(same(a[2 * n + i], q3));
+      ++checked;
+    }
+  }
+  CHECK(checked == static_cast<int64_t>(special.size()) * n);
+}
+#endif
+
+#ifdef EMBER_WITH_JIT
 #include "interp/reduce_tree.hpp"
 // Tier-2 kernels sum outputs a fused Sum reduces in their own loop
 // (KernelSpec::summed): the lanes of each leaf of the summation tree, the
