@@ -10,13 +10,19 @@ constexpr double kLn2 = 6.93147180559945286227e-01;
 constexpr double kSinhOverflow = 710.47586007394394;  // sinh/cosh(x) overflows above
 }  // namespace
 
+// sinh and cosh compute a range's formula only when some lane of the batch
+// is in it; the selects give every lane the bits they gave when all were
+// computed.
 D sinh(D x) {
   D a = abs(x);
-  D t = expm1(a);
-  D ysmall = select(a < D(1.0), D(2.0) * t - t * t / (t + D(1.0)), t + t / (t + D(1.0)));
-  ysmall = D(0.5) * ysmall;
-  D ybig = exp_scaled(a, D(-1.0));  // exp(|x|)/2, one rounding
-  D y = select(a < D(22.0), ysmall, ybig);
+  const B small = a < D(22.0);
+  D y(0.0);
+  if (xsimd::any(small)) {
+    D t = expm1(a);
+    D ysmall = select(a < D(1.0), D(2.0) * t - t * t / (t + D(1.0)), t + t / (t + D(1.0)));
+    y = D(0.5) * ysmall;
+  }
+  if (!xsimd::all(small)) y = select(small, y, exp_scaled(a, D(-1.0)));  // exp(|x|)/2, one rounding
   y = select(a > D(kSinhOverflow), inf(), y);
   y = copysign(y, x);
   y = select(a < D(0x1p-28), x, y);
@@ -25,13 +31,18 @@ D sinh(D x) {
 
 D cosh(D x) {
   D a = abs(x);
-  D t = expm1(a);
-  D w = D(1.0) + t;
-  D ytiny = D(1.0) + (t * t) / (w + w);
-  D e = exp(a);
-  D ymid = D(0.5) * e + D(0.5) / e;
-  D ybig = exp_scaled(a, D(-1.0));
-  D y = select(a < D(0.34657359027997264), ytiny, select(a < D(22.0), ymid, ybig));
+  const B tiny = a < D(0.34657359027997264), mid = !tiny && a < D(22.0);
+  D y(0.0);
+  if (!xsimd::all(tiny || mid)) y = exp_scaled(a, D(-1.0));
+  if (xsimd::any(mid)) {
+    D e = exp(a);
+    y = select(mid, D(0.5) * e + D(0.5) / e, y);
+  }
+  if (xsimd::any(tiny)) {
+    D t = expm1(a);
+    D w = D(1.0) + t;
+    y = select(tiny, D(1.0) + (t * t) / (w + w), y);
+  }
   y = select(a > D(kSinhOverflow), inf(), y);
   return select(is_nan(x), x, y);
 }
