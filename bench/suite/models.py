@@ -450,13 +450,149 @@ def binomial_hierarchy(rng, groups=60, trials=30):
     return model
 
 
+
+def bnn(rng, n=200, k=2, hidden=8):
+    """A one-hidden-layer Bayesian neural network classifier (tanh, two Dots)."""
+    x = rng.normal(size=(n, k))
+    y = (x[:, 0] * x[:, 1] > 0).astype(int)
+    with pm.Model() as model:
+        w1 = pm.Normal("w1", 0, 1, shape=(k, hidden))
+        w2 = pm.Normal("w2", 0, 1, shape=hidden)
+        pm.Bernoulli("y", logit_p=pt.dot(pt.tanh(pt.dot(x, w1)), w2), observed=y)
+    return model
+
+
+def irt_2pl(rng, people=100, items=20):
+    """Two-parameter item response theory: two index gathers per response."""
+    pi = np.repeat(np.arange(people), items)
+    ii = np.tile(np.arange(items), people)
+    y = rng.binomial(1, 0.6, size=people * items)
+    with pm.Model() as model:
+        theta = pm.Normal("theta", 0, 1, shape=people)
+        a = pm.LogNormal("a", 0, 0.5, shape=items)
+        b = pm.Normal("b", 0, 1, shape=items)
+        pm.Bernoulli("y", logit_p=a[ii] * (theta[pi] - b[ii]), observed=y)
+    return model
+
+
+def laplace_regression(rng, n=400, k=3):
+    """Least absolute deviations: a Laplace likelihood (abs) with Cauchy priors."""
+    x = rng.normal(size=(n, k))
+    y = x @ [1.0, -0.5, 0.2] + rng.laplace(0, 0.5, size=n)
+    with pm.Model() as model:
+        b = pm.Cauchy("b", 0, 1, shape=k)
+        s = pm.HalfCauchy("s", 1)
+        pm.Laplace("y", mu=pt.dot(x, b), b=s, observed=y)
+    return model
+
+
+def gumbel_logistic(rng, n=400):
+    """Extreme-value and logistic likelihoods on the same data."""
+    y = rng.gumbel(1.0, 2.0, size=n)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 5)
+        beta = pm.HalfNormal("beta", 3)
+        pm.Gumbel("y", mu=mu, beta=beta, observed=y)
+        m2 = pm.Normal("m2", 0, 5)
+        s2 = pm.HalfNormal("s2", 3)
+        pm.Logistic("z", mu=m2, s=s2, observed=y)
+    return model
+
+
+def lognormal_regression(rng, n=500, k=3):
+    x = rng.normal(size=(n, k))
+    y = np.exp(x @ [0.3, -0.2, 0.1] + rng.normal(0, 0.4, size=n))
+    with pm.Model() as model:
+        b = pm.Normal("b", 0, 1, shape=k)
+        s = pm.HalfNormal("s", 1)
+        pm.LogNormal("y", mu=pt.dot(x, b), sigma=s, observed=y)
+    return model
+
+
+def wald_times(rng, n=400):
+    """Inverse Gaussian (Wald) first-passage times."""
+    y = rng.wald(1.5, 3.0, size=n)
+    with pm.Model() as model:
+        mu = pm.HalfNormal("mu", 3)
+        lam = pm.HalfNormal("lam", 5)
+        pm.Wald("y", mu=mu, lam=lam, observed=y)
+    return model
+
+
+def censored_exponential(rng, n=400):
+    """Exponential survival times right-censored at 2 (pm.Censored: a log survival term)."""
+    t = rng.exponential(1.5, size=n)
+    with pm.Model() as model:
+        lam = pm.HalfNormal("lam", 2)
+        pm.Censored("y", pm.Exponential.dist(lam), lower=None, upper=2.0, observed=np.minimum(t, 2.0))
+    return model
+
+
+def mv_studentt(rng, n=150, d=3):
+    with pm.Model() as model:
+        chol, _, _ = pm.LKJCholeskyCov("c", n=d, eta=2.0, sd_dist=pm.HalfNormal.dist(1.0, shape=d), compute_corr=True)
+        mu = pm.Normal("mu", 0, 1, shape=d)
+        nu = pm.Gamma("nu", 2, 0.1)
+        pm.MvStudentT("y", nu=nu, mu=mu, scale=pt.dot(chol, chol.T), observed=rng.standard_t(5, size=(n, d)))
+    return model
+
+
+def rice(rng, n=300):
+    """Rice-distributed magnitudes: log Bessel I0 in the logp."""
+    y = np.abs(rng.normal(2, 1, size=n) + 1j * rng.normal(0, 1, size=n))
+    with pm.Model() as model:
+        nu = pm.HalfNormal("nu", 3)
+        sigma = pm.HalfNormal("sigma", 2)
+        pm.Rice("y", nu=nu, sigma=sigma, observed=y)
+    return model
+
+
+def changepoint(rng, t=300):
+    """A mean shift at an unknown time, smoothed by a sigmoid so NUTS can move it."""
+    y = np.where(np.arange(t) < 120, 1.0, 2.5) + rng.normal(0, 0.5, size=t)
+    with pm.Model() as model:
+        tau = pm.Uniform("tau", 0, t)
+        m1 = pm.Normal("m1", 0, 5)
+        m2 = pm.Normal("m2", 0, 5)
+        w = pm.math.sigmoid(np.arange(t) - tau)
+        pm.Normal("y", (1 - w) * m1 + w * m2, pm.HalfNormal("s", 1), observed=y)
+    return model
+
+
+def poisson_offset(rng, n=600, groups=30):
+    """Rates with an exposure offset and a group effect."""
+    g = rng.integers(0, groups, size=n)
+    expo = rng.uniform(0.5, 3, size=n)
+    y = rng.poisson(expo * np.exp(rng.normal(0, 0.3, size=groups))[g])
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 1)
+        s = pm.HalfNormal("s", 1)
+        z = pm.Normal("z", 0, 1, shape=groups)
+        pm.Poisson("y", mu=pm.math.exp(a + s * z[g] + np.log(expo)), observed=y)
+    return model
+
+
+def asymmetric_laplace(rng, n=400):
+    """Quantile regression's likelihood (asymmetric Laplace)."""
+    x = rng.normal(size=n)
+    y = 1 + 0.5 * x + rng.laplace(0, 1, size=n)
+    with pm.Model() as model:
+        b0 = pm.Normal("b0", 0, 5)
+        b1 = pm.Normal("b1", 0, 5)
+        s = pm.HalfNormal("s", 2)
+        pm.AsymmetricLaplace("y", kappa=1.5, mu=b0 + b1 * x, b=s, observed=y)
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
     gp_latent, ar2, random_walk, stochastic_volatility, zero_sum_hierarchy, beta_regression, horseshoe,
     normal_mixture, weibull_survival, simplex_categorical, studentt_robust, zero_inflated_poisson, garch11_scan,
     hmm_scan, structural_ts, skew_normal, truncated_normal, beta_binomial, multinomial_logit, poisson_mixture,
-    hurdle_gamma, von_mises, gamma_glm, cumsum_trend, ex_gaussian, hsgp, ordered_probit, binomial_hierarchy,
+    hurdle_gamma, von_mises, gamma_glm, cumsum_trend, ex_gaussian, hsgp, ordered_probit, binomial_hierarchy, bnn,
+    irt_2pl, laplace_regression, gumbel_logistic, lognormal_regression, wald_times, censored_exponential, mv_studentt,
+    rice, changepoint, poisson_offset, asymmetric_laplace,
 ]}
 
 
