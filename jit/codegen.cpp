@@ -1,6 +1,8 @@
 #include "jit/codegen.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -11,6 +13,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 
+#include "interp/config.hpp"
 #include "jit/jit.hpp"
 
 namespace ember::jit {
@@ -24,6 +27,22 @@ namespace {
 
 // The JIT's target is this host: FMA is there or not for every chunk.
 bool host_has_fma() { return __builtin_cpu_supports("fma"); }
+
+// Other instructions per division below which a loop takes fast_div
+// (EMBER_JIT_DIV_OPS). An AVX2 host runs 8 lanes as two vectors for every
+// instruction, division included: there one division among 12 other ops
+// measured 4 % slower with the FMA path, two among 12 10-15 % faster. On
+// an AVX-512 host the 8 lanes are one vector, and the 512-bit divider (one
+// vdivpd per 16 cycles on Intel's server cores) bounded even a loop of one
+// division among 8 ops: every loop takes it (truncated normal 0.64 to 0.52 us).
+int64_t div_ops() {
+  static const int64_t v = [] {
+    const auto& e = config().jit_div_ops;
+    if (e && !e->empty() && *e != "auto") return static_cast<int64_t>(std::atoll(e->c_str()));
+    return __builtin_cpu_supports("avx512f") ? INT64_MAX / 4 : int64_t{7};
+  }();
+  return v;
+}
 
 class Gen {
  public:
@@ -106,11 +125,8 @@ class Gen {
       if (is_math(bc_.code[k])) continue;
       int divs = 0;
       for (int i = k; i < e; ++i) divs += divides_by_uniform(bc_.code[i]);
-      // The divider bounds a loop only when it divides often: a 4-lane
-      // vdivpd every ~4 cycles leaves room for ~12 other ops, and the FMA
-      // path costs ~7 per division. Measured: one division among 12 ops 4 %
-      // slower with it, two among 12 (AR(2), radon) 10-15 % faster.
-      if (divs == 0 || 7 * divs <= e - k - divs) continue;
+      // The divider bounds a loop only when it divides often (div_ops).
+      if (divs == 0 || div_ops() * divs <= e - k - divs) continue;
       fast_run_[k] = 1;
       for (int i = k; i < e; ++i)
         if (divides_by_uniform(bc_.code[i])) divisor[bc_.code[i].b - bc_.num_consts()] = 1;
@@ -684,7 +700,7 @@ class Gen {
         if (in.b >= bc_.num_consts() && !is_uniform(in.b)) ++uses[{in.b, def_b[i]}];
       }
       // fast_div's rule: the divider bounds the loop.
-      if (divs == 0 || 7 * divs <= e - k - divs) continue;
+      if (divs == 0 || div_ops() * divs <= e - k - divs) continue;
       for (int i = k; i < e; ++i) {
         const Instr& in = bc_.code[i];
         if (in.op == div && in.b >= bc_.num_consts() && !is_uniform(in.b) && uses[{in.b, def_b[i]}] >= 2)
