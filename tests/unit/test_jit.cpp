@@ -976,28 +976,42 @@ TEST_CASE("ember_run_timeline_with_the_jit_off_prints_no_tier_changes", "[jit]")
 }
 
 #ifdef EMBER_WITH_JIT
+// x / s, (x / s) / s, ((x / s) * x) / s: three divisions by s and one other
+// op, interpreted and compiled at tier 2 with s uniform or a vector.
+struct ThreeDivisions {
+  std::shared_ptr<const Interpreted> vm;
+  std::unique_ptr<jit::JitKernel> jk;
+  explicit ThreeDivisions(bool uniform_s) {
+    using interp::ScalarOp;
+    Composite c;
+    c.inputs = {DType::Float64, DType::Float64};
+    c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {0, 1}});
+    c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {2, 1}});
+    c.nodes.push_back({ScalarOp::Mul, DType::Float64, {2, 0}});
+    c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {4, 1}});
+    c.outputs = {2, 3, 5};
+    REQUIRE(c.validate() == "");
+    vm = Interpreted::compile(c);
+    const Bytecode& bc = vm->bytecode();
+    jit::KernelSpec spec;
+    spec.uniform = {false, uniform_s};
+    jk = std::make_unique<jit::JitKernel>(
+        bc, std::vector<jit::Piece>{jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec)},
+        2, spec, vm);
+  }
+};
+#endif
+
+#ifdef EMBER_WITH_JIT
 // Tier 2 divides by a uniform float64 input through its reciprocal and two
 // FMAs when a loop divides often (jit/codegen.cpp: fast_div). The quotient
 // must be the IEEE one for every dividend and divisor: zeros of both signs,
 // subnormals, infinities, NaN, the ends of the fast range and past them.
 TEST_CASE("jit_division_by_a_uniform_input_gives_the_ieee_quotient_for_every_operand", "[jit]") {
   REQUIRE_JIT();
-  using interp::ScalarOp;
-  // x / s, (x / s) / s, ((x / s) * x) / s: three divisions, one other op.
-  Composite c;
-  c.inputs = {DType::Float64, DType::Float64};
-  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {0, 1}});
-  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {2, 1}});
-  c.nodes.push_back({ScalarOp::Mul, DType::Float64, {2, 0}});
-  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {4, 1}});
-  c.outputs = {2, 3, 5};
-  REQUIRE(c.validate() == "");
-  auto vm = Interpreted::compile(c);
-  const Bytecode& bc = vm->bytecode();
-  jit::KernelSpec spec;
-  spec.uniform = {false, true};
-  jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec)}, 2,
-                    spec, vm);
+  ThreeDivisions k(true);
+  auto& vm = k.vm;
+  jit::JitKernel& jk = *k.jk;
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   const double special[] = {0.0,     -0.0,    1.0,      -1.0,     0x1p-400, 0x1.fffffffffffffp-401, 0x1p400,
                             0x1.0000000000001p400, 5e-324, -2.2e-308, 1e308,  -1e308, inf, -inf, nan,
@@ -1046,22 +1060,9 @@ TEST_CASE("jit_division_by_a_uniform_input_gives_the_ieee_quotient_for_every_ope
 // quotients must be IEEE's for every pair, special values included.
 TEST_CASE("jit_divisions_sharing_a_vector_divisor_give_the_ieee_quotient_for_every_operand", "[jit]") {
   REQUIRE_JIT();
-  using interp::ScalarOp;
-  // x / s, (x / s) / s, ((x / s) * x) / s: three divisions by one vector s.
-  Composite c;
-  c.inputs = {DType::Float64, DType::Float64};
-  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {0, 1}});
-  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {2, 1}});
-  c.nodes.push_back({ScalarOp::Mul, DType::Float64, {2, 0}});
-  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {4, 1}});
-  c.outputs = {2, 3, 5};
-  REQUIRE(c.validate() == "");
-  auto vm = Interpreted::compile(c);
-  const Bytecode& bc = vm->bytecode();
-  jit::KernelSpec spec;
-  spec.uniform = {false, false};
-  jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec)}, 2,
-                    spec, vm);
+  ThreeDivisions k(false);
+  auto& vm = k.vm;
+  jit::JitKernel& jk = *k.jk;
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   const std::vector<double> special = {0.0,     -0.0,    1.0,      -1.0,     0x1p-400, 0x1.fffffffffffffp-401, 0x1p400,
                                        0x1.0000000000001p400, 5e-324, -2.2e-308, 1e308,  -1e308, inf, -inf, nan,
