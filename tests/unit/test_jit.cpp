@@ -999,6 +999,13 @@ struct ThreeDivisions {
         bc, std::vector<jit::Piece>{jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec)},
         2, spec, vm);
   }
+  // Zeros of both signs, subnormals, infinities, NaN, the ends of the fast
+  // range and past them.
+  static std::vector<double> specials() {
+    const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+    return {0.0,    -0.0,   1.0,   -1.0, 0x1p-400, 0x1.fffffffffffffp-401, 0x1p400, 0x1.0000000000001p400, 5e-324,
+            -2.2e-308, 1e308, -1e308, inf, -inf, nan, 3.0, 0x1.fffffffffffffp0, 1e-300, 7e200};
+  }
 };
 #endif
 
@@ -1013,9 +1020,7 @@ TEST_CASE("jit_division_by_a_uniform_input_gives_the_ieee_quotient_for_every_ope
   auto& vm = k.vm;
   jit::JitKernel& jk = *k.jk;
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
-  const double special[] = {0.0,     -0.0,    1.0,      -1.0,     0x1p-400, 0x1.fffffffffffffp-401, 0x1p400,
-                            0x1.0000000000001p400, 5e-324, -2.2e-308, 1e308,  -1e308, inf, -inf, nan,
-                            3.0,     0x1.fffffffffffffp0, 1e-300, 7e200};
+  const std::vector<double> special = ThreeDivisions::specials();
   std::mt19937_64 rng(45);
   std::vector<double> x(4096);
   for (size_t i = 0; i < x.size(); ++i) {
@@ -1063,10 +1068,8 @@ TEST_CASE("jit_divisions_sharing_a_vector_divisor_give_the_ieee_quotient_for_eve
   ThreeDivisions k(false);
   auto& vm = k.vm;
   jit::JitKernel& jk = *k.jk;
-  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
-  const std::vector<double> special = {0.0,     -0.0,    1.0,      -1.0,     0x1p-400, 0x1.fffffffffffffp-401, 0x1p400,
-                                       0x1.0000000000001p400, 5e-324, -2.2e-308, 1e308,  -1e308, inf, -inf, nan,
-                                       3.0,     0x1.fffffffffffffp0, 1e-300, 7e200, -0.7, 10.0 / 3.0};
+  std::vector<double> special = ThreeDivisions::specials();
+  special.insert(special.end(), {-0.7, 10.0 / 3.0});
   std::mt19937_64 rng(46);
   auto fill = [&](std::vector<double>& v) {
     for (size_t i = 0; i < v.size(); ++i) {
