@@ -125,8 +125,7 @@ class Gen {
       if (is_math(bc_.code[k])) continue;
       int divs = 0;
       for (int i = k; i < e; ++i) divs += divides_by_uniform(bc_.code[i]);
-      // The divider bounds a loop only when it divides often (div_ops).
-      if (divs == 0 || div_ops() * divs <= e - k - divs) continue;
+      if (!divider_bounds(divs, e - k)) continue;
       fast_run_[k] = 1;
       for (int i = k; i < e; ++i)
         if (divides_by_uniform(bc_.code[i])) divisor[bc_.code[i].b - bc_.num_consts()] = 1;
@@ -145,8 +144,7 @@ class Gen {
       if (divisor[j]) {
         // Division by this input (fast_div): its reciprocal and, when the
         // divisor is outside the safe range, a lower bound no dividend meets.
-        Value* av = un(Intrinsic::fabs, v);
-        Value* ok = B.CreateAnd(B.CreateFCmpOGE(av, fc(v->getType(), kDivLo)), B.CreateFCmpOLE(av, fc(v->getType(), kDivHi)));
+        Value* ok = in_div_range(v, fc(v->getType(), kDivLo));
         rcp_[j] = B.CreateVectorSplat(W, B.CreateFDiv(fc(v->getType(), 1.0), v));
         div_lo_[j] = B.CreateVectorSplat(W, B.CreateSelect(ok, fc(v->getType(), kDivLo),
                                                            fc(v->getType(), std::numeric_limits<double>::infinity())));
@@ -665,15 +663,22 @@ class Gen {
   // [2^-400, 2^400]. A group with a lane outside that range (0, subnormal,
   // inf, NaN, extreme) divides.
   static constexpr double kDivLo = 0x1p-400, kDivHi = 0x1p400;
+  // lo <= |x| <= kDivHi (x a float64 or W lanes of them; lo of x's type).
+  Value* in_div_range(Value* x, Value* lo) {
+    Value* ax = un(Intrinsic::fabs, x);
+    Constant* hi = fc(Type::getDoubleTy(C), kDivHi);
+    return B.CreateAnd(B.CreateFCmpOGE(ax, lo), B.CreateFCmpOLE(ax, x->getType()->isVectorTy() ? splat(hi) : hi));
+  }
+  // Whether the divider bounds a run of n instructions, divs of them
+  // divisions (div_ops): then its divisions take the reciprocal paths.
+  static bool divider_bounds(int divs, int n) { return divs > 0 && div_ops() * divs > n - divs; }
   bool divides_by_uniform(const Instr& in) const {
     return fma_ && in.op == interp::opcode_of(interp::ScalarOp::TrueDiv, Cls::F64) && is_uniform(in.b);
   }
   Value* fast_div(const Instr& in, Value* g) {
     const int j = in.b - bc_.num_consts();
     Value* x = read(in.a, Cls::F64, g);
-    Value* ax = un(Intrinsic::fabs, x);
-    Value* ok = B.CreateAnd(B.CreateFCmpOGE(ax, div_lo_[j]), B.CreateFCmpOLE(ax, splat(fc(Type::getDoubleTy(C), kDivHi))));
-    return corrected_div(x, uni_[j], rcp_[j], ok);
+    return corrected_div(x, uni_[j], rcp_[j], in_div_range(x, div_lo_[j]));
   }
 
   // Divisions in a division-bound run whose divisor (a register or a
@@ -699,8 +704,7 @@ class Gen {
         ++divs;
         if (in.b >= bc_.num_consts() && !is_uniform(in.b)) ++uses[{in.b, def_b[i]}];
       }
-      // fast_div's rule: the divider bounds the loop.
-      if (divs == 0 || div_ops() * divs <= e - k - divs) continue;
+      if (!divider_bounds(divs, e - k)) continue;
       for (int i = k; i < e; ++i) {
         const Instr& in = bc_.code[i];
         if (in.op == div && in.b >= bc_.num_consts() && !is_uniform(in.b) && uses[{in.b, def_b[i]}] >= 2)
@@ -715,12 +719,9 @@ class Gen {
     auto& [y, s_ok] = rcp_vals_[s];
     if (!y) {
       y = B.CreateFDiv(splat(fc(dbl, 1.0)), s);
-      Value* as = un(Intrinsic::fabs, s);
-      s_ok = B.CreateAnd(B.CreateFCmpOGE(as, splat(fc(dbl, kDivLo))), B.CreateFCmpOLE(as, splat(fc(dbl, kDivHi))));
+      s_ok = in_div_range(s, splat(fc(dbl, kDivLo)));
     }
-    Value* ax = un(Intrinsic::fabs, x);
-    Value* ok = B.CreateAnd(B.CreateAnd(B.CreateFCmpOGE(ax, splat(fc(dbl, kDivLo))), B.CreateFCmpOLE(ax, splat(fc(dbl, kDivHi)))), s_ok);
-    return corrected_div(x, s, y, ok);
+    return corrected_div(x, s, y, B.CreateAnd(in_div_range(x, splat(fc(dbl, kDivLo))), s_ok));
   }
   // x / s from y = RN(1/s) where every lane of `ok` holds (fast_div's note);
   // a group with a lane outside divides.

@@ -542,9 +542,9 @@ namespace {
 // element (broadcast, stride 0) or one shared shape and C order with one
 // element step (contiguous, or reversed like the x[::-1] of a cumsum's
 // gradient), so the whole output is one run of `total` elements (the loop
-// nest would merge all dims into the same single run; element-wise ops do not
-// depend on how a run is split). Returns false, having done nothing, when it does not apply
-// (then run_nest handles it, broadcast errors included).
+// nest would merge all dims into the same single run; element-wise ops do
+// not depend on how a run is split). Returns false, having done nothing,
+// when it does not apply (then run_nest handles it, broadcast errors included).
 bool run_flat(Frame& f, Outs& outs, const interp::ElemKernel* k, int ndim, int64_t parallel_threshold,
               int64_t& total) {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
