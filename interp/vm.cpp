@@ -13,6 +13,7 @@
 #include "interp/math/math.hpp"
 #include "interp/math/special.hpp"
 #include "interp/scalar_impl.hpp"
+#include "interp/widen.hpp"
 #include "interp/vm_tile.hpp"
 
 #ifndef EMBER_VM_BLOCK
@@ -443,7 +444,9 @@ void gather(DType dt, const void* p, int64_t stride, int64_t m, void* reg) {
     if constexpr (std::is_same_v<T, bool>) {
       const uint8_t* u = static_cast<const uint8_t*>(p);
       auto* r = static_cast<int64_t*>(reg);
-      for (int64_t i = 0; i < m; ++i) r[i] = u[i * stride] != 0;
+      if (stride == 1) widen_bool(u, m, r);
+      else
+        for (int64_t i = 0; i < m; ++i) r[i] = u[i * stride] != 0;
     } else if constexpr (std::is_floating_point_v<T>) {
       auto* r = static_cast<T*>(reg);
       for (int64_t i = 0; i < m; ++i) r[i] = x[i * stride];

@@ -632,3 +632,28 @@ TEST_CASE("fused_float64_runs_match_reference_at_tile_and_block_edges", "[vm]") 
   INFO(mm.first);
   CHECK(mm.count == 0);
 }
+
+TEST_CASE("any_nonzero_bool_byte_is_true_in_contiguous_and_strided_masks", "[vm]") {
+  // Cast(mask) to float64 and Switch(mask, 1.0, 2.0): a mask byte other than
+  // 0 or 1 (memory NumPy did not write) is true, as 1, in the vector loads too.
+  Composite c;
+  c.inputs = {DType::Bool};
+  c.constants = {{DType::Float64, 1.0, 0}, {DType::Float64, 2.0, 0}};
+  c.nodes = {{ScalarOp::Switch, DType::Float64, {0, 1, 2}}, {ScalarOp::Cast, DType::Float64, {0}}};
+  c.outputs = {3, 4};
+  auto k = Interpreted::compile(c);
+  const uint8_t bytes[] = {0, 1, 2, 255, 128, 0, 3, 0, 64, 1, 0, 17};
+  for (int64_t stride : {1, 2}) {
+    for (int64_t n = 1; n <= static_cast<int64_t>(sizeof bytes) / stride; ++n) {
+      std::vector<double> y(static_cast<size_t>(n), 0.0), v(static_cast<size_t>(n), -1.0);
+      StridedPtr in[1] = {{const_cast<uint8_t*>(bytes), stride}};
+      StridedPtr out[2] = {{y.data(), 1}, {v.data(), 1}};
+      k->run(n, in, out);
+      for (int64_t i = 0; i < n; ++i) {
+        INFO("n = " << n << ", stride " << stride << ", element " << i);
+        CHECK(y[i] == (bytes[i * stride] != 0 ? 1.0 : 2.0));
+        CHECK(v[i] == (bytes[i * stride] != 0 ? 1.0 : 0.0));
+      }
+    }
+  }
+}
