@@ -32,6 +32,22 @@ class ConstIndex {
   int64_t size() const { return n_; }
   const void* data() const { return bytes_.data(); }
 
+  // A scatter-add's entries by bin, four bins at a time (prepare_bins): each
+  // bin's sum runs in a register, in index order (the same sums, the same
+  // bits as updates through memory), four bins' chains side by side. For a
+  // few bins of many entries: through memory each update waits on the store
+  // of its bin's last one, and a sorted index's runs are one chain at a time.
+  struct BinGroup {
+    uint32_t bin[4];       // bins (a group of fewer pads with bins of no entries)
+    uint32_t nbins;        // bins in the group, 1 to 4
+    uint32_t common;       // steps with an entry for every bin: pos[4t + q]
+    uint32_t off;          // start of the group in pos
+    uint32_t tail[4];      // then each bin's other entries, in order
+  };
+  void prepare_bins();
+  const std::vector<BinGroup>& bin_groups() const { return groups_; }
+  const uint32_t* bin_pos() const { return pos_.data(); }
+
  private:
   int width_ = 0;         // bytes per entry: 1, 2 or 4; 0: not prepared
   int64_t n_ = 0;
@@ -39,6 +55,8 @@ class ConstIndex {
   int64_t exact_dim_ = -1;  // >= 0: entries were normalized with this dim
   bool runs_ = false;
   std::vector<uint8_t> bytes_;
+  std::vector<BinGroup> groups_;
+  std::vector<uint32_t> pos_;
 };
 
 namespace fastidx {
