@@ -38,7 +38,7 @@ class ConstIndex {
   // few bins of many entries: through memory each update waits on the store
   // of its bin's last one, and a sorted index's runs are one chain at a time.
   struct BinGroup {
-    uint32_t bin[4];       // bins (a group of fewer pads with bins of no entries)
+    uint32_t bin[4];       // its bins, the first nbins used
     uint32_t nbins;        // bins in the group, 1 to 4
     uint32_t common;       // steps with an entry for every bin: pos[4t + q]
     uint32_t off;          // start of the group in pos
