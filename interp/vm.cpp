@@ -444,9 +444,7 @@ void gather(DType dt, const void* p, int64_t stride, int64_t m, void* reg) {
     if constexpr (std::is_same_v<T, bool>) {
       const uint8_t* u = static_cast<const uint8_t*>(p);
       auto* r = static_cast<int64_t*>(reg);
-      if (stride == 1) widen_bool(u, m, r);
-      else
-        for (int64_t i = 0; i < m; ++i) r[i] = u[i * stride] != 0;
+      widen_bool(u, stride, m, r);
     } else if constexpr (std::is_floating_point_v<T>) {
       auto* r = static_cast<T*>(reg);
       for (int64_t i = 0; i < m; ++i) r[i] = x[i * stride];

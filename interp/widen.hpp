@@ -1,5 +1,5 @@
-// Contiguous bool elements as int64 register lanes (0 or 1): the VM's and
-// the JIT driver's gathers of masks, four at a time.
+// Bool elements as int64 register lanes (0 or 1): the VM's and the JIT
+// driver's gathers of masks, contiguous ones four at a time.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -10,7 +10,11 @@
 
 namespace ember::interp {
 
-inline void widen_bool(const uint8_t* u, int64_t m, int64_t* r) {
+inline void widen_bool(const uint8_t* u, int64_t stride, int64_t m, int64_t* r) {
+  if (stride != 1) {
+    for (int64_t i = 0; i < m; ++i) r[i] = u[i * stride] != 0;
+    return;
+  }
   int64_t i = 0;
 #if defined(__AVX2__)
   // Any nonzero byte is true: 1 + (byte == 0 ? -1 : 0).

@@ -75,9 +75,7 @@ void gather(DType dt, const char* p, int64_t stride, int64_t m, char* cell, int 
     case DType::UInt16: widen_int<uint16_t>(p, stride, m, r); break;
     case DType::UInt32: widen_int<uint32_t>(p, stride, m, r); break;
     case DType::Bool:
-      if (stride == 1) interp::widen_bool(reinterpret_cast<const uint8_t*>(p), m, r);
-      else
-        for (int64_t i = 0; i < m; ++i) r[i] = reinterpret_cast<const uint8_t*>(p)[i * stride] != 0;
+      interp::widen_bool(reinterpret_cast<const uint8_t*>(p), stride, m, r);
       break;
   }
 }
