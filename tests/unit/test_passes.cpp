@@ -515,6 +515,53 @@ TEST_CASE("passes_scalarize_runs_a_small_stretch_as_one_step") {
   CHECK(Program::from_json(b.str(), with(kOff))->impl().steps.size() > 1);
 }
 
+// A gradient's pieces as PyTensor writes them: one element of a zero vector
+// incremented by a one-element value, then read back by literal indices and
+// joined. With no Elemwise or Sum over a tensor, the stretch still becomes
+// part of the one-element step: every tensor it rewrites is read inside it,
+// or is a vector (a MakeVector the step writes in place). A stretch whose
+// (2, 1) tensor a node left as it is reads keeps its Join: its elements
+// would need a MakeVector and a Reshape, one step more than the Join.
+TEST_CASE("passes_scalarize_folds_a_gradients_increment_into_the_one_element_step") {
+  {
+    Builder b;
+    const int x = b.input("float64", {2});
+    const json at0 = json::array({json{{"type", "index"}, {"value", 0}}});
+    const json at1 = json::array({json{{"type", "index"}, {"value", 1}}});
+    const int x0 = b.node("Subtensor", {x}, "float64", json::array(), {{"idx_list", at0}});
+    const int e = b.ew("Exp", {x0}, "float64", json::array());
+    const int zeros = b.constant("float64", {2}, {0.0, 0.0});
+    const int inc = b.node("IncSubtensor", {zeros, e}, "float64", {2}, {{"idx_list", at1}, {"set_instead_of_inc", false}});
+    const int g0 = b.node("Subtensor", {inc}, "float64", json::array(), {{"idx_list", at0}});
+    const int g1 = b.node("Subtensor", {inc}, "float64", json::array(), {{"idx_list", at1}});
+    const int lp = b.ew("Mul", {e, g1}, "float64", json::array());
+    const int g0v = b.node("DimShuffle", {g0}, "float64", {1}, {{"new_order", {"x"}}});
+    const int g1v = b.node("DimShuffle", {b.ew("Neg", {g1}, "float64", json::array())}, "float64", {1}, {{"new_order", {"x"}}});
+    b.outputs = {lp, b.node("Join", {g0v, g1v}, "float64", {2}, {{"axis", 0}})};
+    auto p = same_bits(b.str(), {vec({-0.4, 1.3})}, only("scalarize"));
+    CHECK(count_op(p, "IncSubtensor") == 0);
+    CHECK(p->impl().steps.size() == 1);
+    CHECK(Program::from_json(b.str(), with(kOff))->impl().steps.size() > 1);
+  }
+  {
+    Builder b;
+    const int x = b.input("float64", {2});
+    const json at0 = json::array({json{{"type", "index"}, {"value", 0}}});
+    const json at1 = json::array({json{{"type", "index"}, {"value", 1}}});
+    auto col = [&](const json& at) {
+      const int xi = b.node("Subtensor", {x}, "float64", json::array(), {{"idx_list", at}});
+      return b.node("DimShuffle", {b.ew("Exp", {xi}, "float64", json::array())}, "float64", {1, 1},
+                    {{"new_order", {"x", "x"}}});
+    };
+    const int j = b.node("Join", {col(at0), col(at1)}, "float64", {2, 1}, {{"axis", 0}});
+    const int row = b.node("DimShuffle", {x}, "float64", {1, 2}, {{"new_order", {"x", 0}}});
+    b.outputs = {b.node("Dot", {j, row}, "float64", {2, 2})};
+    auto p = same_bits(b.str(), {vec({-0.4, 1.3})}, only("scalarize"));
+    CHECK(count_op(p, "Join") == 1);
+    CHECK(count_op(p, "Reshape") == 0);
+  }
+}
+
 // A Sum's Add chain follows the summation tree of its R elements: left to
 // right below 8, else 8 lanes combined pairwise and the tail folded in.
 // Terms of +-1e16 among small ones make other orders round differently; reduced

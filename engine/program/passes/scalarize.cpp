@@ -292,7 +292,13 @@ class Scalarizer {
   }
 
   // The candidates in stretches worth rewriting: connected through values,
-  // of two nodes or more, computing something (an Elemwise or a Sum).
+  // of two nodes or more, computing something (an Elemwise or a Sum). A 0-d
+  // Elemwise counts unless a tensor the stretch rewrites, of several
+  // elements and not a vector, is read by a node outside it or is a graph
+  // output: a MakeVector assembling a vector (or one element) from the
+  // elements becomes part of the one-element step, a Reshape after it would
+  // be a step of its own. The rewritten elements then join that step (an
+  // IncSubtensor of a gradient read back by literal Subtensors).
   std::vector<char> connected_stretches() {
     const int n = static_cast<int>(kind_.size());
     std::vector<int> parent(n);
@@ -307,19 +313,28 @@ class Scalarizer {
         if (const int p = e_.producer(v); p >= 0 && kind_[p] != Kind::None) parent[find(p)] = find(k);
     }
     std::vector<int> size(n, 0), rewrites(n, 0);
-    std::vector<char> computes(n, 0);
+    std::vector<char> computes(n, 0), scalar(n, 0), read_outside(n, 0);
+    const Users users = e_.users();
     for (int k = 0; k < n; ++k) {
       if (kind_[k] == Kind::None) continue;
       const int r = find(k);
       ++size[r];
       rewrites[r] += kind_[k] != Kind::Scalar;
       computes[r] |= kind_[k] == Kind::Elemwise || kind_[k] == Kind::Sum;
+      scalar[r] |= kind_[k] == Kind::Scalar;
+      if (kind_[k] == Kind::Scalar) continue;
+      for (int v : e_.node(k).outputs) {
+        if (static_size(var(v).static_shape) <= 1 || var(v).static_shape.ndim == 1) continue;
+        bool outside = e_.is_graph_output(v);
+        for (int u : users.of(v)) outside = outside || kind_[u] == Kind::None;
+        read_outside[r] |= outside;
+      }
     }
     std::vector<char> keep(n, 0);
     for (int k = 0; k < n; ++k) {
       if (kind_[k] == Kind::None || kind_[k] == Kind::Scalar) continue;
       const int r = find(k);
-      keep[k] = size[r] >= 2 && rewrites[r] >= 1 && computes[r];
+      keep[k] = size[r] >= 2 && rewrites[r] >= 1 && (computes[r] || (scalar[r] && !read_outside[r]));
     }
     return keep;
   }
