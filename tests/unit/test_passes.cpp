@@ -515,6 +515,59 @@ TEST_CASE("passes_scalarize_runs_a_small_stretch_as_one_step") {
   CHECK(Program::from_json(b.str(), with(kOff))->impl().steps.size() > 1);
 }
 
+// PyTensor leaves a Join of pieces of known length (ZeroSumNormal's vector
+// and its negated sum) of unknown length, and so everything downstream. The
+// inputs' static shapes fix it: refined, the Shape of an Elemwise of the
+// Join folds to a constant, and a Split of it by constant lengths, an
+// increment of it and a DimShuffle have known shapes too. A graph output
+// keeps the static shape it was declared with.
+TEST_CASE("passes_shapes_fix_a_joins_length_and_fold_what_reads_it") {
+  Builder b;
+  const int x = b.input("float64", {5});
+  const int s = b.node("Sum", {x}, "float64", json::array(), {{"axis", nullptr}});
+  const int last = b.node("DimShuffle", {b.ew("Neg", {s}, "float64", json::array())}, "float64", {1},
+                          {{"new_order", {"x"}}});
+  const int j = b.node("Join", {x, last}, "float64", {json(nullptr)}, {{"axis", 0}});
+  const int e = b.ew("Exp", {j}, "float64", {json(nullptr)});
+  const int n = b.ew("Cast", {b.node("Shape", {e}, "int64", {1})}, "float64", {1});
+  const int parts = b.constant("int64", {2}, {5, 1});
+  const int head = b.var("float64", {nullptr}), tail = b.var("float64", {nullptr});
+  b.nodes.push_back({{"op", "Split"}, {"inputs", {e, parts}}, {"outputs", {head, tail}},
+                     {"attrs", {{"axis", 0}, {"len_splits", 2}}}});
+  const int head_sum = b.node("Sum", {b.ew("Neg", {head}, "float64", {nullptr})}, "float64", json::array(),
+                              {{"axis", nullptr}});
+  const int inc = b.node("IncSubtensor", {e, s}, "float64", {json(nullptr)},
+                         {{"idx_list", json::array({json{{"type", "index"}, {"value", 0}}})}, {"set_instead_of_inc", false}});
+  const int col = b.node("DimShuffle", {inc}, "float64", {json(nullptr), 1}, {{"new_order", {0, "x"}}});
+  b.outputs = {n, head_sum, tail, col};
+  Options::Passes on = kOff;
+  on.simplify = on.fold = true;
+  auto p = same_bits(b.str(), {vec({0.3, -1.2, 0.5, 2.0, -0.1})}, with(on));
+  CHECK(count_op(p, "Shape") == 0);
+  const auto& vars = p->graph().vars;
+  auto dims = [&](int v) { return vars[v].static_shape.str(); };
+  const Shape six = Shape{1, {6}};
+  const std::string five = Shape{1, {5}}.str();
+  int seen = 0;
+  auto expect = [&](int v, const std::string& want) {
+    CHECK(dims(v) == want);
+    ++seen;
+  };
+  for (const NodeSpec& nd : p->graph().nodes) {
+    const json op = nd.op == "Elemwise" ? nd.attrs["scalar_op"]["op"] : json(nd.op);
+    if (op == "Exp" || op == "IncSubtensor") expect(nd.outputs[0], six.str());
+    if (op == "Split") expect(nd.outputs[0], five);
+    if (op == "Neg" && vars[nd.outputs[0]].static_shape.ndim == 1) expect(nd.outputs[0], five);
+  }
+  CHECK(seen == 4);
+  // Graph outputs as declared: a split piece and the column.
+  CHECK(vars[tail].static_shape.dims[0] < 0);
+  CHECK(vars[col].static_shape.dims[0] < 0);
+  // Without simplify (and so without the refinement) the Shape stays.
+  on.simplify = false;
+  CHECK(count_op(Program::from_json(b.str(), with(on)), "Shape") == 1);
+}
+
 // A gradient's pieces as PyTensor writes them: one element of a zero vector
 // incremented by a one-element value, then read back by literal indices and
 // joined. With no Elemwise or Sum over a tensor, the stretch still becomes

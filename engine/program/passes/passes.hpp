@@ -13,7 +13,9 @@
 //             same-shape Reshapes, SpecifyShape, All/Any of one element,
 //             a one-input MakeVector's element; one-axis advanced indexing
 //             to its one-axis ops
-//   fold, cse again on what simplify exposed
+//   shapes    unknown static dims the inputs' static shapes fix (a Join of
+//             pieces of known length, the Elemwise after it), so that
+//   fold, cse again on what simplify exposed (and Shapes of those)
 //   fuse      chains and trees of Elemwise nodes of one broadcast pattern
 //             become one Composite (bounded operands; values used elsewhere
 //             are extra outputs)
@@ -75,6 +77,8 @@ int dead_code(Editor& e);
 int fold_constants(Editor& e, const Options& o);
 int common_subexpressions(Editor& e);
 int simplify(Editor& e);
+// Unknown static dims that the inputs' static shapes fix (static_shapes.cpp): run with simplify.
+int refine_static_shapes(Editor& e);
 int fuse_elementwise(Editor& e);
 int batch_siblings(Editor& e);
 int scalarize(Editor& e);

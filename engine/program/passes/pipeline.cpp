@@ -63,6 +63,7 @@ PassReport run_passes(Graph& g, const Options& o) {
   run("fold", on.fold, [&] { return fold_constants(e, o); });
   run("cse", on.cse, [&] { return common_subexpressions(e); });
   run("simplify", on.simplify, [&] { return simplify(e); });
+  run("shapes", on.simplify, [&] { return refine_static_shapes(e); });
   run("fold", on.fold && on.simplify, [&] { return fold_constants(e, o); });
   run("cse", on.cse && on.simplify, [&] { return common_subexpressions(e); });
   run("fuse", on.fuse, [&] { return fuse_elementwise(e); });
