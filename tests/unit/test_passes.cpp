@@ -227,6 +227,30 @@ TEST_CASE("passes_simplify_views_dimshuffle_chains_reshape_subtensor") {
   CHECK(nodes_of(p) == 1);
 }
 
+// All and Any of one bool element are that element: of a (1,) vector a 0-d
+// view, of a 0-d value the value itself (ZeroSumNormal's check reduces a 0-d
+// comparison twice). The bool decides a Switch, both ways.
+TEST_CASE("passes_simplify_all_and_any_of_one_element_are_that_element") {
+  Builder b;
+  const int x = b.input("float64", json::array(), "x");
+  const int ok = b.ew("LE", {b.ew("Abs", {x}, "float64", json::array()), b.constant("float64", json::array(), {1.0})},
+                      "bool", json::array());
+  const int all = b.node("All", {b.node("All", {ok}, "bool", json::array(), {{"axis", nullptr}})}, "bool",
+                         json::array(), {{"axis", nullptr}});
+  const int v = b.node("DimShuffle", {ok}, "bool", {1}, {{"new_order", {"x"}}});
+  const int any = b.node("Any", {v}, "bool", json::array(), {{"axis", nullptr}});
+  const int low = b.constant("float64", json::array(), {-1e300});
+  b.outputs = {b.ew("Switch", {all, x, low}, "float64", json::array()),
+               b.ew("Switch", {any, low, x}, "float64", json::array())};
+  Options o = only("simplify");
+  o.passes.dce = true;
+  for (double xv : {0.5, -3.0}) {
+    auto p = same_bits(b.str(), {Array::of<double>(Shape{}, {xv})}, o);
+    CHECK(count_op(p, "All") == 0);
+    CHECK(count_op(p, "Any") == 0);
+  }
+}
+
 TEST_CASE("passes_simplify_keeps_specify_shape_checks_made_at_run_time") {
   Builder b;
   const int x = b.input("float64", {json(nullptr)}, "x");

@@ -8,7 +8,7 @@
 //     same dtype, CheckAndRaise of constant-true conditions -> x
 //   DimShuffle: the identity -> x; DimShuffle of DimShuffle -> one; the 0-d
 //     element of a one-input MakeVector -> that input
-//   All / Any of one bool element -> a view of it
+//   All / Any of one bool element -> a view of it (of a 0-d one: it)
 //   Reshape: to x's own static shape -> x; of one element to one element
 //     -> DimShuffle (a view either way)
 //   Subtensor taking every element (full slices) -> x
@@ -302,9 +302,13 @@ int Simplifier::run() {
       if (e.is_graph_output(o) && (e.producer(x) < 0 || e.is_graph_output(x))) continue;
       to(k, o, x);
     } else if (op == TensorOp::All || op == TensorOp::Any) {
-      // Of one bool element: that element, as a view.
+      // Of one bool element: that element, as a view (a 0-d one: itself).
       if (n.inputs.size() == 1 && var(x).dtype == DType::Bool && var(o).dtype == DType::Bool && one_element(var(x)) &&
-          var(o).static_shape.ndim == 0 && var(x).static_shape.ndim > 0) {
+          var(o).static_shape.ndim == 0) {
+        if (var(x).static_shape.ndim == 0) {
+          if (!(e.is_graph_output(o) && (e.producer(x) < 0 || e.is_graph_output(x)))) to(k, o, x);
+          continue;
+        }
         n.op = tensor_op_name(TensorOp::DimShuffle);
         n.attrs = json{{"new_order", json::array()}};
         ++rewrites;
