@@ -9,6 +9,7 @@
 // All give the same bits.
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -460,6 +461,14 @@ class ReduceKernel final : public OpKernel {
         return small_(x.data, n, st, f.alloc_out(0, *os));
       }
     }
+    // All / Any of a whole contiguous bool tensor: a byte scan (any order
+    // gives the same bool; a bool is true for any nonzero byte).
+    if ((op_ == Rop::And || op_ == Rop::Or) && x.dtype == DType::Bool && in_ == DType::Bool &&
+        x.ndim() > 0 && mask_ == (1u << x.ndim()) - 1 && x.is_contiguous()) {
+      Uninit<Shape> os;
+      (*os).ndim = 0;
+      return whole_bool(x, f.alloc_out(0, *os));
+    }
     Plan p;
     p.threshold = threshold_;
     Uninit<Shape> osb;
@@ -526,6 +535,19 @@ class ReduceKernel final : public OpKernel {
   }
 
  private:
+  void whole_bool(const Tensor& x, Tensor& y) const {
+    const auto* b = static_cast<const unsigned char*>(x.data);
+    const size_t n = static_cast<size_t>(x.size());
+    bool r;
+    if (op_ == Rop::And) {
+      r = n == 0 || std::memchr(b, 0, n) == nullptr;
+    } else {
+      unsigned char any = 0;
+      for (size_t i = 0; i < n; ++i) any |= b[i];
+      r = any != 0;
+    }
+    *static_cast<bool*>(y.data) = r;  // All/Any outputs are bool (make_reduce)
+  }
   void fill_identity(Frame& f, Tensor& y) const {
     if (op_ == Rop::Max || op_ == Rop::Min)
       f.fail(std::string("zero-size array to reduction operation ") + rop_name(op_) +

@@ -297,3 +297,32 @@ TEST_CASE("short_row_reductions_follow_the_documented_tree_per_row") {
     }
   }
 }
+
+// All and Any over a whole contiguous bool tensor scan its bytes: one false
+// (All) or one true (Any) decides wherever it is, of any rank, and a true is
+// any nonzero byte.
+TEST_CASE("all_and_any_of_a_whole_bool_tensor_read_every_byte") {
+  for (const auto& [shape, dims] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"[null]", {257}}, {"[null, null]", {40, 9}}, {"[null, null, null]", {3, 5, 7}}}) {
+    auto all = Program::from_json(reduce_graph("All", "bool", shape, "bool", "[]", R"({"axis": null})"));
+    auto any = Program::from_json(reduce_graph("Any", "bool", shape, "bool", "[]", R"({"axis": null})"));
+    Shape s{static_cast<int>(dims.size()), {}};
+    int64_t n = 1;
+    for (size_t d = 0; d < dims.size(); ++d) n *= s.dims[d] = dims[d];
+    auto with = [&](unsigned char fill, int64_t at, unsigned char v) {
+      Array a = Array::of<bool>(s, std::vector<bool>(static_cast<size_t>(n), false));
+      auto* b = static_cast<unsigned char*>(a.t.data);
+      std::memset(b, fill, static_cast<size_t>(n));
+      if (at >= 0) b[at] = v;
+      return a;
+    };
+    for (int64_t at : {int64_t{0}, n / 2, n - 1}) {
+      INFO("shape " << shape << ", at " << at);
+      CHECK(all->call({with(1, at, 0).t})[0].data<bool>()[0] == false);
+      CHECK(all->call({with(2, at, 255).t})[0].data<bool>()[0] == true);
+      CHECK(any->call({with(0, at, 1).t})[0].data<bool>()[0] == true);
+      CHECK(any->call({with(0, at, 4).t})[0].data<bool>()[0] == true);
+      CHECK(any->call({with(0, at, 0).t})[0].data<bool>()[0] == false);
+    }
+  }
+}
