@@ -233,14 +233,30 @@ class IncK : public OpKernel {
   IncK(IndexSpec s, Mode m, ConstIndex ci) : s_(std::move(s)), mode_(m), one_(true), ci_(std::move(ci)) {
     if (mode_ == Inc) ci_.prepare_bins();
   }
+  // x is a constant of zero bytes (a gradient's zeros): the output starts
+  // as zeros written, not copied.
+  void zero_x(const NodeContext& ctx) {
+    const std::optional<Tensor> c = ctx.constant_input(0);
+    if (!c) return;
+    const auto* b = static_cast<const unsigned char*>(c->data);
+    const size_t n = static_cast<size_t>(c->size()) * dtype_size(c->dtype);
+    zero_x_ = n > 0 && b[0] == 0 && std::memcmp(b, b + 1, n - 1) == 0;
+  }
   int may_overwrite(int) const override { return 0; }
+
+  Tensor& out_of(Frame& f, const Tensor& x) const {
+    if (!zero_x_) return out_as_copy(f, x);
+    Tensor& o = f.alloc_out(0, x.dtype, x.shape);
+    if (o.data != x.data) fill_zero(o);
+    return o;
+  }
 
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
     const Tensor& y = f.in(1);
     if (one_ && x.ndim() == 1 && y.dtype == x.dtype && y.ndim() <= 1) return run1(f, x, y);
     if (basic_ && y.dtype == x.dtype) return run_basic(f, x, y);
-    Tensor& o = out_as_copy(f, x);
+    Tensor& o = out_of(f, x);
     Uninit<Resolved> ur;  // every field is set by resolve_index before it is read
     Resolved& r = *ur;
     // y converted to x's dtype when they differ.
@@ -351,7 +367,7 @@ class IncK : public OpKernel {
   // Slices and integers, y of x's dtype: the view of the output updated in
   // place, each element once in the view's order (as the general path).
   void run_basic(Frame& f, const Tensor& x, const Tensor& y) const {
-    Tensor& o = out_as_copy(f, x);
+    Tensor& o = out_of(f, x);
     Uninit<Tensor> vb;
     Tensor& v = *vb;
     basic_view(f, s_, o, v);
@@ -384,7 +400,7 @@ class IncK : public OpKernel {
       }
       ys = y.strides[0];
     }
-    Tensor& o = out_as_copy(f, x);
+    Tensor& o = out_of(f, x);
     const int64_t dim = x.dim(0);
     dtype_dispatch(x.dtype, [&](auto tag) {
       using T = decltype(tag);
@@ -482,6 +498,7 @@ class IncK : public OpKernel {
   Mode mode_;
   bool basic_ = false;  // is_basic(s_)
   bool one_ = false;
+  bool zero_x_ = false;  // zero_x()
   ConstIndex ci_;
 };
 
@@ -540,7 +557,9 @@ std::unique_ptr<OpKernel> make_inc_subtensor(NodeContext& ctx) {
   IndexSpec s = IndexSpec::parse(ctx, 2, false);
   const bool set = ctx.attr_bool("set_instead_of_inc", false);
   check_inc_y(ctx, s, set);
-  return std::make_unique<IncK>(std::move(s), set ? IncK::Set : IncK::Inc);
+  auto k = std::make_unique<IncK>(std::move(s), set ? IncK::Set : IncK::Inc);
+  k->zero_x(ctx);
+  return k;
 }
 
 std::unique_ptr<OpKernel> make_advanced_inc_subtensor(NodeContext& ctx) {
@@ -550,7 +569,9 @@ std::unique_ptr<OpKernel> make_advanced_inc_subtensor(NodeContext& ctx) {
   const bool set = ctx.attr_bool("set_instead_of_inc", false);
   const bool nodup = ctx.attr_bool("ignore_duplicates", false);
   check_inc_y(ctx, s, set);
-  return std::make_unique<IncK>(std::move(s), set ? IncK::Set : nodup ? IncK::IncNoDup : IncK::Inc);
+  auto k = std::make_unique<IncK>(std::move(s), set ? IncK::Set : nodup ? IncK::IncNoDup : IncK::Inc);
+  k->zero_x(ctx);
+  return k;
 }
 
 std::unique_ptr<OpKernel> make_advanced_inc_subtensor1(NodeContext& ctx) {
@@ -559,7 +580,9 @@ std::unique_ptr<OpKernel> make_advanced_inc_subtensor1(NodeContext& ctx) {
   IndexSpec s = IndexSpec::gather0(ctx, 2);
   const bool set = ctx.attr_bool("set_instead_of_inc", false);
   check_inc_y(ctx, s, set);
-  return std::make_unique<IncK>(std::move(s), set ? IncK::Set : IncK::Inc, ConstIndex::make(ctx, 2));
+  auto k = std::make_unique<IncK>(std::move(s), set ? IncK::Set : IncK::Inc, ConstIndex::make(ctx, 2));
+  k->zero_x(ctx);
+  return k;
 }
 
 }  // namespace ember

@@ -334,3 +334,60 @@ TEST_CASE("scatter_add_of_few_bins_by_constant_index_keeps_the_sequential_sums")
     }
   }
 }
+
+// A constant x of zeros (a gradient's zeros_like) starts the output as zeros
+// written rather than copied: the three increment ops give what they give on
+// the same zeros passed as an input. A constant -0.0 is not zero bytes: the
+// elements left alone keep its sign.
+TEST_CASE("increments_of_constant_zeros_equal_increments_of_zeros_given") {
+  using nlohmann::json;
+  using ember::Array;
+  using ember::Shape;
+  const json col_slice = {json{{"type", "slice"}, {"start", nullptr}, {"stop", nullptr}, {"step", nullptr}},
+                          json{{"type", "slice"}, {"start", 1}, {"stop", nullptr}, {"step", nullptr}}};
+  const json adv = {json{{"type", "array"}, {"input", 2}}, json{{"type", "array"}, {"input", 3}}};
+  auto bits = [](double d) {
+    uint64_t u;
+    std::memcpy(&u, &d, 8);
+    return u;
+  };
+  for (double zero : {0.0, -0.0}) {
+    for (bool constant : {true, false}) {
+      INFO("zero " << zero << (constant ? " constant" : " input"));
+      ember::test::GraphBuilder b;
+      const int x = constant ? b.constant("float64", {3, 4}, std::vector<double>(12, zero)) : b.input("float64", {3, 4});
+      const int v = constant ? b.constant("float64", {5}, std::vector<double>(5, zero)) : b.input("float64", {5});
+      const int y = b.input("float64", {3, 3}), g2 = b.input("float64", {2}), g4 = b.input("float64", {4});
+      const int r = b.input("int64", {2}), c = b.input("int64", {2}), k = b.input("int64", {4});
+      const int a = b.node("IncSubtensor", {x, y}, "float64", {3, 4}, {{"idx_list", col_slice}, {"set_instead_of_inc", false}});
+      const int d = b.node("AdvancedIncSubtensor", {x, g2, r, c}, "float64", {3, 4},
+                           {{"idx_list", adv}, {"set_instead_of_inc", false}});
+      const int e = b.node("AdvancedIncSubtensor1", {v, g4, k}, "float64", {5}, {{"set_instead_of_inc", false}});
+      b.outputs = {a, d, e};
+      auto p = ember::Program::from_json(b.str());
+      Array xa = Array::of<double>(Shape{2, {3, 4}}, std::vector<double>(12, zero));
+      Array va = Array::of<double>(Shape{1, {5}}, std::vector<double>(5, zero));
+      Array ya = Array::of<double>(Shape{2, {3, 3}}, {1, -2, 3, 0.5, 0.25, -0.0, 7, 8, 9});
+      Array g2a = Array::of<double>(Shape{1, {2}}, {1.5, -2.5});
+      Array g4a = Array::of<double>(Shape{1, {4}}, {1.5, -2.5, 3.5, -0.0});
+      Array ra = Array::of<int64_t>(Shape{1, {2}}, {0, 2}), ca = Array::of<int64_t>(Shape{1, {2}}, {3, 0});
+      Array ka = Array::of<int64_t>(Shape{1, {4}}, {4, 0, 4, 2});
+      std::vector<ember::Tensor> args;
+      if (!constant) args = {xa.t, va.t};
+      for (const Array* t : {&ya, &g2a, &g4a, &ra, &ca, &ka}) args.push_back(t->t);
+      auto out = p->call(args);
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 4; ++j) {
+          const double want_a = j >= 1 ? zero + ya.data<double>()[i * 3 + j - 1] : zero;
+          CHECK(bits(out[0].data<double>()[i * 4 + j]) == bits(want_a));
+          double want_d = zero;
+          if (i == 0 && j == 3) want_d = zero + 1.5;
+          if (i == 2 && j == 0) want_d = zero + -2.5;
+          CHECK(bits(out[1].data<double>()[i * 4 + j]) == bits(want_d));
+        }
+      // k = (4, 0, 4, 2): entries added in index order.
+      const double want_e[5] = {zero + -2.5, zero, zero + -0.0, zero, (zero + 1.5) + 3.5};
+      for (int i = 0; i < 5; ++i) CHECK(bits(out[2].data<double>()[i]) == bits(want_e[i]));
+    }
+  }
+}
