@@ -452,6 +452,14 @@ class ReduceKernel final : public OpKernel {
 
   void run(Frame& f) const override {
     const Tensor& x = f.in(0);
+    // All / Any of a whole contiguous bool tensor: a byte scan (any order
+    // gives the same bool; a bool is true for any nonzero byte).
+    if ((op_ == Rop::And || op_ == Rop::Or) && x.dtype == DType::Bool && in_ == DType::Bool &&
+        x.ndim() > 0 && mask_ == (1u << x.ndim()) - 1 && x.is_contiguous()) {
+      Uninit<Shape> os;
+      (*os).ndim = 0;
+      return whole_bool(x, f.alloc_out(0, *os));
+    }
     // A 0-d or fully reduced 1-d input: the small path without the plan.
     if (x.ndim() == 0 || (x.ndim() == 1 && mask_ == 1u)) {
       const int64_t n = x.ndim() ? x.dim(0) : 1, st = x.ndim() ? x.strides[0] : 1;
@@ -460,14 +468,6 @@ class ReduceKernel final : public OpKernel {
         (*os).ndim = 0;
         return small_(x.data, n, st, f.alloc_out(0, *os));
       }
-    }
-    // All / Any of a whole contiguous bool tensor: a byte scan (any order
-    // gives the same bool; a bool is true for any nonzero byte).
-    if ((op_ == Rop::And || op_ == Rop::Or) && x.dtype == DType::Bool && in_ == DType::Bool &&
-        x.ndim() > 0 && mask_ == (1u << x.ndim()) - 1 && x.is_contiguous()) {
-      Uninit<Shape> os;
-      (*os).ndim = 0;
-      return whole_bool(x, f.alloc_out(0, *os));
     }
     Plan p;
     p.threshold = threshold_;
