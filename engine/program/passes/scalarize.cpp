@@ -94,8 +94,8 @@ class Scalarizer {
     kind_.assign(n, Kind::None);
     for (int k = 0; k < n; ++k)
       if (!e_.removed(k)) kind_[k] = classify(k);
-    const std::vector<char> keep = connected_stretches();
     const Users users = e_.users();
+    const std::vector<char> keep = connected_stretches(users);
     elems_.assign(g_.vars.size(), {});
     std::vector<int> done;
     for (int k = 0; k < n; ++k) {
@@ -299,7 +299,7 @@ class Scalarizer {
   // elements becomes part of the one-element step, a Reshape after it would
   // be a step of its own. The rewritten elements then join that step (an
   // IncSubtensor of a gradient read back by literal Subtensors).
-  std::vector<char> connected_stretches() {
+  std::vector<char> connected_stretches(const Users& users) {
     const int n = static_cast<int>(kind_.size());
     std::vector<int> parent(n);
     std::iota(parent.begin(), parent.end(), 0);
@@ -314,7 +314,6 @@ class Scalarizer {
     }
     std::vector<int> size(n, 0), rewrites(n, 0);
     std::vector<char> computes(n, 0), scalar(n, 0), read_outside(n, 0);
-    const Users users = e_.users();
     for (int k = 0; k < n; ++k) {
       if (kind_[k] == Kind::None) continue;
       const int r = find(k);

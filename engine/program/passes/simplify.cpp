@@ -114,6 +114,8 @@ class Simplifier {
   bool same_type(int x, int o) const {
     return var(x).dtype == var(o).dtype && same_broadcast_pattern(var(x).static_shape, var(o).static_shape);
   }
+  // A graph output copied from an input, a constant or another output keeps its copy.
+  bool output_keeps_copy(int o, int x) const { return e.is_graph_output(o) && (e.producer(x) < 0 || e.is_graph_output(x)); }
   void to(int k, int o, int x) {
     e.replace(o, x);
     e.remove(k);
@@ -298,15 +300,13 @@ int Simplifier::run() {
                op == TensorOp::TensorFromScalar || op == TensorOp::ScalarFromTensor) {
       if (n.inputs.size() != 1 || var(x).dtype != var(o).dtype || var(x).static_shape.ndim != var(o).static_shape.ndim)
         continue;
-      // A graph output copied from an input, a constant or another output keeps its copy.
-      if (e.is_graph_output(o) && (e.producer(x) < 0 || e.is_graph_output(x))) continue;
-      to(k, o, x);
+      if (!output_keeps_copy(o, x)) to(k, o, x);
     } else if (op == TensorOp::All || op == TensorOp::Any) {
       // Of one bool element: that element, as a view (a 0-d one: itself).
       if (n.inputs.size() == 1 && var(x).dtype == DType::Bool && var(o).dtype == DType::Bool && one_element(var(x)) &&
           var(o).static_shape.ndim == 0) {
         if (var(x).static_shape.ndim == 0) {
-          if (!(e.is_graph_output(o) && (e.producer(x) < 0 || e.is_graph_output(x)))) to(k, o, x);
+          if (!output_keeps_copy(o, x)) to(k, o, x);
           continue;
         }
         n.op = tensor_op_name(TensorOp::DimShuffle);

@@ -99,7 +99,7 @@ class Refiner {
       if (n.inputs.empty() || !e_.is_constant(n.inputs[0])) return std::nullopt;
       const Tensor t = e_.constant(n.inputs[0]);
       if (t.size() != 1 || !is_int_dtype(t.dtype)) return std::nullopt;
-      a = t.dtype == DType::Int64 ? *t.ptr<const int64_t>() : t.dtype == DType::Int32 ? *t.ptr<const int32_t>() : -1000;
+      a = scalar_int(t);
       first = 1;
     }
     if (a < 0) a += nd;
