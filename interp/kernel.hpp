@@ -12,6 +12,13 @@ struct StridedPtr {
   int64_t stride;
 };
 
+// One operand of a 2-D loop: rows, then elements within a row. Strides in elements.
+struct RowPtr {
+  void* data;
+  int64_t row_stride;
+  int64_t stride;
+};
+
 struct ElemKernel {
   // out[k][i*stride] = composite(in[0][i*stride], ...) for i in [0, n).
   // Must be callable from many threads at once.
@@ -28,6 +35,13 @@ struct ElemKernel {
   void (*fn_sums)(const ElemKernel* self, int64_t n, const StridedPtr* in, const StridedPtr* out,
                   double* sums) = nullptr;
   const uint8_t* summed = nullptr;  // per output (0 or 1), when fn_sums is set
+  // Optional, with fn_sums: rows x n elements, operand i's element (r, c) at
+  // in[i].data + r * in[i].row_stride + c * in[i].stride (in elements). Each
+  // row of an output with summed[j] is summed as fn_sums sums n elements,
+  // into row_sums[j][r]; the other outputs are written. Returns false,
+  // having written nothing, when it does not take the call.
+  bool (*fn_row_sums)(const ElemKernel* self, int64_t rows, int64_t n, const RowPtr* in, const RowPtr* out,
+                      double* const* row_sums) = nullptr;
 };
 
 }  // namespace ember::interp

@@ -218,6 +218,8 @@ class JitKernel : public interp::ElemKernel {
                            const interp::StridedPtr* out);
   static void run_sums(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,
                        const interp::StridedPtr* out, double* sums);
+  static bool run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, const interp::RowPtr* in,
+                           const interp::RowPtr* out, double* const* row_sums);
   static void run_blocks(const JitKernel* k, int64_t n, const interp::StridedPtr* in, const interp::StridedPtr* out,
                          const char** ip, char* s, struct SumState* st);
   // An input or output: its dtype and cell offset (-1: the constant k);

@@ -220,6 +220,7 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
     if (spec.one_element || !fallback_) throw std::invalid_argument("JitKernel: summed outputs need a block kernel and a fallback");
     fn = &run_fallback;  // elements of a summed output: the interpreter's
     fn_sums = &run_sums;
+    fn_row_sums = &run_row_sums;
     summed = is_summed_.data();
   }
   plain_ins_ = std::all_of(bc.inputs.begin(), bc.inputs.end(),
@@ -570,6 +571,67 @@ static void leaf_starts(int64_t n, std::vector<int64_t>& first) {
   }
 }
 
+// One thread's buffers for summed calls (one thread_local: each costs a
+// lookup in a shared library), with the tree's leaves for its last n (a
+// node's calls repeat it).
+struct SumBuffers {
+  int64_t n = -1;
+  std::vector<int64_t> first, events;
+  std::vector<double> lanes, val, part;
+  std::vector<double> rows;  // run_row_sums: per summed output and row, a leaf's 8 lanes and tail group
+  std::vector<const char*> ip;
+
+  void for_n(int64_t len) {
+    if (len == n) return;
+    first.clear();
+    events.clear();
+    leaf_starts(len, first);
+    for (int64_t f : first) events.push_back(f * 8);
+    if (len % 8) events.push_back((len - len % 8) * 8 + 1);
+    events.push_back(INT64_MAX);
+    val.resize(first.size());
+    n = len;
+  }
+  // Per summed output: a dummy slot (the flush at the first leaf), a slot per
+  // leaf, then the tail group.
+  size_t per() const { return (first.size() + 1) * 8 + 8; }
+  // Points the control cell at each summed output's leaf lanes.
+  void set_lanes(char* ctl, size_t ns) {
+    if (lanes.size() < ns * per()) lanes.resize(ns * per());
+    for (size_t q = 0; q < ns; ++q) {
+      double* l = lanes.data() + q * per();
+      double* t = l + (first.size() + 1) * 8;
+      std::memcpy(ctl + 24 + 16 * q, &l, 8);
+      std::memcpy(ctl + 32 + 16 * q, &t, 8);
+    }
+  }
+  // The sum of summed output q (accumulator cell acc) after a call over n.
+  double sum(size_t q, const double* acc) {
+    const size_t nl = first.size();
+    const double* l = lanes.data() + q * per();
+    // Leaf i's lanes at slot i + 1; the last leaf's are still the accumulator.
+    for (size_t i = 0; i + 1 < nl; ++i) val[i] = reduce::combine_lanes<reduce::Rop::Add, double>(l + (i + 1) * 8);
+    double v = reduce::combine_lanes<reduce::Rop::Add, double>(acc);
+    for (int64_t t = 0; t < n % 8; ++t) v = v + l[(nl + 1) * 8 + t];  // the last leaf's tail, in order
+    val[nl - 1] = v;
+    if (n <= reduce::kLeaf) return v;  // one leaf: the tree is that leaf
+    // The tree over each chunk's leaves, then over the chunks' partials.
+    size_t at = 0;
+    part.clear();
+    for (int64_t c = 0; c < n; c += reduce::kChunk) {
+      const int64_t m = std::min(reduce::kChunk, n - c);
+      size_t used = 0;
+      auto lf = [&](int64_t, int64_t) { return val[at + used++]; };
+      part.push_back(reduce::tree<reduce::Rop::Add, double>(0, m, lf));
+      at += used;
+    }
+    return part.size() == 1 ? part[0]
+                            : reduce::tree_contiguous<reduce::Rop::Add, double>(part.data(),
+                                                                                static_cast<int64_t>(part.size()));
+  }
+};
+thread_local SumBuffers t_sums;
+
 void JitKernel::run_sums(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,
                          const interp::StridedPtr* out, double* sums) {
   const auto* k = static_cast<const JitKernel*>(self);
@@ -590,67 +652,111 @@ void JitKernel::run_sums(const ElemKernel* self, int64_t n, const interp::Stride
     return;
   }
   char* s = scratch_for(k->scratch_);
-  // This thread's buffers (one thread_local: each costs a lookup in a shared
-  // library), with the tree's leaves for its last n (a node's calls repeat it).
-  struct Buffers {
-    int64_t n = -1;
-    std::vector<int64_t> first, events;
-    std::vector<double> lanes, val, part;
-    std::vector<const char*> ip;
-  };
-  thread_local Buffers b;
-  if (n != b.n) {
-    b.first.clear();
-    b.events.clear();
-    leaf_starts(n, b.first);
-    for (int64_t f : b.first) b.events.push_back(f * 8);
-    if (n % 8) b.events.push_back((n - n % 8) * 8 + 1);
-    b.events.push_back(INT64_MAX);
-    b.val.resize(b.first.size());
-    b.n = n;
-  }
-  const size_t nl = b.first.size(), ns = k->summed_.size();
-  // Per summed output: a dummy slot (the flush at the first leaf), a slot per
-  // leaf, then the tail group.
-  const size_t per = (nl + 1) * 8 + 8;
-  if (b.lanes.size() < ns * per) b.lanes.resize(ns * per);
+  SumBuffers& b = t_sums;
+  b.for_n(n);
+  const size_t ns = k->summed_.size();
   char* ctl = s + static_cast<size_t>(k->out_cell_at(k->outs_.size()));  // sum_ctl_cell
-  for (size_t q = 0; q < ns; ++q) {
-    double* l = b.lanes.data() + q * per;
-    double* t = l + (nl + 1) * 8;
-    std::memcpy(ctl + 24 + 16 * q, &l, 8);
-    std::memcpy(ctl + 32 + 16 * q, &t, 8);
-  }
+  b.set_lanes(ctl, ns);
   const size_t nip = ni + k->outs_.size();
   if (b.ip.size() < nip) b.ip.resize(nip);
   const char** ip = b.ip.data();
   for (const int32_t j : k->direct_outs_) ip[ni + j] = s + k->outs_[j].cell;
   SumState st{b.events.data(), 0, ctl};
   run_blocks(k, n, in, out, ip, s, &st);
-  // Leaf i's lanes at slot i + 1; the last leaf's are still the accumulator.
-  double* val = b.val.data();
   for (size_t q = 0; q < ns; ++q) {
     const int32_t j = k->summed_[q];
-    const double* l = b.lanes.data() + q * per;
-    const double* acc = reinterpret_cast<const double*>(s + k->out_cell_at(j));
-    for (size_t i = 0; i + 1 < nl; ++i) val[i] = reduce::combine_lanes<reduce::Rop::Add, double>(l + (i + 1) * 8);
-    double v = reduce::combine_lanes<reduce::Rop::Add, double>(acc);
-    for (int64_t t = 0; t < n % 8; ++t) v = v + l[(nl + 1) * 8 + t];  // the last leaf's tail, in order
-    val[nl - 1] = v;
-    // The tree over each chunk's leaves, then over the chunks' partials.
-    size_t at = 0;
-    b.part.clear();
-    for (int64_t c = 0; c < n; c += reduce::kChunk) {
-      const int64_t m = std::min(reduce::kChunk, n - c);
-      size_t used = 0;
-      auto lf = [&](int64_t, int64_t) { return val[at + used++]; };
-      b.part.push_back(reduce::tree<reduce::Rop::Add, double>(0, m, lf));
-      at += used;
-    }
-    sums[j] = b.part.size() == 1 ? b.part[0]
-                                 : reduce::tree_contiguous<reduce::Rop::Add, double>(
-                                       b.part.data(), static_cast<int64_t>(b.part.size()));
+    sums[j] = b.sum(q, reinterpret_cast<const double*>(s + k->out_cell_at(j)));
   }
+}
+
+bool JitKernel::run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, const interp::RowPtr* in,
+                             const interp::RowPtr* out, double* const* row_sums) {
+  const auto* k = static_cast<const JitKernel*>(self);
+  const size_t ni = k->ins_.size(), no = k->outs_.size();
+  // One block a row, with a full group of lanes in it.
+  if (n < 8 || n > kBlock) return false;
+  const Slot* x = k->ins_.data();
+  for (size_t j = 0; j < ni; ++j)
+    if (x[j].uniform && in[j].stride != 0) return false;
+  for (size_t j = 0; j < no; ++j)
+    if (k->is_summed_[j] ? !row_sums[j] : !out[j].data) return false;
+  char* s = scratch_for(k->scratch_);
+  SumBuffers& b = t_sums;
+  b.for_n(n);
+  const size_t ns = k->summed_.size();
+  char* ctl = s + static_cast<size_t>(k->out_cell_at(no));  // sum_ctl_cell
+  b.set_lanes(ctl, ns);
+  if (b.ip.size() < ni + no) b.ip.resize(ni + no);
+  const char** ip = b.ip.data();
+  for (const int32_t j : k->direct_outs_) ip[ni + j] = s + k->outs_[j].cell;
+  const int w = k->lanes_;
+  const bool whole = n % w == 0;
+  const int64_t zero = 0, tail = n % 8;
+  const bool one_leaf = n <= reduce::kLeaf;
+  const size_t per = b.per();
+  if (one_leaf && b.rows.size() < ns * static_cast<size_t>(rows) * 16) b.rows.resize(ns * rows * 16);
+  // A row's last group may read on into the next row (lanes past n are
+  // computed, never stored or summed) when it stays inside the next row.
+  const int64_t padded = (n + w - 1) / w * w;
+  for (size_t j = 0; j < ni; ++j) {
+    // Inputs one row repeats (a (1, n) operand): gathered once.
+    if (x[j].uniform || in[j].row_stride != 0) continue;
+    gather(x[j].dt, static_cast<const char*>(in[j].data), in[j].stride, n, s + x[j].cell, w);
+    ip[j] = s + x[j].cell;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    for (size_t j = 0; j < ni; ++j) {
+      const char* src = static_cast<const char*>(in[j].data) + r * in[j].row_stride * x[j].es;
+      if (x[j].uniform) {
+        ip[j] = one_lane(x[j].dt, src, s + x[j].cell);
+      } else if (in[j].row_stride == 0) {
+        // gathered above
+      } else if (in[j].stride == 1 && (x[j].dt == DType::Float64 || x[j].dt == DType::Int64) &&
+                 reinterpret_cast<uintptr_t>(src) % 8 == 0 &&
+                 (whole || (r + 1 < rows && in[j].row_stride >= n && padded - in[j].row_stride < n))) {
+        ip[j] = src;
+      } else {
+        gather(x[j].dt, src, in[j].stride, n, s + x[j].cell, w);
+        ip[j] = s + x[j].cell;
+      }
+    }
+    // Each row is a call over n elements from the first leaf (run_blocks).
+    const int64_t* ev = b.events.data();
+    std::memcpy(ctl, &ev, 8);
+    std::memcpy(ctl + 8, &zero, 8);
+    std::memcpy(ctl + 16, &zero, 8);
+    for (const Piece& p : k->pieces_) p.fn(n, s, ip);
+    for (size_t j = 0; j < no; ++j) {
+      if (k->is_summed_[j]) continue;
+      const Slot& o = k->outs_[j];
+      const int64_t es = static_cast<int64_t>(dtype_size(o.dt));
+      const char* cell = o.in >= 0 ? ip[o.in] : o.cell >= 0 ? s + o.cell : nullptr;
+      scatter(o.dt, cell, o.k, n, static_cast<char*>(out[j].data) + r * out[j].row_stride * es, out[j].stride, w);
+    }
+    for (size_t q = 0; q < ns; ++q) {
+      const int32_t j = k->summed_[q];
+      const auto* acc = reinterpret_cast<const double*>(s + k->out_cell_at(j));
+      if (one_leaf) {  // the leaf's lanes and tail, summed after the last row
+        double* d = b.rows.data() + (q * rows + r) * 16;
+        std::memcpy(d, acc, 64);
+        std::memcpy(d + 8, b.lanes.data() + q * per + 16, 64);
+      } else {
+        row_sums[j][r] = b.sum(q, acc);
+      }
+    }
+  }
+  if (!one_leaf) return true;
+  // SumBuffers::sum of one leaf, each row's on its own: chains that overlap.
+  for (size_t q = 0; q < ns; ++q) {
+    double* y = row_sums[k->summed_[q]];
+    const double* d = b.rows.data() + q * rows * 16;
+    for (int64_t r = 0; r < rows; ++r, d += 16) {
+      double v = reduce::combine_lanes<reduce::Rop::Add, double>(d);
+      for (int64_t i = 0; i < tail; ++i) v = v + d[8 + i];
+      y[r] = v;
+    }
+  }
+  return true;
 }
 
 Faults& faults() {

@@ -288,6 +288,7 @@ struct TierManager::Impl {
     int tier = 1;
     int chunks = 1;
     std::vector<bool> summed;  // TierEntry::summed when the plan was made
+    std::vector<bool> uniform;  // TierEntry::uniform when the plan was made
   };
 
   void install_locked(TierEntry& e, std::shared_ptr<jit::JitKernel> k, bool measure) {
@@ -421,7 +422,7 @@ struct TierManager::Impl {
     // Uniform inputs at tier 2 only: every piece of a kernel must agree,
     // and tier 1 mixes direct and LLVM pieces.
     const bool one = p.e->one_element;
-    const jit::KernelSpec spec{one, p.tier >= 2 ? p.e->uniform : std::vector<bool>{}, p.tier >= 2 ? p.summed : std::vector<bool>{}};
+    const jit::KernelSpec spec{one, p.tier >= 2 ? p.uniform : std::vector<bool>{}, p.tier >= 2 ? p.summed : std::vector<bool>{}};
     for (int k = 0; k < p.chunks; ++k) {
       const int lo = static_cast<int>(int64_t(n) * k / p.chunks), hi = static_cast<int>(int64_t(n) * (k + 1) / p.chunks);
       // Tier 1's direct code is not cached: emitting it costs less than
@@ -560,7 +561,7 @@ struct TierManager::Impl {
       if (c.score >= bar && (!best || c.e->recent_rate > best->e->recent_rate)) best = &c;
     if (!best) return std::nullopt;
     for (const auto& sp : entries)
-      if (sp.get() == best->e) return Plan{sp, sp->vm, best->tier, 1, sp->summed};
+      if (sp.get() == best->e) return Plan{sp, sp->vm, best->tier, 1, sp->summed, sp->uniform};
     return std::nullopt;
   }
 
@@ -725,7 +726,7 @@ std::shared_ptr<TierEntry> TierManager::attach(const SwapTarget& k, std::shared_
       // Before the first call: straight to the top tier, no measurement; a
       // lower one if the budget cannot hold it.
       for (int t = impl_->cfg.max_tier; t >= 1; --t)
-        if (impl_->run_plan(lk, Impl::Plan{e, e->vm, t, 1}, false)) break;
+        if (impl_->run_plan(lk, Impl::Plan{e, e->vm, t, 1, {}, e->uniform}, false)) break;
     }
   } else if (!impl_->worker.joinable()) {
     impl_->worker = std::thread([this] { impl_->loop(); });
@@ -734,23 +735,36 @@ std::shared_ptr<TierEntry> TierManager::attach(const SwapTarget& k, std::shared_
 #endif
 }
 
-void TierManager::set_summed(const std::shared_ptr<TierEntry>& e, std::vector<bool> summed) {
+void TierManager::set_summed(const std::shared_ptr<TierEntry>& e, std::vector<bool> summed,
+                             const std::vector<bool>& row_uniform) {
 #ifdef EMBER_WITH_JIT
   if (!e) return;
   std::unique_lock<std::mutex> lk(impl_->mu);
   const interp::Bytecode& bc = e->vm->bytecode();
+  std::vector<bool> uniform = e->uniform;
+  if (!row_uniform.empty()) {
+    uniform.resize(bc.inputs.size(), false);
+    for (size_t i = 0; i < uniform.size() && i < row_uniform.size(); ++i) uniform[i] = uniform[i] || row_uniform[i];
+    for (const interp::OutputRef& o : bc.outputs)  // scattered from a whole block of lanes
+      if (o.slot >= bc.num_consts() && o.slot < bc.first_reg() && size_t(o.slot - bc.num_consts()) < uniform.size())
+        uniform[o.slot - bc.num_consts()] = false;
+    if (std::find(uniform.begin(), uniform.end(), true) == uniform.end()) uniform.clear();
+  }
   const std::vector<bool> can = jit::summable_outputs(bc);
   bool any = false;
   summed.resize(bc.outputs.size(), false);
   for (size_t j = 0; j < summed.size(); ++j) any |= summed[j] = summed[j] && can[j];
   if (e->one_element || jit::lanes(2) != 8 || !any) summed.clear();
-  if (summed == e->summed) return;
+  if (summed.empty()) uniform = e->uniform;  // column inputs broadcast only in row calls
+  if (summed == e->summed && uniform == e->uniform) return;
   e->summed = std::move(summed);
+  e->uniform = std::move(uniform);
   if (impl_->cfg.mode == JitMode::Eager && jit::available() && e->tier >= 2 && !e->detached)
-    impl_->run_plan(lk, Impl::Plan{e, e->vm, e->tier, 1, e->summed}, false);
+    impl_->run_plan(lk, Impl::Plan{e, e->vm, e->tier, 1, e->summed, e->uniform}, false);
 #else
   (void)e;
   (void)summed;
+  (void)row_uniform;
 #endif
 }
 

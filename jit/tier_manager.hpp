@@ -113,7 +113,8 @@ class TierManager {
   // Per output: a fused Sum reduces it to one number (KernelSpec::summed),
   // known after attach. Tier-2 code compiled from now on sums those it can;
   // in eager mode the entry is compiled again now.
-  void set_summed(const std::shared_ptr<TierEntry>& e, std::vector<bool> summed);
+  void set_summed(const std::shared_ptr<TierEntry>& e, std::vector<bool> summed,
+                  const std::vector<bool>& row_uniform = {});
 
   // Replaces the configuration (tests, CLI). Affects later attaches and compiles.
   void configure(const JitConfig& c);

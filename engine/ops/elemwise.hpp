@@ -82,6 +82,9 @@ class ElemwiseKernel final : public OpKernel, public SwapTarget {
   std::vector<bool> uniform_inputs() const override { return uniform_; }
   // From the load: inputs statically of one element under an output that is not.
   void set_uniform_inputs(std::vector<bool> u) { uniform_ = std::move(u); }
+  // From the load, for a 2-D node: inputs statically of one column (n, 1),
+  // which each row of a row-sum call broadcasts.
+  void set_row_uniform_inputs(std::vector<bool> u) { row_uniform_ = std::move(u); }
   const interp::Interpreted& interpreter() const { return *vm_; }
   // The kernel calls start with. The swapper keeps the old one alive until
   // no call can still be inside it: every run begins its workspace's epoch
@@ -104,6 +107,9 @@ class ElemwiseKernel final : public OpKernel, public SwapTarget {
   std::vector<std::pair<int32_t, int32_t>> fused_dst_;
   std::vector<bool> uniform_;
   std::vector<uint8_t> reduced_;  // empty: no output is reduced
+  std::vector<bool> row_uniform_;
+  bool row_sums_ = false;  // 2-D, every reduced output summed over its last axis
+  int64_t run_row_sums(Frame& f, const interp::ElemKernel* k) const;
   void* fused_input(Frame& f, int i) const;
   void run_fused(Frame& f, const interp::ElemKernel* k) const;
   mutable std::atomic<const interp::ElemKernel*> active_;

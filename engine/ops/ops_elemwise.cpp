@@ -154,10 +154,21 @@ void ElemwiseKernel::attach_tier() { tier_ = TierManager::instance().attach(*thi
 
 void ElemwiseKernel::set_reduced(std::vector<uint8_t> r, int64_t flat) {
   reduced_ = std::move(r);
-  if (!tier_ || flat < 8 || flat >= parallel_threshold_) return;
-  std::vector<bool> whole(reduced_.size());
-  for (size_t j = 0; j < reduced_.size(); ++j) whole[j] = reduced_[j] == 1;
-  TierManager::instance().set_summed(tier_, std::move(whole));
+  if (!tier_) return;
+  // Row sums of a 2-D node: a tier-2 kernel makes them row by row
+  // (ElemKernel::fn_row_sums), each row's column inputs broadcast.
+  bool rows = ndim_ == 2, any = false;
+  for (uint8_t v : reduced_) rows = rows && (v == 0 || v == 2), any = any || v == 2;
+  std::vector<bool> summed(reduced_.size());
+  if (rows && any) {
+    row_sums_ = true;
+    for (size_t j = 0; j < reduced_.size(); ++j) summed[j] = reduced_[j] == 2;
+    TierManager::instance().set_summed(tier_, std::move(summed), row_uniform_);
+    return;
+  }
+  if (flat < 8 || flat >= parallel_threshold_) return;
+  for (size_t j = 0; j < reduced_.size(); ++j) summed[j] = reduced_[j] == 1;
+  TierManager::instance().set_summed(tier_, std::move(summed));
 }
 
 namespace {
@@ -733,11 +744,61 @@ void ElemwiseKernel::run(Frame& f) const {
     k->run(1, ops, ops + nin);
     return;
   }
+  if (row_sums_ && k->fn_row_sums) {
+    const int64_t n = run_row_sums(f, k);
+    if (n >= 0) {
+      hot.elements = n;
+      return;
+    }
+  }
   int64_t total = 0;
   Outs outs(reduced_);
   if (!run_flat(f, outs, k, ndim_, parallel_threshold_, total)) total = run_nest(f, outs, k, ndim_, parallel_threshold_);
   hot.elements = total;
   if (!reduced_.empty()) outs.finish(f, total);
+}
+
+// A 2-D node whose reduced outputs are row sums, through a kernel that makes
+// them (ElemKernel::fn_row_sums): no packed copies of column inputs, no
+// elements of the summed outputs. Returns the element count, or -1, with
+// nothing published that the loop nest does not publish again, when the
+// call does not fit.
+int64_t ElemwiseKernel::run_row_sums(Frame& f, const interp::ElemKernel* k) const {
+  const int nin = f.num_inputs(), nout = f.num_outputs();
+  constexpr int kSmallOps = 24;
+  if (nin + nout > kSmallOps || nout > kMaxReducedOutput) return -1;
+  int64_t dims[2] = {1, 1};
+  for (int i = 0; i < nin; ++i) {
+    if (f.in(i).ndim() != 2) return -1;
+    for (int d = 0; d < 2; ++d) {
+      const int64_t s = f.in(i).dim(d);
+      if (s == 1) continue;
+      if (dims[d] != 1 && dims[d] != s) return -1;  // the loop nest names the mismatch
+      dims[d] = s;
+    }
+  }
+  const int64_t rows = dims[0], n = dims[1];
+  if (rows * n >= parallel_threshold_) return -1;
+  for (int o = 0; o < nout; ++o)
+    if (reduced_[o] && !k->summed[o]) return -1;
+  interp::RowPtr ops[kSmallOps];
+  for (int i = 0; i < nin; ++i) {
+    const Tensor& t = f.in(i);
+    ops[i] = {t.data, t.dim(0) == 1 ? 0 : t.strides[0], t.dim(1) == 1 ? 0 : t.strides[1]};
+  }
+  double* sums[kMaxReducedOutput];
+  const Shape full{2, {rows, n}}, kept{1, {rows}};
+  for (int o = 0; o < nout; ++o) {
+    if (reduced_[o]) {
+      sums[o] = static_cast<double*>(f.alloc_out(o, kept).data);
+      ops[nin + o] = {nullptr, 0, 0};
+    } else {
+      sums[o] = nullptr;
+      ops[nin + o] = {f.alloc_out(o, full).data, n, 1};
+    }
+  }
+  if (rows == 0) return 0;
+  return k->fn_row_sums(k, rows, n, ops, ops + nin, sums) ? rows * n : -1;
 }
 
 // Declared static shapes must agree with the broadcast of the inputs' (only
@@ -816,6 +877,11 @@ std::unique_ptr<OpKernel> make_elemwise(NodeContext& ctx) {
   auto k = std::make_unique<ElemwiseKernel>(std::move(c), std::move(vm), nd, ctx.options().parallel_threshold);
   k->set_static_output_shape(ctx.out(0).static_shape);
   k->set_uniform_inputs(uniform_inputs(ctx, nd));
+  if (nd == 2) {
+    std::vector<bool> col;
+    for (int i = 0; i < ctx.num_inputs(); ++i) col.push_back(ctx.in(i).static_shape.dims[1] == 1);
+    k->set_row_uniform_inputs(std::move(col));
+  }
   k->attach_tier();
   return k;
 }

@@ -645,6 +645,61 @@ TEST_CASE("jit_eager_elemwise_sums_made_in_the_loop_match_the_interpreter", "[ji
   }
 }
 
+// A 2-D Elemwise whose outputs fused Sums reduce over the last axis runs
+// row by row at the top tier (ElemKernel::fn_row_sums): column inputs
+// broadcast per row, a row input read once, a transposed input gathered, an
+// output nothing sums kept whole. The same bits as with the JIT off, for
+// rows with and without a partial last group, over one leaf and several.
+TEST_CASE("jit_eager_elemwise_row_sums_made_in_the_loop_match_the_interpreter", "[jit]") {
+  REQUIRE_JIT();
+  using nlohmann::json;
+  for (int64_t n : {8, 9, 20, 128, 129, 300, 512, 513, 5}) {
+    for (int64_t rows : {1, 3, 18}) {
+      test::GraphBuilder b;
+      const int c = b.input("float64", {rows, 1});  // a column: uniform in each row
+      const int x = b.input("float64", {rows, n});
+      const int r = b.input("float64", {1, n});  // one row for every row
+      const int tt = b.input("float64", {n, rows});
+      const int t = b.node("DimShuffle", {tt}, "float64", {rows, n}, {{"new_order", {1, 0}}});
+      const int d = b.ew("Sub", {x, c}, "float64", {rows, n});
+      const int q = b.ew("TrueDiv", {d, r}, "float64", {rows, n});
+      const int m = b.ew("Mul", {d, t}, "float64", {rows, n});
+      b.outputs = {b.node("Sum", {q}, "float64", {rows}, {{"axis", {1}}}),
+                   b.node("Sum", {m}, "float64", {rows}, {{"axis", {1}}}), d};
+      std::mt19937_64 rng(n * 100 + rows);
+      std::uniform_real_distribution<double> u(0.5, 4.0);
+      std::vector<double> cv(rows), xv(rows * n), rv(n), tv(n * rows);
+      for (double& v : cv) v = u(rng);
+      for (double& v : xv) v = u(rng);
+      for (double& v : rv) v = u(rng);
+      for (double& v : tv) v = u(rng);
+      Array ca = Array::of<double>({2, {rows, 1}}, cv), xa = Array::of<double>({2, {rows, n}}, xv),
+            ra = Array::of<double>({2, {1, n}}, rv), ta = Array::of<double>({2, {n, rows}}, tv);
+      std::vector<Array> ref;
+      {
+        JitConfig off;
+        off.mode = JitMode::Off;
+        ScopedJit s(off);
+        ref = Program::from_json(b.str(), test::unpassed())->call({ca.t, xa.t, ra.t, ta.t});
+      }
+      JitConfig cfg;
+      cfg.mode = JitMode::Eager;
+      cfg.cache = false;
+      ScopedJit s(cfg);
+      auto p = Program::from_json(b.str(), test::unpassed());
+      const Step* fused = nullptr;
+      for (const Step& st : p->impl().steps)
+        if (st.op == TensorOp::Elemwise) fused = &st;
+      REQUIRE(fused);
+      const auto* k = dynamic_cast<const ElemwiseKernel*>(fused->kernel);
+      REQUIRE(k);
+      INFO("rows " << rows << " n " << n);
+      CHECK(k->active()->fn_row_sums);
+      CHECK(same_bits(p->call({ca.t, xa.t, ra.t, ta.t}), ref) == "");
+    }
+  }
+}
+
 TEST_CASE("jit_corrupt_truncated_or_unwritable_cache_still_gives_correct_bits", "[jit]") {
   REQUIRE_JIT();
   const std::string g = random_graph(31, 20);
@@ -1161,5 +1216,63 @@ TEST_CASE("jit_summed_outputs_match_the_interpreters_elements_summed_bitwise", "
       CHECK(std::memcmp(j1.data(), e1.data(), 8 * n) == 0);
     }
   }
+}
+
+// fn_row_sums at the kernel: each row's sum has the bits of the
+// interpreter's elements of that row summed as reduce_rows sums them; the
+// call is declined (nothing written) for rows of fewer than 8 elements or
+// more than a block, and when an input compiled as broadcast is not.
+TEST_CASE("jit_row_sums_match_the_interpreters_rows_summed_bitwise", "[jit]") {
+  REQUIRE_JIT();
+  using interp::ScalarOp;
+  // out0 = (x - c) * x (summed), out1 = x - c (elements); c broadcast in a row
+  Composite cp;
+  cp.inputs = {DType::Float64, DType::Float64};
+  cp.nodes.push_back({ScalarOp::Sub, DType::Float64, {0, 1}});
+  cp.nodes.push_back({ScalarOp::Mul, DType::Float64, {2, 0}});
+  cp.outputs = {3, 2};
+  REQUIRE(cp.validate() == "");
+  auto vm = Interpreted::compile(cp);
+  const Bytecode& bc = vm->bytecode();
+  jit::KernelSpec spec;
+  spec.summed = {true, false};
+  spec.uniform = {false, true};
+  std::vector<jit::Piece> ps;
+  ps.push_back(jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec));
+  jit::JitKernel jk(bc, std::move(ps), 2, spec, vm);
+  REQUIRE(jk.fn_row_sums);
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(-3, 3);
+  const int64_t rows = 5;
+  for (int64_t n : {7, 8, 9, 15, 16, 17, 100, 128, 129, 300, 512, 513}) {
+    std::vector<double> x(rows * n), c(rows), e0(rows * n), e1(rows * n), j1(rows * n, 0.0), want(rows);
+    for (double& v : x) v = u(rng);
+    for (double& v : c) v = u(rng);
+    for (int64_t r = 0; r < rows; ++r) {
+      StridedPtr in[2] = {{x.data() + r * n, 1}, {c.data() + r, 0}};
+      StridedPtr oe[2] = {{e0.data() + r * n, 1}, {e1.data() + r * n, 1}};
+      vm->run(n, in, oe);
+    }
+    reduce::reduce_rows<reduce::Rop::Add, double>(e0.data(), rows, n, want.data());
+    RowPtr in[2] = {{x.data(), n, 1}, {c.data(), 1, 0}};
+    RowPtr out[2] = {{nullptr, 0, 0}, {j1.data(), n, 1}};
+    std::vector<double> got(rows, -1.0);
+    double* sums[2] = {got.data(), nullptr};
+    INFO("n " << n);
+    const bool took = jk.fn_row_sums(&jk, rows, n, in, out, sums);
+    CHECK(took == (n >= 8 && n <= 512));
+    if (!took) {
+      CHECK(got == std::vector<double>(rows, -1.0));
+      continue;
+    }
+    CHECK(std::memcmp(got.data(), want.data(), 8 * rows) == 0);
+    CHECK(std::memcmp(j1.data(), e1.data(), 8 * rows * n) == 0);
+  }
+  // A column input that varies along the row breaks the compiled spec.
+  std::vector<double> x(40, 1.0), c(40, 2.0), got(2, -1.0), j1(40);
+  RowPtr in[2] = {{x.data(), 20, 1}, {c.data(), 20, 1}};
+  RowPtr out[2] = {{nullptr, 0, 0}, {j1.data(), 20, 1}};
+  double* sums[2] = {got.data(), nullptr};
+  CHECK_FALSE(jk.fn_row_sums(&jk, 2, 20, in, out, sums));
 }
 #endif
