@@ -1219,60 +1219,69 @@ TEST_CASE("jit_summed_outputs_match_the_interpreters_elements_summed_bitwise", "
 }
 
 // fn_row_sums at the kernel: each row's sum has the bits of the
-// interpreter's elements of that row summed as reduce_rows sums them; the
-// call is declined (nothing written) for rows of fewer than 8 elements or
-// more than a block, and when an input compiled as broadcast is not.
+// interpreter's elements of that row summed as reduce_rows sums them, over
+// one leaf and several, with an input compiled as broadcast or not; the call
+// is declined (nothing written) for rows of fewer than 8 elements or more
+// than a block, and when an input compiled as broadcast varies along a row.
 TEST_CASE("jit_row_sums_match_the_interpreters_rows_summed_bitwise", "[jit]") {
   REQUIRE_JIT();
   using interp::ScalarOp;
-  // out0 = (x - c) * x (summed), out1 = x - c (elements); c broadcast in a row
+  // out0 = (x - c) * x (summed), out1 = x - c (elements), out2 = (x - c) / s (summed)
   Composite cp;
-  cp.inputs = {DType::Float64, DType::Float64};
+  cp.inputs = {DType::Float64, DType::Float64, DType::Float64};
   cp.nodes.push_back({ScalarOp::Sub, DType::Float64, {0, 1}});
-  cp.nodes.push_back({ScalarOp::Mul, DType::Float64, {2, 0}});
-  cp.outputs = {3, 2};
+  cp.nodes.push_back({ScalarOp::Mul, DType::Float64, {3, 0}});
+  cp.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {3, 2}});
+  cp.outputs = {4, 3, 5};
   REQUIRE(cp.validate() == "");
   auto vm = Interpreted::compile(cp);
   const Bytecode& bc = vm->bytecode();
-  jit::KernelSpec spec;
-  spec.summed = {true, false};
-  spec.uniform = {false, true};
-  std::vector<jit::Piece> ps;
-  ps.push_back(jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec));
-  jit::JitKernel jk(bc, std::move(ps), 2, spec, vm);
-  REQUIRE(jk.fn_row_sums);
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<double> u(-3, 3);
-  const int64_t rows = 5;
-  for (int64_t n : {7, 8, 9, 15, 16, 17, 100, 128, 129, 300, 512, 513}) {
-    std::vector<double> x(rows * n), c(rows), e0(rows * n), e1(rows * n), j1(rows * n, 0.0), want(rows);
-    for (double& v : x) v = u(rng);
-    for (double& v : c) v = u(rng);
-    for (int64_t r = 0; r < rows; ++r) {
-      StridedPtr in[2] = {{x.data() + r * n, 1}, {c.data() + r, 0}};
-      StridedPtr oe[2] = {{e0.data() + r * n, 1}, {e1.data() + r * n, 1}};
-      vm->run(n, in, oe);
+  for (bool uniform_s : {false, true}) {
+    jit::KernelSpec spec;
+    spec.summed = {true, false, true};
+    if (uniform_s) spec.uniform = {false, false, true};
+    std::vector<jit::Piece> ps;
+    ps.push_back(jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec));
+    jit::JitKernel jk(bc, std::move(ps), 2, spec, vm);
+    REQUIRE(jk.fn_row_sums);
+    for (int64_t rows : {1, 5, 70}) {
+      for (int64_t n : {7, 8, 9, 15, 16, 17, 100, 128, 129, 300, 512, 513}) {
+        std::vector<double> x(rows * n), c(rows), e0(rows * n), e1(rows * n), e2(rows * n), j1(rows * n, 0.0),
+            w0(rows), w2(rows);
+        for (double& v : x) v = u(rng);
+        for (double& v : c) v = u(rng);
+        const double sv = 0.5 + std::abs(u(rng));
+        for (int64_t r = 0; r < rows; ++r) {
+          StridedPtr in[3] = {{x.data() + r * n, 1}, {c.data() + r, 0}, {const_cast<double*>(&sv), 0}};
+          StridedPtr oe[3] = {{e0.data() + r * n, 1}, {e1.data() + r * n, 1}, {e2.data() + r * n, 1}};
+          vm->run(n, in, oe);
+        }
+        reduce::reduce_rows<reduce::Rop::Add, double>(e0.data(), rows, n, w0.data());
+        reduce::reduce_rows<reduce::Rop::Add, double>(e2.data(), rows, n, w2.data());
+        RowPtr in[3] = {{x.data(), n, 1}, {c.data(), 1, 0}, {const_cast<double*>(&sv), 0, 0}};
+        RowPtr out[3] = {{nullptr, 0, 0}, {j1.data(), n, 1}, {nullptr, 0, 0}};
+        std::vector<double> g0(rows, -1.0), g2(rows, -1.0);
+        double* sums[3] = {g0.data(), nullptr, g2.data()};
+        INFO("uniform " << uniform_s << " rows " << rows << " n " << n);
+        const bool took = jk.fn_row_sums(&jk, rows, n, in, out, sums);
+        CHECK(took == (n >= 8 && n <= 512));
+        if (!took) {
+          CHECK(g0 == std::vector<double>(rows, -1.0));
+          continue;
+        }
+        CHECK(std::memcmp(g0.data(), w0.data(), 8 * rows) == 0);
+        CHECK(std::memcmp(g2.data(), w2.data(), 8 * rows) == 0);
+        CHECK(std::memcmp(j1.data(), e1.data(), 8 * rows * n) == 0);
+      }
     }
-    reduce::reduce_rows<reduce::Rop::Add, double>(e0.data(), rows, n, want.data());
-    RowPtr in[2] = {{x.data(), n, 1}, {c.data(), 1, 0}};
-    RowPtr out[2] = {{nullptr, 0, 0}, {j1.data(), n, 1}};
-    std::vector<double> got(rows, -1.0);
-    double* sums[2] = {got.data(), nullptr};
-    INFO("n " << n);
-    const bool took = jk.fn_row_sums(&jk, rows, n, in, out, sums);
-    CHECK(took == (n >= 8 && n <= 512));
-    if (!took) {
-      CHECK(got == std::vector<double>(rows, -1.0));
-      continue;
-    }
-    CHECK(std::memcmp(got.data(), want.data(), 8 * rows) == 0);
-    CHECK(std::memcmp(j1.data(), e1.data(), 8 * rows * n) == 0);
+    // An input compiled as broadcast that varies along a row is declined.
+    std::vector<double> x(40, 1.0), c(2, 2.0), sv(20, 3.0), g(2, -1.0), j1(40);
+    RowPtr in[3] = {{x.data(), 20, 1}, {c.data(), 1, 0}, {sv.data(), 0, 1}};
+    RowPtr out[3] = {{nullptr, 0, 0}, {j1.data(), 20, 1}, {nullptr, 0, 0}};
+    double* sums[3] = {g.data(), nullptr, g.data()};
+    CHECK(jk.fn_row_sums(&jk, 2, 20, in, out, sums) == !uniform_s);
   }
-  // A column input that varies along the row breaks the compiled spec.
-  std::vector<double> x(40, 1.0), c(40, 2.0), got(2, -1.0), j1(40);
-  RowPtr in[2] = {{x.data(), 20, 1}, {c.data(), 20, 1}};
-  RowPtr out[2] = {{nullptr, 0, 0}, {j1.data(), 20, 1}};
-  double* sums[2] = {got.data(), nullptr};
-  CHECK_FALSE(jk.fn_row_sums(&jk, 2, 20, in, out, sums));
 }
 #endif
