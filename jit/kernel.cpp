@@ -674,7 +674,8 @@ bool JitKernel::run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, co
   const auto* k = static_cast<const JitKernel*>(self);
   const size_t ni = k->ins_.size(), no = k->outs_.size();
   // One block a row, with a full group of lanes in it.
-  if (n < 8 || n > kBlock) return false;
+  static_assert(interp::kRowSumsMin == 8 && interp::kRowSumsMax == kBlock);
+  if (n < interp::kRowSumsMin || n > interp::kRowSumsMax) return false;
   const Slot* x = k->ins_.data();
   for (size_t j = 0; j < ni; ++j)
     if (x[j].uniform && in[j].stride != 0) return false;

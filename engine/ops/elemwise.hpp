@@ -106,6 +106,7 @@ class ElemwiseKernel final : public OpKernel, public SwapTarget {
   std::vector<FusedInput> fused_in_;  // per input of a fused node
   std::vector<std::pair<int32_t, int32_t>> fused_dst_;
   std::vector<bool> uniform_;
+  Shape static_out_;               // the output's static shape (-1: unknown dims)
   std::vector<uint8_t> reduced_;  // empty: no output is reduced
   std::vector<bool> row_uniform_;
   bool row_sums_ = false;  // 2-D, every reduced output summed over its last axis

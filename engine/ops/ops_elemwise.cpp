@@ -144,6 +144,7 @@ ElemwiseKernel::ElemwiseKernel(interp::Composite c, std::shared_ptr<const interp
 }
 
 void ElemwiseKernel::set_static_output_shape(const Shape& s) {
+  static_out_ = s;
   all_ones_ = ndim_ > 0 && s.ndim == ndim_;
   for (int d = 0; d < s.ndim && all_ones_; ++d) all_ones_ = s.dims[d] == 1;
 }
@@ -157,7 +158,12 @@ void ElemwiseKernel::set_reduced(std::vector<uint8_t> r, int64_t flat) {
   if (!tier_) return;
   // Row sums of a 2-D node: a tier-2 kernel makes them row by row
   // (ElemKernel::fn_row_sums), each row's column inputs broadcast.
-  bool rows = ndim_ == 2, any = false;
+  // Only for static shapes the row calls take: a kernel with summed outputs
+  // runs every other call on the interpreter.
+  const int64_t n = static_out_.dims[1];
+  bool rows = ndim_ == 2 && static_out_.ndim == 2 && static_out_.dims[0] >= 0 && n >= interp::kRowSumsMin &&
+              n <= interp::kRowSumsMax && static_out_.dims[0] * n < parallel_threshold_,
+       any = false;
   for (uint8_t v : reduced_) rows = rows && (v == 0 || v == 2), any = any || v == 2;
   std::vector<bool> summed(reduced_.size());
   if (rows && any) {
