@@ -38,11 +38,12 @@ struct ElemKernel {
   void (*fn_sums)(const ElemKernel* self, int64_t n, const StridedPtr* in, const StridedPtr* out,
                   double* sums) = nullptr;
   const uint8_t* summed = nullptr;  // per output (0 or 1), when fn_sums is set
-  // Optional, with fn_sums: rows x n elements (kRowSumsMin <= n <= kRowSumsMax), operand i's element (r, c) at
-  // in[i].data + r * in[i].row_stride + c * in[i].stride (in elements). Each
-  // row of an output with summed[j] is summed as fn_sums sums n elements,
-  // into row_sums[j][r]; the other outputs are written. Returns false,
-  // having written nothing, when it does not take the call.
+  // Optional, with fn_sums: rows x n elements (kRowSumsMin <= n <=
+  // kRowSumsMax), operand i's element (r, c) at in[i].data + r *
+  // in[i].row_stride + c * in[i].stride (in elements). Each row of an output
+  // with summed[j] is summed as fn_sums sums n elements, into
+  // row_sums[j][r]; the other outputs are written. Returns false, having
+  // written nothing, when it does not take the call.
   bool (*fn_row_sums)(const ElemKernel* self, int64_t rows, int64_t n, const RowPtr* in, const RowPtr* out,
                       double* const* row_sums) = nullptr;
 };

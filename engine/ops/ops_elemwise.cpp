@@ -157,9 +157,9 @@ void ElemwiseKernel::set_reduced(std::vector<uint8_t> r, int64_t flat) {
   reduced_ = std::move(r);
   if (!tier_) return;
   // Row sums of a 2-D node: a tier-2 kernel makes them row by row
-  // (ElemKernel::fn_row_sums), each row's column inputs broadcast.
-  // Only for static shapes the row calls take: a kernel with summed outputs
-  // runs every other call on the interpreter.
+  // (ElemKernel::fn_row_sums), each row's column inputs broadcast. Only when
+  // the static shape gives rows it takes: a kernel with summed outputs runs
+  // every other call on the interpreter.
   const int64_t n = static_out_.dims[1];
   bool rows = ndim_ == 2 && static_out_.ndim == 2 && static_out_.dims[0] >= 0 && n >= interp::kRowSumsMin &&
               n <= interp::kRowSumsMax && static_out_.dims[0] * n < parallel_threshold_,
