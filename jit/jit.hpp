@@ -232,6 +232,11 @@ class JitKernel : public interp::ElemKernel {
     bool uniform = false;  // inputs: KernelSpec::uniform
     int64_t es = 0;        // inputs: element bytes
   };
+  // Where output o's lanes are after a chunk: an input's, its cell, or
+  // null for a constant.
+  static const char* out_lanes(const Slot& o, const char* const* ip, const char* s) {
+    return o.in >= 0 ? ip[o.in] : o.cell >= 0 ? s + o.cell : nullptr;
+  }
   std::vector<Piece> pieces_;
   std::vector<Slot> ins_, outs_;
   // One-element calls store 8-byte outputs held in cells by plain copies and

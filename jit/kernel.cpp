@@ -300,6 +300,22 @@ inline const char* one_lane(DType dt, const void* p, char* cell) {
   return cell;
 }
 
+// EMBER_JIT_INPLACE=0 gathers every input (diagnosis and benchmarks).
+bool inplace_on() {
+  static const bool on = [] {
+    const auto& e = config().jit_inplace;
+    return !(e && (*e)[0] == '0');
+  }();
+  return on;
+}
+
+// Whether a chunk may read an input's elements where they are (when
+// inplace_on()): contiguous, 8-byte elements already in their class's cell
+// layout, aligned.
+inline bool in_place_layout(DType dt, const void* p, int64_t stride) {
+  return stride == 1 && (dt == DType::Float64 || dt == DType::Int64) && reinterpret_cast<uintptr_t>(p) % 8 == 0;
+}
+
 // Lane 0 of a cell (or the constant k) to one output element, as scatter() does.
 inline void store_one(DType dt, const char* cell, const interp::Cell& k, void* p) {
   if (!cell) cell = reinterpret_cast<const char*>(&k);  // a Cell keeps f32 at offset 0, like lane 0
@@ -430,20 +446,12 @@ void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedP
   const size_t ni = k->ins_.size();
   const Slot* x = k->ins_.data();
   const int w = k->lanes_;
-  // Inputs read in place: contiguous, 8-byte elements already in their
-  // class's cell layout, aligned. Blocks of at least kMinCut elements are
-  // then cut to whole groups of w lanes (padding lanes must not read past
-  // the caller's array); the last < w elements are gathered.
+  // Inputs read in place (in_place_layout). Blocks of at least kMinCut
+  // elements are then cut to whole groups of w lanes (padding lanes must not
+  // read past the caller's array); the last < w elements are gathered.
   constexpr int64_t kMinCut = 64;
-  // EMBER_JIT_INPLACE=0 gathers every input (diagnosis and benchmarks).
-  static const bool inplace = [] {
-    const auto& e = config().jit_inplace;
-    return !(e && (*e)[0] == '0');
-  }();
-  auto direct = [&](size_t j) {
-    return inplace && in[j].stride == 1 && (x[j].dt == DType::Float64 || x[j].dt == DType::Int64) &&
-           reinterpret_cast<uintptr_t>(in[j].data) % 8 == 0;
-  };
+  const bool inplace = inplace_on();
+  auto direct = [&](size_t j) { return inplace && in_place_layout(x[j].dt, in[j].data, in[j].stride); };
   // Direct outputs go straight to the caller's array when it is contiguous
   // float64, aligned and shares no byte with an input (a chunk stores an
   // output before later instructions read the inputs).
@@ -541,7 +549,7 @@ void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedP
       const Slot& o = k->outs_[j];
       const int64_t es = static_cast<int64_t>(dtype_size(o.dt));
       // An output that is an input reads that input's lanes, wherever they are.
-      const char* cell = o.in >= 0 ? ip[o.in] : o.cell >= 0 ? s + o.cell : nullptr;
+      const char* cell = out_lanes(o, ip, s);
       scatter(o.dt, cell, o.k, m, static_cast<char*>(out[j].data) + base * out[j].stride * es, out[j].stride, w);
     }
     base += m;
@@ -605,14 +613,20 @@ struct SumBuffers {
       std::memcpy(ctl + 32 + 16 * q, &t, 8);
     }
   }
+  // A leaf's value: its 8 lanes combined, then its tail's first `tail`
+  // elements folded in order.
+  static double leaf_value(const double* lanes8, const double* tail_group, int64_t tail) {
+    double v = reduce::combine_lanes<reduce::Rop::Add, double>(lanes8);
+    for (int64_t t = 0; t < tail; ++t) v = v + tail_group[t];
+    return v;
+  }
   // The sum of summed output q (accumulator cell acc) after a call over n.
   double sum(size_t q, const double* acc) {
     const size_t nl = first.size();
     const double* l = lanes.data() + q * per();
     // Leaf i's lanes at slot i + 1; the last leaf's are still the accumulator.
     for (size_t i = 0; i + 1 < nl; ++i) val[i] = reduce::combine_lanes<reduce::Rop::Add, double>(l + (i + 1) * 8);
-    double v = reduce::combine_lanes<reduce::Rop::Add, double>(acc);
-    for (int64_t t = 0; t < n % 8; ++t) v = v + l[(nl + 1) * 8 + t];  // the last leaf's tail, in order
+    const double v = leaf_value(acc, l + (nl + 1) * 8, n % 8);
     val[nl - 1] = v;
     if (n <= reduce::kLeaf) return v;  // one leaf: the tree is that leaf
     // The tree over each chunk's leaves, then over the chunks' partials.
@@ -691,7 +705,7 @@ bool JitKernel::run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, co
   const char** ip = b.ip.data();
   for (const int32_t j : k->direct_outs_) ip[ni + j] = s + k->outs_[j].cell;
   const int w = k->lanes_;
-  const bool whole = n % w == 0;
+  const bool whole = n % w == 0, inplace = inplace_on();
   const int64_t zero = 0, tail = n % 8;
   const bool one_leaf = n <= reduce::kLeaf;
   const size_t per = b.per();
@@ -712,8 +726,7 @@ bool JitKernel::run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, co
         ip[j] = one_lane(x[j].dt, src, s + x[j].cell);
       } else if (in[j].row_stride == 0) {
         // gathered above
-      } else if (in[j].stride == 1 && (x[j].dt == DType::Float64 || x[j].dt == DType::Int64) &&
-                 reinterpret_cast<uintptr_t>(src) % 8 == 0 &&
+      } else if (inplace && in_place_layout(x[j].dt, src, in[j].stride) &&
                  (whole || (r + 1 < rows && in[j].row_stride >= n && padded - in[j].row_stride < n))) {
         ip[j] = src;
       } else {
@@ -731,7 +744,7 @@ bool JitKernel::run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, co
       if (k->is_summed_[j]) continue;
       const Slot& o = k->outs_[j];
       const int64_t es = static_cast<int64_t>(dtype_size(o.dt));
-      const char* cell = o.in >= 0 ? ip[o.in] : o.cell >= 0 ? s + o.cell : nullptr;
+      const char* cell = out_lanes(o, ip, s);
       scatter(o.dt, cell, o.k, n, static_cast<char*>(out[j].data) + r * out[j].row_stride * es, out[j].stride, w);
     }
     for (size_t q = 0; q < ns; ++q) {
@@ -751,11 +764,7 @@ bool JitKernel::run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, co
   for (size_t q = 0; q < ns; ++q) {
     double* y = row_sums[k->summed_[q]];
     const double* d = b.rows.data() + q * rows * 16;
-    for (int64_t r = 0; r < rows; ++r, d += 16) {
-      double v = reduce::combine_lanes<reduce::Rop::Add, double>(d);
-      for (int64_t i = 0; i < tail; ++i) v = v + d[8 + i];
-      y[r] = v;
-    }
+    for (int64_t r = 0; r < rows; ++r, d += 16) y[r] = SumBuffers::leaf_value(d, d + 8, tail);
   }
   return true;
 }

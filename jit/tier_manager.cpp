@@ -700,6 +700,18 @@ std::shared_ptr<RunEpoch> TierManager::register_run_epoch() {
   return r;
 }
 
+#ifdef EMBER_WITH_JIT
+// The uniform inputs a kernel is compiled with: none that is also an output
+// (outputs are scattered from a whole block of lanes); empty when none is left.
+static std::vector<bool> compiled_uniform(const interp::Bytecode& bc, std::vector<bool> u) {
+  for (const interp::OutputRef& o : bc.outputs)
+    if (o.slot >= bc.num_consts() && o.slot < bc.first_reg() && size_t(o.slot - bc.num_consts()) < u.size())
+      u[o.slot - bc.num_consts()] = false;
+  if (std::find(u.begin(), u.end(), true) == u.end()) u.clear();
+  return u;
+}
+#endif
+
 std::shared_ptr<TierEntry> TierManager::attach(const SwapTarget& k, std::shared_ptr<const interp::Interpreted> vm) {
 #ifndef EMBER_WITH_JIT
   return nullptr;
@@ -714,11 +726,7 @@ std::shared_ptr<TierEntry> TierManager::attach(const SwapTarget& k, std::shared_
   e->st.name = "composite" + std::to_string(impl_->entries.size());
   const auto& bc = e->vm->bytecode();
   e->one_element = k.one_element();
-  e->uniform = k.uniform_inputs();
-  for (const interp::OutputRef& o : bc.outputs)  // scattered from a whole block of lanes
-    if (o.slot >= bc.num_consts() && o.slot < bc.first_reg() && size_t(o.slot - bc.num_consts()) < e->uniform.size())
-      e->uniform[o.slot - bc.num_consts()] = false;
-  if (std::find(e->uniform.begin(), e->uniform.end(), true) == e->uniform.end()) e->uniform.clear();
+  e->uniform = compiled_uniform(bc, k.uniform_inputs());
   e->direct_ok = !e->one_element && !bc.code.empty() && jit::direct_chunk(bc, 0, static_cast<int>(bc.code.size()));
   impl_->entries.push_back(e);
   if (impl_->cfg.mode == JitMode::Eager) {
@@ -745,10 +753,7 @@ void TierManager::set_summed(const std::shared_ptr<TierEntry>& e, std::vector<bo
   if (!row_uniform.empty()) {
     uniform.resize(bc.inputs.size(), false);
     for (size_t i = 0; i < uniform.size() && i < row_uniform.size(); ++i) uniform[i] = uniform[i] || row_uniform[i];
-    for (const interp::OutputRef& o : bc.outputs)  // scattered from a whole block of lanes
-      if (o.slot >= bc.num_consts() && o.slot < bc.first_reg() && size_t(o.slot - bc.num_consts()) < uniform.size())
-        uniform[o.slot - bc.num_consts()] = false;
-    if (std::find(uniform.begin(), uniform.end(), true) == uniform.end()) uniform.clear();
+    uniform = compiled_uniform(bc, std::move(uniform));
   }
   const std::vector<bool> can = jit::summable_outputs(bc);
   bool any = false;
