@@ -584,6 +584,195 @@ def asymmetric_laplace(rng, n=400):
     return model
 
 
+def truncated_gamma(rng, n=300):
+    """A Gamma likelihood truncated on both sides (regularized incomplete gammas)."""
+    y = np.clip(rng.gamma(2, 1.5, size=n), 0.5, 6)
+    with pm.Model() as model:
+        a = pm.HalfNormal("a", 3)
+        b = pm.HalfNormal("b", 2)
+        pm.Truncated("y", pm.Gamma.dist(alpha=a, beta=b), lower=0.5, upper=6, observed=y)
+    return model
+
+
+def censored_weibull(rng, n=300, limit=2.5):
+    """Survival times right-censored at a study's end (Weibull log-survival)."""
+    t = np.minimum(rng.weibull(1.5, size=n) * 2, limit)
+    with pm.Model() as model:
+        a = pm.HalfNormal("a", 2)
+        b = pm.HalfNormal("b", 3)
+        pm.Censored("y", pm.Weibull.dist(alpha=a, beta=b), lower=None, upper=limit, observed=t)
+    return model
+
+
+def zero_inflated_negbin(rng, n=400):
+    """Zero-inflated negative binomial counts."""
+    y = rng.negative_binomial(3, 0.4, size=n) * (rng.random(n) > 0.3)
+    with pm.Model() as model:
+        psi = pm.Beta("psi", 2, 2)
+        mu = pm.HalfNormal("mu", 10)
+        alpha = pm.HalfNormal("alpha", 5)
+        pm.ZeroInflatedNegativeBinomial("y", psi=psi, mu=mu, alpha=alpha, observed=y)
+    return model
+
+
+def hurdle_poisson(rng, n=400):
+    """Zeros from a Bernoulli, positives from a zero-truncated Poisson."""
+    y = rng.poisson(3, size=n) * (rng.random(n) > 0.4)
+    with pm.Model() as model:
+        psi = pm.Beta("psi", 2, 2)
+        mu = pm.HalfNormal("mu", 10)
+        pm.HurdlePoisson("y", psi=psi, mu=mu, observed=y)
+    return model
+
+
+def normal_t_mixture(rng, n=200):
+    """A mixture of unlike components: a Normal and a Student-t."""
+    y = np.concatenate([rng.normal(-2, 1, size=n), rng.standard_t(3, size=n) + 2])
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(2))
+        mu = pm.Normal("mu", 0, 5, shape=2)
+        s = pm.HalfNormal("s", 2, shape=2)
+        comps = [pm.Normal.dist(mu[0], s[0]), pm.StudentT.dist(nu=3, mu=mu[1], sigma=s[1])]
+        pm.Mixture("y", w=w, comp_dists=comps, observed=y)
+    return model
+
+
+def mvnormal_dense(rng, n=100, k=5):
+    """A multivariate normal with a known dense covariance times a scale."""
+    a = rng.normal(size=(k, k))
+    cov = a @ a.T + k * np.eye(k)
+    y = rng.multivariate_normal(np.zeros(k), cov, size=n)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 3, shape=k)
+        sc = pm.HalfNormal("sc", 2)
+        pm.MvNormal("y", mu=mu, cov=sc * cov, observed=y)
+    return model
+
+
+def geometric_zib(rng, n=300):
+    """Geometric waiting counts and zero-inflated binomial successes."""
+    with pm.Model() as model:
+        p = pm.Beta("p", 1, 1)
+        pm.Geometric("y", p=p, observed=rng.geometric(0.3, size=n))
+        q = pm.Beta("q", 2, 2)
+        pm.ZeroInflatedBinomial("z", psi=0.8, n=10, p=q, observed=rng.binomial(10, 0.4, size=n))
+    return model
+
+
+def custom_potential(rng, n=300):
+    """A CustomDist whose logp is a user's expression, plus a Potential."""
+    y = rng.normal(1, 2, size=n)
+
+    def logp(v, mu, s):
+        z = (v - mu) / s
+        return -0.5 * z**2 - pt.log(s) - 0.1 * pt.log1p(z**4)
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 5)
+        s = pm.HalfNormal("s", 3)
+        pm.CustomDist("y", mu, s, logp=logp, observed=y)
+        pm.Potential("pen", -pt.sqr(mu - 1))
+    return model
+
+
+def logitnormal_kumaraswamy(rng, n=300):
+    """Two likelihoods on (0, 1): logit-normal and Kumaraswamy."""
+    y = 1 / (1 + np.exp(-rng.normal(0.3, 0.8, size=n)))
+    z = np.clip(rng.beta(2, 3, size=n), 1e-3, 1 - 1e-3)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 2)
+        s = pm.HalfNormal("s", 2)
+        pm.LogitNormal("y", mu=mu, sigma=s, observed=y)
+        a = pm.HalfNormal("a", 3)
+        b = pm.HalfNormal("b", 3)
+        pm.Kumaraswamy("z", a=a, b=b, observed=z)
+    return model
+
+
+def moyal_triangular(rng, n=300):
+    """A Moyal likelihood and a triangular one with an uncertain mode."""
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 2)
+        s = pm.HalfNormal("s", 2)
+        pm.Moyal("y", mu=mu, sigma=s, observed=rng.gumbel(0, 1, size=n))
+        c = pm.Uniform("c", 0, 1)
+        pm.Triangular("t", lower=0, c=c, upper=1, observed=rng.triangular(0, 0.3, 1, size=200))
+    return model
+
+
+def dp_mixture(rng, n=100, k=8):
+    """A truncated Dirichlet-process mixture: stick-breaking weights."""
+    y = np.concatenate([rng.normal(-3, 1, size=n), rng.normal(0, 1, size=n), rng.normal(3, 1, size=n)])
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 2, 2)
+        w = pm.StickBreakingWeights("w", alpha=alpha, K=k - 1)
+        mu = pm.Normal("mu", 0, 5, shape=k)
+        s = pm.HalfNormal("s", 2, shape=k)
+        pm.NormalMixture("y", w=w, mu=mu, sigma=s, observed=y)
+    return model
+
+
+def spline_rw(rng, n=300, knots=12):
+    """A linear-spline basis whose weights follow a Gaussian random walk."""
+    x = np.sort(rng.uniform(0, 10, size=n))
+    kn = np.linspace(0, 10, knots)
+    basis = np.maximum(0, 1 - np.abs(x[:, None] - kn[None, :]) / (kn[1] - kn[0]))
+    y = np.sin(x) + rng.normal(0, 0.3, size=n)
+    with pm.Model() as model:
+        tau = pm.HalfCauchy("tau", 1)
+        w = pm.GaussianRandomWalk("w", sigma=tau, init_dist=pm.Normal.dist(0, 1), shape=knots)
+        s = pm.HalfNormal("s", 1)
+        pm.Normal("y", mu=pt.dot(basis, w), sigma=s, observed=y)
+    return model
+
+
+def ordered_logsumexp(rng, n=50, k=6):
+    """Ordered means, a per-row logsumexp and a sort inside Potentials."""
+    y = rng.normal(0, 1, size=(n, k))
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 2, shape=k, transform=pm.distributions.transforms.ordered,
+                       initval=np.linspace(-1, 1, k))
+        s = pm.HalfNormal("s", 1)
+        lp = pm.logp(pm.Normal.dist(mu, s), y)
+        pm.Potential("lse", pt.sum(pt.logsumexp(lp, axis=1)))
+        pm.Potential("srt", -pt.sum(pt.sqr(pt.sort(mu) - mu)))
+    return model
+
+
+def solve_det(rng, n=60, k=4):
+    """A Gaussian likelihood written by hand: a linear solve and a determinant."""
+    y = rng.normal(size=(n, k))
+    with pm.Model() as model:
+        lo = pm.Normal("L", 0, 1, shape=(k, k))
+        a = pt.dot(lo, lo.T) + 2 * pt.eye(k)
+        pm.Potential("lik", -0.5 * pt.sum(y * pt.linalg.solve(a, y.T).T) - 0.5 * n * pt.log(pt.linalg.det(a)))
+    return model
+
+
+def skew_student_t(rng, n=300):
+    """Jones and Faddy's skewed Student-t (incomplete beta in its cdf-free logp)."""
+    y = rng.standard_t(4, size=n) * 1.5 + 0.5
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 3)
+        s = pm.HalfNormal("s", 2)
+        a = pm.Gamma("a", 2, 0.2)
+        b = pm.Gamma("b", 2, 0.2)
+        pm.SkewStudentT("y", a=a, b=b, mu=mu, sigma=s, observed=y)
+    return model
+
+
+def poisson_process(rng, n=200):
+    """A log-linear hazard with exposure times (a Poisson-process Potential)."""
+    x = rng.normal(size=n)
+    t = rng.exponential(1, size=n)
+    event = (rng.random(n) > 0.3).astype(float)
+    with pm.Model() as model:
+        b = pm.Normal("b", 0, 1, shape=2)
+        lam = pt.exp(b[0] + b[1] * x)
+        pm.Potential("lik", pt.sum(event * pt.log(lam)) - pt.sum(lam * t))
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
@@ -592,7 +781,9 @@ MODELS = {f.__name__: f for f in [
     hmm_scan, structural_ts, skew_normal, truncated_normal, beta_binomial, multinomial_logit, poisson_mixture,
     hurdle_gamma, von_mises, gamma_glm, cumsum_trend, ex_gaussian, hsgp, ordered_probit, binomial_hierarchy, bnn,
     irt_2pl, laplace_regression, gumbel_logistic, lognormal_regression, wald_times, censored_exponential, mv_studentt,
-    rice, changepoint, poisson_offset, asymmetric_laplace,
+    rice, changepoint, poisson_offset, asymmetric_laplace, truncated_gamma, censored_weibull, zero_inflated_negbin,
+    hurdle_poisson, normal_t_mixture, mvnormal_dense, geometric_zib, custom_potential, logitnormal_kumaraswamy,
+    moyal_triangular, dp_mixture, spline_rw, ordered_logsumexp, solve_det, skew_student_t, poisson_process,
 ]}
 
 
