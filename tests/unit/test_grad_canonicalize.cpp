@@ -3,6 +3,7 @@
 // cancelled terms and folded factors (canonize.cpp), lifted DimShuffles
 // (dimshuffle_lift.cpp), each run alone, then dce, on a built graph.
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -71,6 +72,62 @@ TEST_CASE("a binomial coefficient's cancelled data term leaves gammaln on the pa
     const auto want = run(r.before, {av}), got = run(r.after, {av});
     REQUIRE(got.size() == 4);
     for (size_t i = 0; i < 4; ++i) CHECK(got[i] == Approx(want[i]).epsilon(1e-14));
+  }
+}
+
+TEST_CASE("ops reading a constant of one repeated value run once on the value", "[gradient]") {
+  // A truncated Poisson's normalizer: the lower bound folded to 400 ones
+  // (fill(data, 0) + 1), so log(gammaincc(ones, mu)) ran per element.
+  Builder b;
+  const int mu = b.input("float64", {1}, "mu");
+  const int y = b.input("float64", {5}, "y");
+  const int ones = b.constant("float64", {5}, {1.0, 1.0, 1.0, 1.0, 1.0});
+  const int mixed = b.constant("float64", {5}, {1.0, 1.0, 2.0, 1.0, 1.0});
+  const int q = b.ew("GammaIncC", {ones, mu}, "float64", {5});
+  const int lq = b.ew("Log", {q}, "float64", {5});
+  const int other = b.ew("GammaIncC", {mixed, mu}, "float64", {5});
+  b.outputs = {b.ew("Sub", {b.ew("Add", {y, other}, "float64", {5}), lq}, "float64", {5})};
+  const Rewritten r = rewritten(b, grad::sink_fills);
+  CHECK(r.rewrites >= 2);
+  // The log and one gammaincc read the (1,) value; the mixed constant stays.
+  CHECK(operand_shapes(r.after, "Log") == std::vector<std::vector<int64_t>>{{1}});
+  const auto shapes = operand_shapes(r.after, "GammaIncC");
+  REQUIRE(shapes.size() == 2);
+  CHECK(std::count(shapes.begin(), shapes.end(), std::vector<int64_t>{1}) == 1);
+  CHECK(count(r.after, "Second") == 0);  // y gives the sum its shape
+  for (double m : {0.2, 3.0, 25.0}) {
+    const std::vector<double> ys{1.0, -2.0, 0.5, 4.0, 0.0};
+    const auto want = run(r.before, {m}, ys), got = run(r.after, {m}, ys);
+    REQUIRE(got.size() == 5);
+    for (size_t i = 0; i < 5; ++i) CHECK(std::memcmp(&got[i], &want[i], 8) == 0);
+  }
+}
+
+TEST_CASE("integer powers become nested squarings as PyTensor builds them", "[gradient]") {
+  for (const double y : {4.0, 5.0, 6.0, 13.0, -4.0, 2.5}) {
+    Builder b;
+    const int x = b.input("float64", {4}, "x");
+    const int c = b.constant("float64", {1}, {y});
+    b.outputs = {b.ew("Pow", {x, c}, "float64", {4})};
+    const Rewritten r = rewritten(b, grad::specialize_powers);
+    INFO("exponent " << y);
+    if (y == 2.5) {  // not an integer, not 0.5 or 1.5: pow stays
+      CHECK(r.rewrites == 0);
+      continue;
+    }
+    CHECK(count(r.after, "Pow") == 0);
+    const auto a = static_cast<int64_t>(std::fabs(y));
+    // One Sqr per squaring of each set bit's chain (PyTensor repeats them; cse merges later).
+    int sqr = 0, muls = -1;
+    for (int64_t n = a; n > 0; n -= int64_t{1} << (63 - __builtin_clzll(static_cast<uint64_t>(n)))) {
+      sqr += 63 - __builtin_clzll(static_cast<uint64_t>(n));
+      ++muls;
+    }
+    CHECK(count(r.after, "Sqr") == sqr);
+    CHECK(count(r.after, "Mul") == muls);
+    const std::vector<double> xs{1.5, -0.75, 3.0, 1e-3};
+    const auto got = run(r.after, xs);
+    for (size_t i = 0; i < xs.size(); ++i) CHECK(got[i] == Approx(std::pow(xs[i], y)).epsilon(1e-14));
   }
 }
 

@@ -199,10 +199,9 @@ void derive(Graph& g, const Options& o) {
   passes::simplify(e);
   lift_subtensors(e);
   cholesky_of_llt(e);
-  if (cancel_terms(e)) {
-    sink_fills(e);  // gammaln(fill(y, a)) -> fill(y, gammaln(a)): parameter work
-    passes::dead_code(e);
-  }
+  cancel_terms(e);
+  // gammaln(fill(y, a)) -> fill(y, gammaln(a)): parameter work, once.
+  if (sink_fills(e)) passes::dead_code(e);
   // After the simplification, which removes switches on constant conditions
   // (data > 0) between a check and the Sum it can switch, and after sums of
   // joins are split.
