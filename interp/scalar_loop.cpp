@@ -94,9 +94,44 @@ thread_local LoopScratch tls;
 // writing their outputs. Each lane sees exactly the iterations the
 // element-by-element loop would run, and the VM's vector and scalar paths
 // give the same bits, so the result does not depend on the blocking.
+// One element (the parameter-only loops of a gradient, such as gammainc's
+// derivative in its shape): the body's cells stay put across iterations,
+// so an iteration is the scalar path's run plus one cell move per carried
+// value (through its dtype, as a store and a load would narrow it). The
+// same operations as a lane of the block path, so the same bits.
+void run_one(const LoopKernel* k, int64_t steps, const StridedPtr* in, const StridedPtr* out) {
+  const ScalarLoop& l = k->loop();
+  const Bytecode& bc = k->body().bytecode();
+  const int32_t nslots = bc.num_slots(), nc = bc.num_consts(), carried = l.carried;
+  thread_local std::vector<Cell> cells;
+  if (cells.size() < static_cast<size_t>(nslots) + static_cast<size_t>(carried)) cells.resize(nslots + carried);
+  Cell* c = cells.data();
+  Cell* next = c + nslots;
+  if (nc > 0) std::memcpy(c, bc.constants.data(), static_cast<size_t>(nc) * sizeof(Cell));
+  for (size_t j = 0; j < bc.inputs.size(); ++j) load_cell(c[nc + j], bc.inputs[j], in[1 + j].data);
+  bool stop = false;
+  for (int64_t iter = 1;; ++iter) {
+    k->body().run_cells(c);
+    for (int32_t j = 0; j < carried; ++j) {
+      alignas(8) char e[8];
+      store_cell(c[bc.outputs[j].slot], bc.outputs[j].dtype, e);
+      load_cell(next[j], bc.inputs[j], e);
+    }
+    stop = l.until && c[bc.outputs[carried].slot].i64 != 0;
+    for (int32_t j = 0; j < carried; ++j) c[nc + j] = next[j];
+    if (stop || iter >= steps) break;
+  }
+  for (int32_t j = 0; j < carried; ++j) store_cell(c[nc + j], bc.inputs[j], out[j].data);
+  if (l.until) *static_cast<char*>(out[carried].data) = stop;
+}
+
 void run_loop(const ElemKernel* self, int64_t n, const StridedPtr* in, const StridedPtr* out) {
   const auto* k = static_cast<const LoopKernel*>(self);
   const ScalarLoop& l = k->loop();
+  if (n == 1) {
+    if (const int64_t s = load_steps(l.n_steps, static_cast<const char*>(in[0].data)); s > 0)
+      return run_one(k, s, in, out);
+  }
   const std::vector<DType>& idt = l.body.inputs;
   const int32_t ni = static_cast<int32_t>(idt.size()), carried = l.carried;
   const int32_t nout = carried + (l.until ? 1 : 0);

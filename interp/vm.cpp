@@ -416,26 +416,6 @@ template <class R> inline R load_as(DType dt, const void* p, int64_t k) {
   return R{};
 }
 
-void load_cell(Cell& c, DType dt, const void* p) {
-  switch (cls_of(dt)) {
-    case Cls::F64: c.f64 = *static_cast<const double*>(p); break;
-    case Cls::F32: c.f32 = *static_cast<const float*>(p); break;
-    case Cls::I64:
-      c.i64 = dt == DType::Bool ? (*static_cast<const uint8_t*>(p) != 0) : load_as<int64_t>(dt, p, 0);
-      break;
-  }
-}
-
-void store_cell(const Cell& c, DType dt, void* p) {
-  dtype_dispatch(dt, [&](auto z) {
-    using T = decltype(z);
-    if constexpr (std::is_same_v<T, bool>) *static_cast<uint8_t*>(p) = c.i64 != 0;
-    else if constexpr (std::is_same_v<T, double>) *static_cast<double*>(p) = c.f64;
-    else if constexpr (std::is_same_v<T, float>) *static_cast<float*>(p) = c.f32;
-    else *static_cast<T*>(p) = static_cast<T>(c.i64);
-  });
-}
-
 // m elements of an input (any dtype, any stride) into a register block.
 void gather(DType dt, const void* p, int64_t stride, int64_t m, void* reg) {
   dtype_dispatch(dt, [&](auto z) {
@@ -602,6 +582,26 @@ void run_fn(const ElemKernel* self, int64_t n, const StridedPtr* in, const Strid
 }
 
 }  // namespace
+
+void load_cell(Cell& c, DType dt, const void* p) {
+  switch (cls_of(dt)) {
+    case Cls::F64: c.f64 = *static_cast<const double*>(p); break;
+    case Cls::F32: c.f32 = *static_cast<const float*>(p); break;
+    case Cls::I64:
+      c.i64 = dt == DType::Bool ? (*static_cast<const uint8_t*>(p) != 0) : load_as<int64_t>(dt, p, 0);
+      break;
+  }
+}
+
+void store_cell(const Cell& c, DType dt, void* p) {
+  dtype_dispatch(dt, [&](auto z) {
+    using T = decltype(z);
+    if constexpr (std::is_same_v<T, bool>) *static_cast<uint8_t*>(p) = c.i64 != 0;
+    else if constexpr (std::is_same_v<T, double>) *static_cast<double*>(p) = c.f64;
+    else if constexpr (std::is_same_v<T, float>) *static_cast<float*>(p) = c.f32;
+    else *static_cast<T*>(p) = static_cast<T>(c.i64);
+  });
+}
 
 VecOpFn vec_fn(uint16_t opcode) { return opcode < kNumOpcodes ? kVec[opcode] : nullptr; }
 

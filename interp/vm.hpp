@@ -21,6 +21,11 @@ struct Instr;    // defined in interp/bytecode.hpp
 using VecOpFn = void (*)(void* const* s, const Instr& in, int64_t m, double* tmp);
 VecOpFn vec_fn(uint16_t opcode);
 
+// One element of dtype dt at p into a cell of its class (bool as 0 or 1),
+// and a cell back to an element (narrowed as a store of the VM does).
+void load_cell(Cell& c, DType dt, const void* p);
+void store_cell(const Cell& c, DType dt, void* p);
+
 // A compiled, validated Composite that runs on the VM. Immutable; run() is
 // thread-safe (scratch registers live in thread-local storage).
 class Interpreted : public ElemKernel {
