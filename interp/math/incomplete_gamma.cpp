@@ -1,9 +1,10 @@
 // Regularized incomplete gamma P(a, x) and Q(a, x) as SciPy's gammainc and
 // gammaincc: the Cephes power series for P, its continued fraction for Q,
 // and the small-x series for Q (Temme form, as SciPy), chosen per lane by
-// SciPy's rules. The prefactor x^a e^-x / Gamma(a) is formed around x = a
-// (a log1pmx((x - a)/a) plus Stirling's correction) for a >= 10, so large
-// a does not cancel two huge logarithms.
+// SciPy's rules; Q at an integer a up to 16 is the finite sum. The prefactor
+// x^a e^-x / Gamma(a) is formed around x = a (a log1pmx((x - a)/a) plus
+// Stirling's correction) for a >= 10, so large a does not cancel two huge
+// logarithms.
 #include "interp/math/math.hpp"
 #include "interp/math/special.hpp"
 
@@ -88,6 +89,21 @@ D q_small_x(D a, D x, B on) {
   return head - exp(a * logx - lgamma_pos(a)) * sum;
 }
 
+// Q(n, x) for integer n: e^-x * sum_{k<n} x^k / k!, every term positive,
+// so within about n + 2 ulps (Q(1, x) = e^-x, a zero-truncated Poisson's
+// normalizer). Lanes not `on` compute garbage the caller drops.
+constexpr double kSumMaxA = 16, kSumMaxX = 700;  // e^-x stays normal
+D q_integer(D a, D x, B on) {
+  D term(1.0), sum(1.0);
+  for (int k = 1; k < static_cast<int>(kSumMaxA); ++k) {
+    const B more = on && D(static_cast<double>(k)) < a;
+    if (!xsimd::any(more)) break;
+    term = select(more, term * x / D(static_cast<double>(k)), term);
+    sum = select(more, sum + term, sum);
+  }
+  return sum * exp(neg(x));
+}
+
 enum class Which { P, Q };
 
 template <Which W>
@@ -101,12 +117,16 @@ D incomplete_gamma(D a, D x) {
   B q_by_p = (xv > D(1.1) && xv < av) || (xv <= D(1.1) && mid_p);
   B use_t = !use_cf && !q_by_p;
   B p_direct = !(xv > D(1.0) && xv > av);
-  B need_s = valid && (W == Which::P ? p_direct : q_by_p);
+  // Q at a small integer a: the finite sum, no series.
+  const B int_a = W == Which::Q ? valid && av <= D(kSumMaxA) && rint(av) == av && xv <= D(kSumMaxX) : B(false);
+  B need_s = valid && !int_a && (W == Which::P ? p_direct : q_by_p);
   B need_q = W == Which::Q ? B(true) : !p_direct;
-  B need_c = valid && use_cf && need_q;
-  B need_t = valid && use_t && need_q;
-  D s = p_series(select(need_s, av, D(1.0)), select(need_s, xv, D(0.5)), need_s);
+  B need_c = valid && !int_a && use_cf && need_q;
+  B need_t = valid && !int_a && use_t && need_q;
+  D s(0.0);
+  if (xsimd::any(need_s)) s = p_series(select(need_s, av, D(1.0)), select(need_s, xv, D(0.5)), need_s);
   D q = select(q_by_p, D(1.0) - s, D(0.0));
+  if (xsimd::any(int_a)) q = select(int_a, q_integer(av, xv, int_a), q);
   if (xsimd::any(need_c))
     q = select(need_c, q_fraction(select(need_c, av, D(1.0)), select(need_c, xv, D(2.0)), need_c), q);
   if (xsimd::any(need_t))

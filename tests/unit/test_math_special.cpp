@@ -200,6 +200,23 @@ TEST_CASE("gammainc_of_zero_shape_is_one_as_scipy", "[math]") {
   }
 }
 
+TEST_CASE("gammaincc_at_an_integer_shape_is_the_poisson_tail_within_a_few_ulps", "[math]") {
+  // mpmath at 120 bits; integer a up to 16 takes the finite sum e^-x sum x^k/k!.
+  struct Case { double a, x, q; };
+  const Case cases[] = {
+      {1, 3.0, 0.049787068367863942979},   {1, 1e-4, 0.9999000049998333375},
+      {2, 0.5, 0.90979598956895013541},    {5, 2.5, 0.89117801891415124235},
+      {5, 40.0, 5.0204643188291333513e-13}, {9, 9.0, 0.45565260432241872808},
+      {16, 20.0, 0.15651313463974301769},  {16, 1.5, 0.99999999999232117433},
+      {14, 700.0, 1.5630981449559287884e-277}, {3, 650.0, 1.0832277298711286599e-277},
+  };
+  for (const Case& c : cases) {
+    const double got = m::gammaincc(c.a, c.x);
+    INFO("gammaincc(" << c.a << ", " << c.x << ") = " << got << ", mpmath " << c.q);
+    CHECK(std::fabs(got - c.q) <= 6 * std::nextafter(c.q, kInf) - 6 * c.q);
+  }
+}
+
 TEST_CASE("bessel_j_error_relative_to_envelope", "[math]") {
   // J0, J1 oscillate with amplitude sqrt(2/(pi x)): error is measured against
   // max(|ref|, that envelope) so points next to the zeros count absolutely.
