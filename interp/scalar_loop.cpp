@@ -125,12 +125,53 @@ void run_one(const LoopKernel* k, int64_t steps, const StridedPtr* in, const Str
   if (l.until) *static_cast<char*>(out[carried].data) = stop;
 }
 
+// One element through a swapped-in one-element kernel of the body: each
+// iteration one call, on element buffers in the dtypes' layout (as the
+// block path's stores and loads), the carried values' buffers alternating
+// between input and output so nothing is copied.
+void run_one_with(const LoopKernel* k, const ElemKernel* body, int64_t steps, const StridedPtr* in,
+                  const StridedPtr* out) {
+  const ScalarLoop& l = k->loop();
+  const std::vector<DType>& idt = l.body.inputs;
+  const int32_t ni = static_cast<int32_t>(idt.size()), carried = l.carried;
+  const int32_t nout = carried + (l.until ? 1 : 0);
+  thread_local std::vector<uint64_t> cells;  // per input one, per carried value a second, the condition
+  thread_local std::vector<StridedPtr> ops;
+  if (cells.size() < static_cast<size_t>(ni + carried + 1)) cells.resize(ni + carried + 1);
+  if (ops.size() < static_cast<size_t>(ni + nout)) ops.resize(ni + nout);
+  char* c = reinterpret_cast<char*>(cells.data());
+  char* cond = c + 8 * (ni + carried);
+  StridedPtr* op = ops.data();
+  for (int32_t j = 0; j < ni; ++j) {
+    const size_t es = dtype_size(idt[j]);
+    copy_elem(c + 8 * j, at(in[1 + j], 0, es), es);
+    op[j] = {c + 8 * j, 0};
+  }
+  for (int32_t j = 0; j < carried; ++j) op[ni + j] = {c + 8 * (ni + j), 0};
+  if (l.until) op[ni + carried] = {cond, 0};
+  bool stop = false;
+  for (int64_t iter = 1;; ++iter) {
+    body->run(1, op, op + ni);
+    stop = l.until && *cond != 0;
+    for (int32_t j = 0; j < carried; ++j) std::swap(op[j], op[ni + j]);
+    if (stop || iter >= steps) break;
+  }
+  for (int32_t j = 0; j < carried; ++j) {
+    const size_t es = dtype_size(idt[j]);
+    copy_elem(const_cast<char*>(at(out[j], 0, es)), static_cast<const char*>(op[j].data), es);
+  }
+  if (l.until) *const_cast<char*>(at(out[carried], 0, 1)) = stop;
+}
+
 void run_loop(const ElemKernel* self, int64_t n, const StridedPtr* in, const StridedPtr* out) {
   const auto* k = static_cast<const LoopKernel*>(self);
   const ScalarLoop& l = k->loop();
   if (n == 1) {
-    if (const int64_t s = load_steps(l.n_steps, static_cast<const char*>(in[0].data)); s > 0)
+    if (const int64_t s = load_steps(l.n_steps, static_cast<const char*>(in[0].data)); s > 0) {
+      const ElemKernel* b = k->active_body();
+      if (b != &k->body()) return run_one_with(k, b, s, in, out);
       return run_one(k, s, in, out);
+    }
   }
   const std::vector<DType>& idt = l.body.inputs;
   const int32_t ni = static_cast<int32_t>(idt.size()), carried = l.carried;
@@ -215,6 +256,7 @@ std::shared_ptr<const LoopKernel> LoopKernel::compile(const ScalarLoop& l) {
   std::shared_ptr<LoopKernel> k(new LoopKernel());
   k->loop_ = l;
   k->body_ = Interpreted::compile(l.body);
+  k->active_body_.store(k->body_.get());
   return k;
 }
 

@@ -3,8 +3,10 @@
 // body's last output (bool) stops the loop once true. Trip counts are
 // per element; the kernel runs the body on the VM's vector path over blocks
 // of lanes, dropping each lane when its loop ends (same bits as running
-// each element alone); the JIT never sees loops.
+// each element alone). A one-element call runs the body on its own
+// (run_one), through a compiled body when the JIT has swapped one in.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -44,11 +46,16 @@ class LoopKernel : public ElemKernel {
   static std::shared_ptr<const LoopKernel> compile(const ScalarLoop& l);
   const ScalarLoop& loop() const { return loop_; }
   const Interpreted& body() const { return *body_; }
+  // The body one-element calls run: body() or a one-element kernel of it
+  // that gives the same bits (the JIT's, swapped in by the tier manager).
+  const ElemKernel* active_body() const { return active_body_.load(std::memory_order_acquire); }
+  void set_active_body(const ElemKernel* k) const { active_body_.store(k, std::memory_order_release); }
 
  private:
   LoopKernel();
   ScalarLoop loop_;
   std::shared_ptr<const Interpreted> body_;
+  mutable std::atomic<const ElemKernel*> active_body_{nullptr};
 };
 
 }  // namespace ember::interp

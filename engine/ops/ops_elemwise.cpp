@@ -12,6 +12,8 @@
 #include <tbb/parallel_for.h>
 
 #include "engine/ops/elemwise.hpp"
+#include "engine/ops/hot.hpp"
+#include "engine/ops/scalar_loop_kernel.hpp"
 #include "engine/ops/reduce_tree.hpp"
 #include "engine/ops/workspace.hpp"
 #include "jit/tier_manager.hpp"
@@ -332,28 +334,6 @@ bool run_packed(const interp::ElemKernel* k, const LoopNest& L, const int64_t* s
   return true;
 }
 
-}  // namespace
-
-namespace {
-// Times one call in TierManager::kSample for the tier manager (hotness and
-// per-tier speed): two clock reads cost more than a small Composite's whole
-// call. Which code may be freed is the run epochs' business (Program::run).
-struct Hot {
-  TierEntry* e;
-  int64_t elements = 0;
-  bool timed = false;
-  std::chrono::steady_clock::time_point t0;
-  Hot(TierEntry* te, Frame& f) : e(te) {
-    if (!e) return;
-    timed = TierManager::sample(f.tick());
-    if (timed) t0 = std::chrono::steady_clock::now();
-  }
-  ~Hot() {
-    if (!timed) return;
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-    TierManager::count_timed(e, elements, ns);
-  }
-};
 }  // namespace
 
 namespace {
@@ -852,11 +832,13 @@ static std::vector<bool> uniform_inputs(const NodeContext& ctx, int nd) {
   return u;
 }
 
-std::unique_ptr<OpKernel> make_scalar_loop(NodeContext& ctx);  // engine/ops/ops_scalar_loop.cpp
 
 std::unique_ptr<OpKernel> make_elemwise(NodeContext& ctx) {
-  if (const json& so = ctx.attr("scalar_op"); so.is_object() && so.value("op", json()) == "ScalarLoop")
-    return make_scalar_loop(ctx);
+  if (const json& so = ctx.attr("scalar_op"); so.is_object() && so.value("op", json()) == "ScalarLoop") {
+    auto k = make_scalar_loop(ctx);
+    k->attach_tier();
+    return k;
+  }
   ctx.expect_inputs(1, -1);
   if (ctx.num_outputs() < 1) ctx.fail("outputs", "needs at least one output");
   const int nd = ctx.out(0).static_shape.ndim;

@@ -1,8 +1,8 @@
 // Elemwise{ScalarLoop}: PyTensor's scalar loop (the gradients of gammainc,
 // gammaincc, betainc and hyp2f1) applied over broadcast tensors. The
 // Elemwise broadcasting driver runs a LoopKernel (interp/scalar_loop.hpp)
-// instead of a Composite; it is not attached to the tier manager, so the
-// JIT leaves it alone.
+// instead of a Composite. A node of one element has its body compiled for
+// one element by the tier manager, which each iteration then calls.
 #include <memory>
 
 #include "engine/ops/elemwise.hpp"
@@ -14,8 +14,9 @@ namespace ember {
 
 using nlohmann::json;
 
-// Called by make_elemwise when attrs.scalar_op.op is "ScalarLoop".
-std::unique_ptr<OpKernel> make_scalar_loop(NodeContext& ctx) {
+// Called by make_elemwise when attrs.scalar_op.op is "ScalarLoop" (which
+// attaches it to the tier manager) and by constant folding (which does not).
+std::unique_ptr<ScalarLoopKernel> make_scalar_loop(NodeContext& ctx) {
   const json& so = ctx.attr("scalar_op");
   const int nin = ctx.num_inputs(), nout = ctx.num_outputs();
   if (nin < 2) ctx.fail("inputs", "ScalarLoop needs n_steps and at least one more input");
@@ -72,7 +73,9 @@ std::unique_ptr<OpKernel> make_scalar_loop(NodeContext& ctx) {
   }
   auto driver = std::make_unique<ElemwiseKernel>(l.body, std::shared_ptr<const interp::Interpreted>(loop, &loop->body()),
                                                  nd, ctx.options().parallel_threshold);
-  return std::make_unique<ScalarLoopKernel>(std::move(loop), std::move(driver));
+  bool one = true;
+  for (int d = 0; d < nd; ++d) one = one && ctx.out(0).static_shape.dims[d] == 1;
+  return std::make_unique<ScalarLoopKernel>(std::move(loop), std::move(driver), one);
 }
 
 }  // namespace ember

@@ -5,23 +5,48 @@
 #include <memory>
 
 #include "engine/ops/elemwise.hpp"
+#include "engine/ops/hot.hpp"
 #include "engine/ops/op.hpp"
 #include "interp/scalar_loop.hpp"
 
 namespace ember {
 
-class ScalarLoopKernel : public OpKernel {
+// A node of one element (a gradient's loop over its parameters) registers
+// its body with the tier manager as a one-element Composite: the compiled
+// body runs each iteration (interp/scalar_loop.hpp, LoopKernel::active_body).
+class ScalarLoopKernel : public OpKernel, public SwapTarget {
  public:
-  ScalarLoopKernel(std::shared_ptr<const interp::LoopKernel> loop, std::unique_ptr<ElemwiseKernel> driver)
-      : loop_(std::move(loop)), driver_(std::move(driver)) {
+  // `one_element`: the node's output is statically one element.
+  ScalarLoopKernel(std::shared_ptr<const interp::LoopKernel> loop, std::unique_ptr<ElemwiseKernel> driver,
+                   bool one_element)
+      : loop_(std::move(loop)), driver_(std::move(driver)), one_(one_element) {
     driver_->set_active(loop_.get());
   }
-  void run(Frame& f) const override { driver_->run(f); }
+  ~ScalarLoopKernel() override { TierManager::instance().detach(tier_); }
+  // Registers the body when the node is one element.
+  void attach_tier() {
+    if (one_) tier_ = TierManager::instance().attach(*this, std::shared_ptr<const interp::Interpreted>(loop_, &loop_->body()));
+  }
+  void run(Frame& f) const override {
+    Hot hot(tier_.get(), f);
+    hot.elements = 1;
+    driver_->run(f);
+  }
   const interp::LoopKernel& loop() const { return *loop_; }
+
+  // SwapTarget: the body, compiled for one element.
+  const interp::Composite& composite() const override { return loop_->loop().body; }
+  void set_active(const interp::ElemKernel* k) const override { loop_->set_active_body(k); }
+  bool one_element() const override { return true; }
 
  private:
   std::shared_ptr<const interp::LoopKernel> loop_;
   std::unique_ptr<ElemwiseKernel> driver_;  // broadcasting; its active kernel is loop_
+  bool one_;
+  std::shared_ptr<TierEntry> tier_;  // the body's; null when the JIT is off or the node is not one element
 };
+
+// The kernel of an Elemwise{ScalarLoop} node, not yet attached (ops_scalar_loop.cpp).
+std::unique_ptr<ScalarLoopKernel> make_scalar_loop(NodeContext& ctx);
 
 }  // namespace ember

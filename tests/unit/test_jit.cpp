@@ -402,6 +402,7 @@ TEST_CASE("jit_injected_failures_throw_without_leaking_state", "[jit]") {
 
 #include "ember/ember.hpp"
 #include "engine/ops/elemwise.hpp"
+#include "engine/ops/scalar_loop_kernel.hpp"
 #include "engine/program/program_impl.hpp"
 #include "jit/tier_manager.hpp"
 #include "graph_builder.hpp"
@@ -642,6 +643,56 @@ TEST_CASE("jit_eager_elemwise_sums_made_in_the_loop_match_the_interpreter", "[ji
     INFO("n " << n);
     CHECK(k->active()->fn_sums);
     CHECK(same_bits(p->call({xa.t, ya.t}), ref) == "");
+  }
+}
+
+// A ScalarLoop node of one element (a gradient's loop over its parameters)
+// has its body compiled for one element and called each iteration: the same
+// bits as with the JIT off, for a loop its trip count ends, one whose
+// condition ends it and one whose int8 counter wraps.
+TEST_CASE("jit_eager_one_element_scalar_loop_runs_its_compiled_body_with_the_interpreters_bits", "[jit]") {
+  REQUIRE_JIT();
+  // x' = x c + 1 / (x^2 + 1), i' = i + 1 (int8), until x' >= lim.
+  const std::string g = R"({"format": "ember-graph", "version": 1, "variables": [
+    {"dtype": "int32", "shape": [1]}, {"dtype": "float64", "shape": [1]}, {"dtype": "int8", "shape": [1]},
+    {"dtype": "float64", "shape": [1]}, {"dtype": "float64", "shape": [1]},
+    {"dtype": "float64", "shape": [1]}, {"dtype": "int8", "shape": [1]}, {"dtype": "bool", "shape": [1]}],
+    "inputs": [0, 1, 2, 3, 4], "outputs": [5, 6, 7],
+    "nodes": [{"op": "Elemwise", "inputs": [0, 1, 2, 3, 4], "outputs": [5, 6, 7], "attrs": {"scalar_op":
+      {"op": "ScalarLoop", "carried": 2, "until": true, "inputs": ["float64", "int8", "float64", "float64"],
+       "constants": [{"dtype": "int8", "value": 1}, {"dtype": "float64", "value": 1}],
+       "nodes": [{"op": "Mul", "inputs": [0, 2], "dtype": "float64"},
+                 {"op": "Add", "inputs": [1, 4], "dtype": "int8"},
+                 {"op": "Sqr", "inputs": [0], "dtype": "float64"},
+                 {"op": "Add", "inputs": [8, 5], "dtype": "float64"},
+                 {"op": "TrueDiv", "inputs": [5, 9], "dtype": "float64"},
+                 {"op": "Add", "inputs": [6, 10], "dtype": "float64"},
+                 {"op": "GE", "inputs": [11, 3], "dtype": "bool"}],
+       "outputs": [11, 7, 12]}}}]})";
+  struct Case { int32_t steps; double x; int8_t i; double c, lim; };
+  const Case cases[] = {{5, 0.3, 0, 1.01, 1e300}, {40, 0.3, 3, 1.2, 50.0}, {300, -0.7, 100, 1.001, 1e300}};
+  for (const Case& k : cases) {
+    const Array n = Array::of<int32_t>({1, {1}}, {k.steps}), x = Array::of<double>({1, {1}}, {k.x}),
+                i = Array::of<int8_t>({1, {1}}, {k.i}), c = Array::of<double>({1, {1}}, {k.c}),
+                lim = Array::of<double>({1, {1}}, {k.lim});
+    const std::vector<Tensor> args{n.t, x.t, i.t, c.t, lim.t};
+    std::vector<Array> ref;
+    {
+      JitConfig off;
+      off.mode = JitMode::Off;
+      ScopedJit s(off);
+      ref = Program::from_json(g, test::unpassed())->call(args);
+    }
+    JitConfig on;
+    on.mode = JitMode::Eager;
+    on.cache = false;
+    ScopedJit s(on);
+    auto p = Program::from_json(g, test::unpassed());
+    const auto* loop = dynamic_cast<const ScalarLoopKernel*>(p->impl().steps.at(0).kernel);
+    REQUIRE(loop);
+    CHECK(loop->loop().active_body() != &loop->loop().body());
+    INFO("steps " << k.steps);
+    CHECK(same_bits(p->call(args), ref) == "");
   }
 }
 

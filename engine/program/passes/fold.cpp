@@ -11,6 +11,7 @@
 
 #include "engine/ops/elemwise.hpp"
 #include "engine/ops/op.hpp"
+#include "engine/ops/scalar_loop_kernel.hpp"
 #include "engine/ops/workspace.hpp"
 #include "engine/program/passes/editor.hpp"
 #include "engine/program/passes/passes.hpp"
@@ -58,6 +59,9 @@ std::unique_ptr<OpKernel> make_kernel(NodeContext& ctx) {
     auto vm = interp::Interpreted::compile(c);
     return std::make_unique<ElemwiseKernel>(std::move(c), std::move(vm), nd, ctx.options().parallel_threshold);
   }
+  // A ScalarLoop's, likewise unattached.
+  if (ctx.op() == TensorOp::Elemwise && n.attrs.contains("scalar_op") && n.attrs["scalar_op"].is_object())
+    return make_scalar_loop(ctx);
   // A host callback runs at call time only: it may not be registered at load.
   if (ctx.op() == TensorOp::PythonCallback) return nullptr;
   return op_factory(ctx.op())(ctx);
