@@ -126,6 +126,8 @@ CT float_ct(const CoreDesc& d, int out) {
 // ---- Dot ------------------------------------------------------------------
 
 class DotCore final : public Core {
+  static constexpr int64_t kSmallDotOut = 64, kSmallDotInner = 16;
+
  public:
   explicit DotCore(const CoreDesc& d) {
     expect_arity(d, 2, 1);
@@ -155,7 +157,8 @@ class DotCore final : public Core {
   }
   size_t scratch_bytes(const Shape* in) const override {
     const int64_t m = in[0].ndim == 2 ? in[0].dims[0] : 1, n = in[1].ndim == 2 ? in[1].dims[1] : 1;
-    return carve_bytes(in[0].size(), 8) + carve_bytes(in[1].size(), 8) + carve_bytes(m * n, 8);
+    return carve_bytes(in[0].size(), 8) + carve_bytes(in[1].size(), 8) + carve_bytes(m * n, 8) +
+           carve_bytes(in[0].ndim == 2 ? in[0].dims[1] : 1, 8);  // a column of b
   }
   void compute(Frame&, const Tensor* in, const Tensor* out, char* scratch) const override {
     with_ct(ct_, [&](auto t) {
@@ -186,6 +189,33 @@ class DotCore final : public Core {
           const double* xp = contiguous<double>(v, c);
           double* yp = out_buffer<double>(out[0], c);
           linalg::gemv_f64(mp, s0, s1, xp, rows, k, yp);
+          return;
+        }
+        // A few outputs over a long inner dim (an MvNormal gradient's sum of
+        // outer products, (3, 200) @ (200, 3)): a matrix-vector product per
+        // column of b, as above; a blocked product costs more in packing.
+        if (a.ndim() == 2 && b.ndim() == 2 && m * n <= kSmallDotOut && k >= kSmallDotInner &&
+            a.dtype == DType::Float64 && b.dtype == DType::Float64) {
+          int64_t s0 = m == 1 ? 1 : a.strides[0], s1 = a.strides[1];
+          const double* ap = a.ptr<double>();
+          if (!(s1 == 1 || s0 == 1)) {
+            ap = contiguous<double>(a, c);
+            s0 = k;
+            s1 = 1;
+          }
+          double* col = c.take<double>(k);
+          double* yp = out_buffer<double>(out[0], c);
+          double ycol[kSmallDotOut];
+          for (int64_t j = 0; j < n; ++j) {
+            const double* bj = b.ptr<double>() + j * b.strides[1];
+            if (b.strides[0] != 1) {
+              for (int64_t t = 0; t < k; ++t) col[t] = bj[t * b.strides[0]];
+              bj = col;
+            }
+            linalg::gemv_f64(ap, s0, s1, bj, m, k, ycol);
+            for (int64_t i = 0; i < m; ++i) yp[i * n + j] = ycol[i];
+          }
+          finish_out(out[0], yp);
           return;
         }
       }

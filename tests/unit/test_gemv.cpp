@@ -2,6 +2,7 @@
 // (four partial sums by j % 4, then (p0 + p1) + (p2 + p3), no FMA), the same
 // bits from rows or columns in place, and Dot's matrix-vector and
 // vector-matrix products through a program, transposed views included.
+#include <array>
 #include <cstring>
 #include <random>
 #include <string>
@@ -104,5 +105,47 @@ TEST_CASE("dot_matrix_vector_products_give_one_result_for_every_layout") {
     CHECK(bits(z0.data<double>()[j]) == bits(reference(At, j, m, v)));
     CHECK(bits(z1.data<double>()[j]) == bits(z0.data<double>()[j]));
     CHECK(bits(z2.data<double>()[j]) == bits(z0.data<double>()[j]));
+  }
+}
+
+TEST_CASE("dot_of_few_outputs_over_a_long_inner_dim_is_gemv_per_column_for_every_layout") {
+  // (m, k) @ (k, n) with m * n small and k long: column j of the product is
+  // gemv's order over row i of a and column j of b, whatever their layouts.
+  std::mt19937_64 gen(43);
+  std::normal_distribution<double> nd(0.0, 3.0);
+  auto g = Program::from_json(dot_graph("[null, null]", "[null, null]", "[null, null]"));
+  for (const auto [m, k, n] : {std::array<int64_t, 3>{3, 200, 3}, {5, 100, 5}, {1, 37, 4}, {8, 16, 8}, {2, 15, 2}}) {
+    std::vector<double> A(static_cast<size_t>(m * k)), At(A.size()), B(static_cast<size_t>(k * n)), Bt(B.size());
+    for (double& e : A) e = nd(gen);
+    for (double& e : B) e = nd(gen);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t t = 0; t < k; ++t) At[t * m + i] = A[i * k + t];
+    for (int64_t t = 0; t < k; ++t)
+      for (int64_t j = 0; j < n; ++j) Bt[j * k + t] = B[t * n + j];
+    Array a = Array::of<double>({2, {m, k}}, A), at = Array::of<double>({2, {k, m}}, At);
+    Array b = Array::of<double>({2, {k, n}}, B), bt = Array::of<double>({2, {n, k}}, Bt);
+    Tensor a_view = at.t;  // A, columns contiguous
+    a_view.shape = Shape{2, {m, k}};
+    a_view.strides[0] = 1;
+    a_view.strides[1] = m;
+    Tensor b_view = bt.t;  // B, columns contiguous (an MvNormal gradient's transposed solve)
+    b_view.shape = Shape{2, {k, n}};
+    b_view.strides[0] = 1;
+    b_view.strides[1] = k;
+    const Tensor as[] = {a.t, a_view}, bs[] = {b.t, b_view};
+    std::vector<double> want(static_cast<size_t>(m * n));
+    for (int64_t j = 0; j < n; ++j) {
+      std::vector<double> col(Bt.begin() + j * k, Bt.begin() + (j + 1) * k);
+      for (int64_t i = 0; i < m; ++i) want[i * n + j] = reference(A, i, k, col);
+    }
+    for (const Tensor& x : as)
+      for (const Tensor& y : bs) {
+        const auto got = g->call({x, y})[0];
+        for (int64_t e = 0; e < m * n; ++e) {
+          INFO("m " << m << " k " << k << " n " << n << " element " << e);
+          if (k >= 16) CHECK(bits(got.data<double>()[e]) == bits(want[e]));
+          else CHECK(got.data<double>()[e] == Approx(want[e]).epsilon(1e-13));
+        }
+      }
   }
 }

@@ -131,6 +131,37 @@ TEST_CASE("integer powers become nested squarings as PyTensor builds them", "[gr
   }
 }
 
+TEST_CASE("a sum of outer products over the first axis becomes one matrix product", "[gradient]") {
+  // An MvNormal gradient's sum_n r[:, n] s[:, n]^T, from two (p, N) solves.
+  Builder b;
+  const int r = b.input("float64", {2, 5}, "r");
+  const int s = b.input("float64", {3, 5}, "s");
+  const int x = b.node("DimShuffle", {r}, "float64", {5, 2, 1}, {{"new_order", json::array({1, 0, "x"})}});
+  const int y = b.node("DimShuffle", {s}, "float64", {5, 1, 3}, {{"new_order", json::array({1, "x", 0})}});
+  const int m = b.ew("Mul", {y, x}, "float64", {5, 2, 3});
+  b.outputs = {b.node("Sum", {m}, "float64", {2, 3}, {{"axis", json::array({0})}})};
+  const Rewritten rw = rewritten(b, grad::sum_outer_products);
+  CHECK(rw.rewrites == 1);
+  CHECK(count(rw.after, "Dot") == 1);
+  CHECK(count(rw.after, "Mul") == 0);
+  const std::vector<double> rv{0.5, -1.25, 2.0, 3.5, -0.75, 1.0, 0.25, -2.0, 4.0, 0.125};
+  const std::vector<double> sv{1.5, 0.5, -1.0, 2.0, 3.0, -0.5, 0.75, 1.25, -2.5, 0.0, 2.25, -1.5, 1.0, 0.5, -0.25};
+  const Array ra = Array::of<double>({2, {2, 5}}, rv), sa = Array::of<double>({2, {3, 5}}, sv);
+  const Array want = rw.before->call({ra.t, sa.t}).at(0), got = rw.after->call({ra.t, sa.t}).at(0);
+  REQUIRE(got.size() == 6);
+  for (int64_t i = 0; i < 6; ++i) CHECK(got.t.at<double>(i) == Approx(want.t.at<double>(i)).epsilon(1e-15));
+}
+
+TEST_CASE("a sum of outer products whose summed dim may broadcast is left alone", "[gradient]") {
+  Builder b;
+  const int r = b.input("float64", {2, 1}, "r");
+  const int s = b.input("float64", {3, 5}, "s");
+  const int x = b.node("DimShuffle", {r}, "float64", {1, 2, 1}, {{"new_order", json::array({1, 0, "x"})}});
+  const int y = b.node("DimShuffle", {s}, "float64", {5, 1, 3}, {{"new_order", json::array({1, "x", 0})}});
+  b.outputs = {b.node("Sum", {b.ew("Mul", {x, y}, "float64", {5, 2, 3})}, "float64", {2, 3}, {{"axis", json::array({0})}})};
+  CHECK(rewritten(b, grad::sum_outer_products).rewrites == 0);
+}
+
 TEST_CASE("terms that all cancel leave zeros of the sum's shape", "[gradient]") {
   Builder b;
   const int x = b.input("float64", {3}, "x");

@@ -13,6 +13,9 @@ namespace ember::grad {
 int sum_broadcasts(passes::Editor& e);
 // Sum(join(a, b, ...)) -> Sum(a) + Sum(b) + ... (sum_broadcast.cpp); committed.
 int split_joined_sums(passes::Editor& e);
+// Sum over axis 0 of a[:, :, None] * b[:, None, :] (DimShuffles of
+// matrices) -> the matrix product a.T @ b (outer_sum.cpp); committed.
+int sum_outer_products(passes::Editor& e);
 // f(..., fill(x, y), ...) -> fill(x, f(..., y, ...)), or f(..., y, ...) when
 // the fill shapes nothing (fill_sink.cpp); committed.
 int sink_fills(passes::Editor& e);

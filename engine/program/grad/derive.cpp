@@ -15,7 +15,8 @@
 //      to its shape; the gradients are raveled and joined in that order
 //   4. batched triangular solves of one matrix made one solve
 //      (blockwise_core.cpp), fills sunk through element-wise ops (fill_sink.cpp), sums of
-//      broadcasts become products (sum_broadcast.cpp), DimShuffles lifted
+//      broadcasts become products (sum_broadcast.cpp), sums of outer
+//      products matrix products (outer_sum.cpp), DimShuffles lifted
 //      through element-wise ops (dimshuffle_lift.cpp), products' constants
 //      folded (canonize.cpp), increments of zeros added to a gradient
 //      made increments of it (inc_serialize.cpp), powers with constant
@@ -265,6 +266,7 @@ void derive(Graph& g, const Options& o) {
   // condition switches the sum.
   passes::stabilize(e);
   sum_broadcasts(e);
+  sum_outer_products(e);
   lift_dimshuffles(e);
   fold_factors(e);
   serialize_increments(e);
