@@ -86,14 +86,6 @@ struct LoopScratch {
 };
 thread_local LoopScratch tls;
 
-// The block of elements [b, b + m): lanes with n_steps > 0 are packed into
-// the scratch; each round runs the body once on every live lane (an
-// iteration computes all updates from the old values into `next`, then the
-// carried values take them at once), then drops the lanes that are done
-// (their trip count reached, or with `until` their condition true) after
-// writing their outputs. Each lane sees exactly the iterations the
-// element-by-element loop would run, and the VM's vector and scalar paths
-// give the same bits, so the result does not depend on the blocking.
 // One element (the parameter-only loops of a gradient, such as gammainc's
 // derivative in its shape): the body's cells stay put across iterations,
 // so an iteration is the scalar path's run plus one cell move per carried
@@ -163,6 +155,14 @@ void run_one_with(const LoopKernel* k, const ElemKernel* body, int64_t steps, co
   if (l.until) *const_cast<char*>(at(out[carried], 0, 1)) = stop;
 }
 
+// The block of elements [b, b + m): lanes with n_steps > 0 are packed into
+// the scratch; each round runs the body once on every live lane (an
+// iteration computes all updates from the old values into `next`, then the
+// carried values take them at once), then drops the lanes that are done
+// (their trip count reached, or with `until` their condition true) after
+// writing their outputs. Each lane sees exactly the iterations the
+// element-by-element loop would run, and the VM's vector and scalar paths
+// give the same bits, so the result does not depend on the blocking.
 void run_loop(const ElemKernel* self, int64_t n, const StridedPtr* in, const StridedPtr* out) {
   const auto* k = static_cast<const LoopKernel*>(self);
   const ScalarLoop& l = k->loop();
