@@ -31,6 +31,10 @@ struct ElemKernel {
   // `ops`, every operand 8-byte aligned (a fused node's planned table). The
   // same results as run(1, ops, ops + ninputs); null: the caller uses run.
   void (*fn_table)(const ElemKernel* self, const StridedPtr* ops) = nullptr;
+  // Optional (a ScalarLoop's body compiled with its loop): `steps` > 0
+  // iterations at most of the one-element loop (interp/scalar_loop.cpp:
+  // run_one_with) on fn_table's `ops`; the outputs get the last iteration's.
+  void (*fn_loop)(const ElemKernel* self, int64_t steps, const StridedPtr* ops) = nullptr;
   // Optional: as fn, but an output with summed[j] is not written (out[j] is
   // not read): the sum of its elements, in the reduction tree's order
   // (engine/ops/reduce_tree.hpp), goes to sums[j]. For n >= 8 and operands

@@ -142,11 +142,23 @@ void run_one_with(const LoopKernel* k, const ElemKernel* body, int64_t steps, co
   for (int32_t j = 0; j < carried; ++j) op[ni + j] = {c + 8 * (ni + j), 0};
   if (l.until) op[ni + carried] = {cond, 0};
   bool stop = false;
-  for (int64_t iter = 1;; ++iter) {
-    body->run(1, op, op + ni);
+  if (body->fn_loop) {
+    // The whole loop compiled: the last iteration's outputs in the output
+    // buffers, which the copies below read as the inputs' after a swap.
+    body->fn_loop(body, steps, op);
     stop = l.until && *cond != 0;
     for (int32_t j = 0; j < carried; ++j) std::swap(op[j], op[ni + j]);
-    if (stop || iter >= steps) break;
+  } else {
+    // The element buffers are 8-byte aligned and the outputs follow the
+    // inputs: the body's table entry (ElemKernel::fn_table) when it has one.
+    const auto table = body->fn_table;
+    for (int64_t iter = 1;; ++iter) {
+      if (table) table(body, op);
+      else body->run(1, op, op + ni);
+      stop = l.until && *cond != 0;
+      for (int32_t j = 0; j < carried; ++j) std::swap(op[j], op[ni + j]);
+      if (stop || iter >= steps) break;
+    }
   }
   for (int32_t j = 0; j < carried; ++j) {
     const size_t es = dtype_size(idt[j]);

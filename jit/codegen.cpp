@@ -273,6 +273,13 @@ class Gen {
 
   // Emits `for (off = 0; off < end; off += 8W) body(scratch + off)`; end >= 8W.
   template <class Body> void loop(Body&& body) {
+    if (W == 1) {
+      // One-element code runs one group (m == 1): straight-line code, which
+      // a compiled ScalarLoop (codegen_loop.cpp) keeps in registers.
+      goff_ = ConstantInt::get(s64, 0);
+      body(scratch_);
+      return;
+    }
     BasicBlock* pre = B.GetInsertBlock();
     BasicBlock* hdr = BasicBlock::Create(C, "loop", F);
     BasicBlock* after = BasicBlock::Create(C, "after", F);

@@ -28,4 +28,14 @@ std::unique_ptr<llvm::Module> emit_chunk(llvm::LLVMContext& ctx, const interp::B
                                          const std::vector<bool>& uniform, int max_run, bool isolate,
                                          bool const_mem, const std::vector<bool>& summed = {});
 
+// Adds `void name(i64 steps, char* scratch, const char* const* ops)` to m:
+// a ScalarLoop of one element whose body is m's one-element function
+// `chunk` (the whole Bytecode). ops: the body's table (jit.hpp's
+// one-element ABI), inputs then outputs. Iterations as run_one_with's
+// (interp/scalar_loop.cpp): at most `steps`, each carried value j taking
+// output j, ended early by the condition output when `until`; the last
+// iteration's outputs go through the table. Only for loop_compilable bodies.
+void add_loop(llvm::Module& m, const interp::Bytecode& bc, const std::string& chunk, const std::string& name,
+              int carried, bool until);
+
 }  // namespace ember::jit

@@ -28,7 +28,7 @@ namespace {
 
 constexpr char kMagic[8] = {'E', 'M', 'B', 'J', 'I', 'T', '0', '1'};
 // Bumped whenever jit/codegen.cpp changes what it emits.
-constexpr char kCodegenVersion[] = "codegen-16";
+constexpr char kCodegenVersion[] = "codegen-17";
 
 struct Header {
   char magic[8];
@@ -195,6 +195,11 @@ std::string cache_key(const interp::Bytecode& bc, int lo, int hi, int tier, cons
       const uint64_t u = (uint64_t{1} << 63) | j;
       add(&u, 8);
     }
+  // A whole loop adds a function to the object.
+  if (spec.loop_carried >= 0) {
+    const int64_t l[2] = {spec.loop_carried, spec.loop_until};
+    add(l, sizeof l);
+  }
   const XXH128_hash_t h = XXH3_128bits_digest(s);
   XXH3_freeState(s);
   char buf[33];

@@ -112,9 +112,13 @@ class OrcCode : public Code {
   llvm::orc::JITDylib& jd_;
 };
 
-// Links obj and resolves its one chunk function. Caller holds mu().
+// The whole loop's symbol, next to the chunk's (KernelSpec::loop_carried).
+constexpr const char* kLoopName = "ember_loop";
+
+// Links obj and resolves its chunk function (and `with_loop`, its loop's).
+// Caller holds mu().
 Piece link(OrcJit& j, std::unique_ptr<llvm::MemoryBuffer> obj, const std::string& name, size_t* bytes,
-           CompileStats* st = nullptr) {
+           CompileStats* st = nullptr, bool with_loop = false) {
   using clk = std::chrono::steady_clock;
   const auto t0 = clk::now();
   auto jd = j.addObject(std::move(obj));
@@ -125,6 +129,16 @@ Piece link(OrcJit& j, std::unique_ptr<llvm::MemoryBuffer> obj, const std::string
     llvm::consumeError(j.remove(**jd));
     throw std::runtime_error("JIT lookup of " + name + " failed: " + message(addr.takeError()));
   }
+  ChunkFn loop = nullptr;
+  if (with_loop) {
+    auto l = j.lookup(**jd, kLoopName);
+    if (!l) {
+      const std::string why = message(l.takeError());
+      llvm::consumeError(j.remove(**jd));
+      throw std::runtime_error(std::string("JIT lookup of ") + kLoopName + " failed: " + why);
+    }
+    loop = l->toPtr<ChunkFn>();
+  }
   if (st) {
     // Objects link lazily: the lookup materializes (links) them.
     st->link_s = std::chrono::duration<double>(t1 - t0).count();
@@ -133,7 +147,7 @@ Piece link(OrcJit& j, std::unique_ptr<llvm::MemoryBuffer> obj, const std::string
   auto code = std::make_shared<OrcCode>(j, **jd);
   code->bytes = j.lastLinkedBytes();
   if (bytes) *bytes = code->bytes;
-  return Piece{addr->toPtr<ChunkFn>(), std::move(code)};
+  return Piece{addr->toPtr<ChunkFn>(), std::move(code), loop};
 }
 
 // Instructions per fused loop (codegen.hpp).
@@ -238,6 +252,9 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
     if (p.fn) return p;
   }
   const std::string name = "ember_chunk";
+  const bool with_loop = spec.loop_carried >= 0 && spec.one_element && lo == 0 &&
+                         hi == static_cast<int>(bc.code.size()) &&
+                         loop_compilable(bc, spec.loop_carried, spec.loop_until);
   const auto t0 = std::chrono::steady_clock::now();
   const double c0 = thread_cpu_seconds();
   std::lock_guard<std::mutex> g(mu());
@@ -257,6 +274,7 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
     auto ctx = std::make_unique<llvm::LLVMContext>();
     auto m = emit_chunk(*ctx, bc, lo, hi, name, layout(tier, spec.one_element), spec.uniform, max_run(tier),
                         isolate(tier), const_mem(tier), spec.summed);
+    if (with_loop) add_loop(*m, bc, name, kLoopName, spec.loop_carried, spec.loop_until);
     for (const auto& f : *m)
       for (const auto& b : f) nir += b.size();
     std::string err;
@@ -280,7 +298,7 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
   }
   size_t bytes = 0;
   CompileStats lst;
-  Piece p = link(*j, std::move(obj), name, &bytes, &lst);
+  Piece p = link(*j, std::move(obj), name, &bytes, &lst, with_loop);
   sample();
   const size_t hwm = rss_kb("VmHWM:");
   if (hwm > rss0) peak = std::max(peak, (hwm - rss0) * 1024);
@@ -306,7 +324,7 @@ void dump_ir(const interp::Bytecode& bc, int lo, int hi) {
   m->print(llvm::errs(), nullptr);
 }
 
-Piece load_object(const std::string& object, CompileStats* st) {
+Piece load_object(const std::string& object, CompileStats* st, bool with_loop) {
   const size_t tl = sizeof(kTrailer) - 1;
   if (object.size() < tl + 4 || object.compare(object.size() - tl, tl, kTrailer) != 0)
     throw std::runtime_error("cached object has no symbol trailer");
@@ -325,7 +343,7 @@ Piece load_object(const std::string& object, CompileStats* st) {
   const size_t rss0 = rss_kb("VmRSS:");
   auto buf = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), obj_size), name);
   size_t bytes = 0;
-  Piece p = link(*j, std::move(buf), name, &bytes);
+  Piece p = link(*j, std::move(buf), name, &bytes, nullptr, with_loop);
   if (st) {
     const size_t h = heap_in_use(), hwm = rss_kb("VmHWM:");
     st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -59,10 +59,16 @@ Layout layout(int tier, bool one_element);
 // leaf of the summation tree (engine/ops/reduce_tree.hpp); JitKernel's
 // fn_sums then combines them in the tree's order. Calls through fn run on
 // the fallback.
+// `loop_carried` (>= 0; one-element kernels of the whole body): the
+// Bytecode is a ScalarLoop's body with that many carried values and, with
+// `loop_until`, a condition output; the kernel then also runs the whole
+// loop in compiled code (ElemKernel::fn_loop). Only for loop_compilable.
 struct KernelSpec {
   bool one_element = false;
   std::vector<bool> uniform;
   std::vector<bool> summed;
+  int loop_carried = -1;
+  bool loop_until = false;
   bool is_uniform(size_t k) const { return k < uniform.size() && uniform[k]; }
   bool is_summed(size_t j) const { return j < summed.size() && summed[j]; }
 };
@@ -103,8 +109,14 @@ std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element,
 // stores it), 1 or 2. A function of the bytecode alone.
 std::vector<int8_t> one_element_stores(const interp::Bytecode& bc);
 
+// A ScalarLoop body whose loop compiles whole (KernelSpec::loop_carried):
+// every input float64 or int64 (the table passes them as they are), each
+// update stored by the chunk in its carried value's dtype, and the
+// condition a bool register.
+bool loop_compilable(const interp::Bytecode& bc, int carried, bool until);
+
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
-// of m elements. The chunk ABI (codegen version "codegen-16"):
+// of m elements. The chunk ABI (codegen version "codegen-17"):
 //   void chunk(int64_t m, char* scratch, const char* const* in)
 // - 0 < m <= kBlock (m == 1 for one-element kernels); every piece of a kernel gets the same m, scratch and
 //   in for a block, in order. The chunk computes ceil(m / W) groups of
@@ -155,6 +167,7 @@ class Code {
 struct Piece {
   ChunkFn fn = nullptr;
   std::shared_ptr<Code> code;
+  ChunkFn loop = nullptr;  // KernelSpec::loop_carried: the whole loop (codegen.hpp: add_loop)
 };
 
 struct CompileStats {
@@ -193,7 +206,8 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
                     bool keep_object = false, const KernelSpec& spec = {});
 // Links an object produced by compile_chunk (e.g. from the disk cache).
 // Throws std::runtime_error if the object is unusable.
-Piece load_object(const std::string& object, CompileStats* st = nullptr);
+// `with_loop`: it was compiled with KernelSpec::loop_carried (Piece::loop).
+Piece load_object(const std::string& object, CompileStats* st = nullptr, bool with_loop = false);
 
 // Prints the IR of [lo, hi) to stderr (debugging).
 void dump_ir(const interp::Bytecode& bc, int lo, int hi);
@@ -214,6 +228,7 @@ class JitKernel : public interp::ElemKernel {
   static void run_fn(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,
                      const interp::StridedPtr* out);
   static void run_table(const ElemKernel* self, const interp::StridedPtr* ops);
+  static void run_loop(const ElemKernel* self, int64_t steps, const interp::StridedPtr* ops);
   static void run_fallback(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,
                            const interp::StridedPtr* out);
   static void run_sums(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,

@@ -208,6 +208,7 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
       fallback_(std::move(fallback)) {
   fn = &run_fn;
   if (spec.one_element && !pieces_.empty()) fn_table = &run_table;
+  if (spec.one_element && pieces_.size() == 1 && pieces_[0].loop) fn_loop = &run_loop;
   cell_bytes_ = layout(tier, spec.one_element).cell_bytes;
   out_cell0_ = static_cast<int64_t>(out_cell(bc, 0)) * cell_bytes_;
   is_summed_.assign(bc.outputs.size(), 0);
@@ -350,6 +351,11 @@ void JitKernel::run_table(const ElemKernel* self, const interp::StridedPtr* ops)
   const interp::StridedPtr* out = ops + ni;
   for (const int32_t j : k->other_outs_) store_one(o[j].dt, o[j].cell >= 0 ? s + o[j].cell : nullptr, o[j].k, out[j].data);
   for (const int32_t j : k->plain_outs_) std::memcpy(out[j].data, s + o[j].cell, 8);
+}
+
+void JitKernel::run_loop(const ElemKernel* self, int64_t steps, const interp::StridedPtr* ops) {
+  const auto* k = static_cast<const JitKernel*>(self);
+  k->pieces_[0].loop(steps, scratch_for(k->scratch_), reinterpret_cast<const char* const*>(ops));
 }
 
 void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,

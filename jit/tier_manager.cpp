@@ -150,6 +150,8 @@ struct TierEntry {
   bool skipped[3] = {};    // the tier cannot fit the budget (until configure)
   bool direct_ok = false;  // tier 1's direct emitter takes the whole bytecode
   bool one_element = false;  // SwapTarget::one_element
+  int loop_carried = -1;      // SwapTarget::loop_carried, when its loop compiles whole
+  bool loop_until = false;
   std::vector<bool> uniform;  // SwapTarget::uniform_inputs, less inputs that are outputs
   std::vector<bool> summed;   // set_summed, less outputs the chunk cannot sum (mu)
   int failures = 0, compiles = 0, evictions = 0;
@@ -422,7 +424,9 @@ struct TierManager::Impl {
     // Uniform inputs at tier 2 only: every piece of a kernel must agree,
     // and tier 1 mixes direct and LLVM pieces.
     const bool one = p.e->one_element;
-    const jit::KernelSpec spec{one, p.tier >= 2 ? p.uniform : std::vector<bool>{}, p.tier >= 2 ? p.summed : std::vector<bool>{}};
+    const jit::KernelSpec spec{one, p.tier >= 2 ? p.uniform : std::vector<bool>{},
+                               p.tier >= 2 ? p.summed : std::vector<bool>{}, p.chunks == 1 ? p.e->loop_carried : -1,
+                               p.e->loop_until};
     for (int k = 0; k < p.chunks; ++k) {
       const int lo = static_cast<int>(int64_t(n) * k / p.chunks), hi = static_cast<int>(int64_t(n) * (k + 1) / p.chunks);
       // Tier 1's direct code is not cached: emitting it costs less than
@@ -438,7 +442,7 @@ struct TierManager::Impl {
         key = jit::cache_key(bc, lo, hi, p.tier, cpu, jit::llvm_version(), spec);
         if (auto obj = cache->get(key)) {
           try {
-            pieces.push_back(jit::load_object(*obj, &cs));
+            pieces.push_back(jit::load_object(*obj, &cs, spec.loop_carried >= 0));
             loaded = true;
             std::lock_guard<std::mutex> g(mu);
             ++totals.cache_hits;
@@ -726,6 +730,10 @@ std::shared_ptr<TierEntry> TierManager::attach(const SwapTarget& k, std::shared_
   e->st.name = "composite" + std::to_string(impl_->entries.size());
   const auto& bc = e->vm->bytecode();
   e->one_element = k.one_element();
+  if (e->one_element && k.loop_carried() >= 0 && jit::loop_compilable(bc, k.loop_carried(), k.loop_until())) {
+    e->loop_carried = k.loop_carried();
+    e->loop_until = k.loop_until();
+  }
   e->uniform = compiled_uniform(bc, k.uniform_inputs());
   e->direct_ok = !e->one_element && !bc.code.empty() && jit::direct_chunk(bc, 0, static_cast<int>(bc.code.size()));
   impl_->entries.push_back(e);

@@ -31,6 +31,11 @@ class SwapTarget {
   // Per input: every call broadcasts it (empty: none known). Tier-2 code
   // then reads it as one element (jit/jit.hpp: KernelSpec).
   virtual std::vector<bool> uniform_inputs() const { return {}; }
+  // A ScalarLoop's body: its carried values (-1: not a loop body) and
+  // whether a condition ends it. Its loop may then compile whole
+  // (jit/jit.hpp: KernelSpec::loop_carried).
+  virtual int loop_carried() const { return -1; }
+  virtual bool loop_until() const { return false; }
 
  protected:
   ~SwapTarget() = default;

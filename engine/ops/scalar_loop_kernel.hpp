@@ -38,6 +38,8 @@ class ScalarLoopKernel : public OpKernel, public SwapTarget {
   const interp::Composite& composite() const override { return loop_->loop().body; }
   void set_active(const interp::ElemKernel* k) const override { loop_->set_active_body(k); }
   bool one_element() const override { return true; }
+  int loop_carried() const override { return loop_->loop().carried; }
+  bool loop_until() const override { return loop_->loop().until; }
 
  private:
   std::shared_ptr<const interp::LoopKernel> loop_;

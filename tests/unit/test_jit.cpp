@@ -691,8 +691,66 @@ TEST_CASE("jit_eager_one_element_scalar_loop_runs_its_compiled_body_with_the_int
     const auto* loop = dynamic_cast<const ScalarLoopKernel*>(p->impl().steps.at(0).kernel);
     REQUIRE(loop);
     CHECK(loop->loop().active_body() != &loop->loop().body());
+    CHECK(!loop->loop().active_body()->fn_loop);  // an int8 carried value: iteration by iteration
     INFO("steps " << k.steps);
     CHECK(same_bits(p->call(args), ref) == "");
+  }
+}
+
+// A one-element ScalarLoop of float64 values compiles whole (the body
+// inlined into its loop, ElemKernel::fn_loop): the bits of the JIT off, for
+// loops their trip count ends and loops their condition ends, with and
+// without a condition output.
+TEST_CASE("jit_eager_one_element_scalar_loop_compiled_whole_keeps_the_interpreters_bits", "[jit]") {
+  REQUIRE_JIT();
+  for (const bool until : {true, false}) {
+    // x' = x c + 1 / (x^2 + 1), y' = y + x' / 3 [, until x' >= lim]
+    const std::string g = std::string(R"({"format": "ember-graph", "version": 1, "variables": [
+      {"dtype": "int64", "shape": [1]}, {"dtype": "float64", "shape": [1]}, {"dtype": "float64", "shape": [1]},
+      {"dtype": "float64", "shape": [1]}, {"dtype": "float64", "shape": [1]},
+      {"dtype": "float64", "shape": [1]}, {"dtype": "float64", "shape": [1]}, {"dtype": "bool", "shape": [1]}],
+      "inputs": [0, 1, 2, 3, 4], "outputs": )") + (until ? "[5, 6, 7]" : "[5, 6]") + R"(,
+      "nodes": [{"op": "Elemwise", "inputs": [0, 1, 2, 3, 4], "outputs": )" + (until ? "[5, 6, 7]" : "[5, 6]") +
+                          R"(, "attrs": {"scalar_op":
+        {"op": "ScalarLoop", "carried": 2, "until": )" + (until ? "true" : "false") + R"(,
+         "inputs": ["float64", "float64", "float64", "float64"],
+         "constants": [{"dtype": "float64", "value": 3}, {"dtype": "float64", "value": 1}],
+         "nodes": [{"op": "Mul", "inputs": [0, 2], "dtype": "float64"},
+                   {"op": "Sqr", "inputs": [0], "dtype": "float64"},
+                   {"op": "Add", "inputs": [7, 5], "dtype": "float64"},
+                   {"op": "TrueDiv", "inputs": [5, 8], "dtype": "float64"},
+                   {"op": "Add", "inputs": [6, 9], "dtype": "float64"},
+                   {"op": "TrueDiv", "inputs": [10, 4], "dtype": "float64"},
+                   {"op": "Add", "inputs": [1, 11], "dtype": "float64"},
+                   {"op": "GE", "inputs": [10, 3], "dtype": "bool"}],
+         "outputs": )" + (until ? "[10, 12, 13]" : "[10, 12]") + "}}}]}";
+    struct Case { int64_t steps; double x, y, c, lim; };
+    const Case cases[] = {{1, 0.3, 0, 1.01, 1e300}, {5, 0.3, 1, 1.01, 1e300}, {40, 0.3, -2, 1.2, 50.0},
+                          {300, -0.7, 0.5, 1.001, 1e300}, {7, 2.0, 0, 1.5, 1.0}};
+    for (const Case& k : cases) {
+      const Array n = Array::of<int64_t>({1, {1}}, {k.steps}), x = Array::of<double>({1, {1}}, {k.x}),
+                  y = Array::of<double>({1, {1}}, {k.y}), c = Array::of<double>({1, {1}}, {k.c}),
+                  lim = Array::of<double>({1, {1}}, {k.lim});
+      const std::vector<Tensor> args{n.t, x.t, y.t, c.t, lim.t};
+      std::vector<Array> ref;
+      {
+        JitConfig off;
+        off.mode = JitMode::Off;
+        ScopedJit s(off);
+        ref = Program::from_json(g, test::unpassed())->call(args);
+      }
+      JitConfig on;
+      on.mode = JitMode::Eager;
+      on.cache = false;
+      ScopedJit s(on);
+      auto p = Program::from_json(g, test::unpassed());
+      const auto* loop = dynamic_cast<const ScalarLoopKernel*>(p->impl().steps.at(0).kernel);
+      REQUIRE(loop);
+      INFO("until " << until << ", steps " << k.steps << ", x " << k.x);
+      REQUIRE(loop->loop().active_body() != &loop->loop().body());
+      CHECK(loop->loop().active_body()->fn_loop);
+      CHECK(same_bits(p->call(args), ref) == "");
+    }
   }
 }
 
