@@ -773,6 +773,246 @@ def poisson_process(rng, n=200):
     return model
 
 
+def probit_bernoulli(rng, n=800, k=3):
+    """Bernoulli regression with a probit link (the normal CDF: erfc of the linear predictor)."""
+    x = rng.normal(size=(n, k))
+    y = (x @ [0.8, -0.4, 0.2] + rng.normal(size=n) > 0).astype(int)
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 2)
+        b = pm.Normal("b", 0, 1, shape=k)
+        pm.Bernoulli("y", p=pm.math.invprobit(a + pt.dot(x, b)), observed=y)
+    return model
+
+
+def varying_slopes_logistic(rng, n=1500, groups=25, k=3):
+    """Hierarchical logistic regression: non-centered varying intercepts and slopes, diagonal scales."""
+    g = rng.integers(0, groups, size=n)
+    x = rng.normal(size=(n, k))
+    coef = rng.normal(0.3, 0.5, size=(groups, k + 1))
+    y = rng.binomial(1, 1 / (1 + np.exp(-(coef[g, 0] + np.sum(coef[g, 1:] * x, axis=1)))))
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 1, shape=k + 1)
+        tau = pm.HalfNormal("tau", 1, shape=k + 1)
+        z = pm.Normal("z", 0, 1, shape=(groups, k + 1))
+        beta = mu + z * tau  # (groups, k + 1)
+        bg = beta[g]
+        pm.Bernoulli("y", logit_p=bg[:, 0] + pt.sum(bg[:, 1:] * x, axis=1), observed=y)
+    return model
+
+
+def exp_decay_curves(rng, n=40, groups=12):
+    """Nonlinear regression: per-group exponential decay curves a * exp(-b * t) + c, log-normal group effects."""
+    t = np.tile(np.linspace(0, 10, n), groups)
+    g = np.repeat(np.arange(groups), n)
+    a_true, b_true = np.exp(rng.normal(1.0, 0.3, groups)), np.exp(rng.normal(-1.0, 0.3, groups))
+    y = a_true[g] * np.exp(-b_true[g] * t) + 0.5 + rng.normal(0, 0.1, size=n * groups)
+    with pm.Model() as model:
+        la = pm.Normal("la", 1, 1)
+        lb = pm.Normal("lb", -1, 1)
+        sa = pm.HalfNormal("sa", 0.5)
+        sb = pm.HalfNormal("sb", 0.5)
+        za = pm.Normal("za", 0, 1, shape=groups)
+        zb = pm.Normal("zb", 0, 1, shape=groups)
+        c = pm.Normal("c", 0, 1)
+        a, b = pt.exp(la + sa * za), pt.exp(lb + sb * zb)
+        pm.Normal("y", a[g] * pt.exp(-b[g] * t) + c, pm.HalfNormal("sigma", 0.5), observed=y)
+    return model
+
+
+def lognormal_aft(rng, n=500, k=3):
+    """Log-normal accelerated failure times, right-censored at per-subject follow-up times (pm.Censored)."""
+    x = rng.normal(size=(n, k))
+    t = np.exp(1.0 + x @ [0.4, -0.3, 0.2] + rng.normal(0, 0.6, size=n))
+    follow = rng.uniform(1, 8, size=n)
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 3)
+        b = pm.Normal("b", 0, 1, shape=k)
+        s = pm.HalfNormal("s", 1)
+        pm.Censored("t", pm.LogNormal.dist(a + pt.dot(x, b), s), lower=None, upper=follow,
+                    observed=np.minimum(t, follow))
+    return model
+
+
+def zip_logit_inflation(rng, n=800, k=2):
+    """Zero-inflated Poisson whose inflation probability has its own logistic regression."""
+    x = rng.normal(size=(n, k))
+    z = rng.normal(size=n)
+    psi = 1 / (1 + np.exp(-(1.0 + 0.8 * z)))
+    y = np.where(rng.uniform(size=n) < psi, rng.poisson(np.exp(0.8 + x @ [0.3, -0.4])), 0)
+    with pm.Model() as model:
+        b = pm.Normal("b", 0, 1, shape=k)
+        a = pm.Normal("a", 0, 2)
+        g = pm.Normal("g", 0, 2, shape=2)
+        pm.ZeroInflatedPoisson("y", psi=pm.math.invlogit(g[0] + g[1] * z), mu=pt.exp(a + pt.dot(x, b)), observed=y)
+    return model
+
+
+def betabinomial_groups(rng, n=600, groups=20):
+    """Beta-binomial counts with a group-level mean (logit) and a group-level concentration."""
+    g = rng.integers(0, groups, size=n)
+    trials = rng.integers(5, 40, size=n)
+    y = rng.binomial(trials, rng.beta(2, 3, size=n))
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 1.5)
+        s = pm.HalfNormal("s", 1)
+        z = pm.Normal("z", 0, 1, shape=groups)
+        kappa = pm.Gamma("kappa", 2, 0.1, shape=groups)
+        p = pm.math.invlogit(mu + s * z)
+        pm.BetaBinomial("y", alpha=(p * kappa)[g], beta=((1 - p) * kappa)[g], n=trials, observed=y)
+    return model
+
+
+def lognormal_mixture(rng, n=600):
+    """A two-component mixture of log-normals with ordered log-medians (pm.Mixture)."""
+    y = np.concatenate([rng.lognormal(0.0, 0.4, n // 2), rng.lognormal(1.5, 0.3, n - n // 2)])
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(2))
+        mu = pm.Normal("mu", 0, 2, shape=2, transform=pm.distributions.transforms.ordered, initval=[-0.5, 0.5])
+        s = pm.HalfNormal("s", 1, shape=2)
+        pm.Mixture("y", w=w, comp_dists=pm.LogNormal.dist(mu, s), observed=y)
+    return model
+
+
+def seasonal_rw_studentt(rng, t=364, period=7):
+    """A random-walk level plus a zero-sum weekly season (a gather by t % 7), read through a Student-t."""
+    level = np.cumsum(rng.normal(0, 0.1, size=t))
+    season = rng.normal(0, 0.5, size=period)
+    season -= season.mean()
+    y = level + season[np.arange(t) % period] + rng.standard_t(4, size=t) * 0.3
+    with pm.Model() as model:
+        s = pm.HalfNormal("s", 0.3)
+        walk = pm.GaussianRandomWalk("walk", sigma=s, init_dist=pm.Normal.dist(0, 1), steps=t - 1)
+        season_eff = pm.ZeroSumNormal("season", sigma=1.0, shape=period)
+        nu = pm.Gamma("nu", 2, 0.1)
+        pm.StudentT("y", nu=nu, mu=walk + season_eff[np.arange(t) % period], sigma=pm.HalfNormal("sigma", 1),
+                    observed=y)
+    return model
+
+
+def lowrank_mvnormal(rng, n=150, d=6, rank=2):
+    """A multivariate normal whose covariance is a diagonal plus a low-rank factor (a factor model)."""
+    w_true = rng.normal(size=(d, rank))
+    y = rng.multivariate_normal(np.zeros(d), w_true @ w_true.T + np.diag(rng.uniform(0.3, 1, d)), size=n)
+    with pm.Model() as model:
+        w = pm.Normal("w", 0, 1, shape=(d, rank))
+        psi = pm.HalfNormal("psi", 1, shape=d)
+        mu = pm.Normal("mu", 0, 2, shape=d)
+        pm.MvNormal("y", mu=mu, cov=pt.dot(w, w.T) + pt.diag(psi**2), observed=y)
+    return model
+
+
+def gamma_poisson_latent(rng, n=300, k=2):
+    """Overdispersed counts with exposure: a latent Gamma rate per observation around a log-linear mean."""
+    x = rng.normal(size=(n, k))
+    expo = rng.uniform(0.5, 2, size=n)
+    y = rng.poisson(expo * rng.gamma(4, np.exp(0.5 + x @ [0.3, -0.2]) / 4))
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 2)
+        b = pm.Normal("b", 0, 1, shape=k)
+        phi = pm.Gamma("phi", 2, 0.5)
+        mu = pt.exp(a + pt.dot(x, b))
+        lam = pm.Gamma("lam", alpha=phi, beta=phi / mu, shape=n)
+        pm.Poisson("y", mu=lam * expo, observed=y)
+    return model
+
+
+def polynomial_negbin(rng, n=600, degree=3):
+    """A negative-binomial trend: a cubic polynomial basis built with pt.stack, the (n, p) parametrization."""
+    x = np.linspace(-1, 1, n)
+    mu = np.exp(2 + 0.5 * x - 0.8 * x**2 + 0.3 * x**3)
+    y = rng.negative_binomial(4, 4 / (4 + mu))
+    with pm.Model() as model:
+        c = pm.Normal("c", 0, 1, shape=degree + 1)
+        r = pm.Gamma("r", 2, 0.2)
+        xt = pt.as_tensor_variable(x)
+        basis = pt.stack([pt.ones_like(xt)] + [xt**j for j in range(1, degree + 1)], axis=1)
+        m = pt.exp(pt.dot(basis, c))
+        pm.NegativeBinomial("y", n=r, p=r / (r + m), observed=y)
+    return model
+
+
+def multinomial_regression(rng, n=300, k=2, classes=4, total=20):
+    """Multinomial counts with a softmax regression; the reference class's zero logits joined by concatenate."""
+    x = rng.normal(size=(n, k))
+    logits = np.concatenate([np.zeros((n, 1)), x @ rng.normal(0, 0.5, size=(k, classes - 1))], axis=1)
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    y = np.array([rng.multinomial(total, pi) for pi in p])
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 1, shape=classes - 1)
+        b = pm.Normal("b", 0, 1, shape=(k, classes - 1))
+        eta = pt.concatenate([pt.zeros((n, 1)), a + pt.dot(x, b)], axis=1)
+        pm.Multinomial("y", n=total, p=pm.math.softmax(eta, axis=1), observed=y)
+    return model
+
+
+def halft_scale_hierarchy(rng, n=800, groups=16):
+    """Heteroscedastic groups: per-group means and Half-Student-t scales under a Half-Cauchy hyperprior."""
+    g = rng.integers(0, groups, size=n)
+    y = rng.normal(rng.normal(0, 1, groups)[g], rng.gamma(2, 0.5, groups)[g])
+    with pm.Model() as model:
+        mu0 = pm.Normal("mu0", 0, 3)
+        tau = pm.HalfCauchy("tau", 1)
+        z = pm.Normal("z", 0, 1, shape=groups)
+        omega = pm.HalfCauchy("omega", 2)
+        sigma = pm.HalfStudentT("sigma", nu=3, sigma=omega, shape=groups)
+        pm.Normal("y", (mu0 + tau * z)[g], sigma[g], observed=y)
+    return model
+
+
+def matrix_factorization(rng, users=60, items=40, rank=3, n=1200):
+    """Probabilistic matrix factorization: a rating is the row-wise dot of two gathered factor rows."""
+    ui, ii = rng.integers(0, users, size=n), rng.integers(0, items, size=n)
+    u, v = rng.normal(0, 0.7, size=(users, rank)), rng.normal(0, 0.7, size=(items, rank))
+    y = np.sum(u[ui] * v[ii], axis=1) + rng.normal(0, 0.5, size=n)
+    with pm.Model() as model:
+        su = pm.HalfNormal("su", 1)
+        sv = pm.HalfNormal("sv", 1)
+        U = pm.Normal("U", 0, 1, shape=(users, rank))
+        V = pm.Normal("V", 0, 1, shape=(items, rank))
+        pm.Normal("y", pt.sum((su * U)[ui] * (sv * V)[ii], axis=1), pm.HalfNormal("sigma", 1), observed=y)
+    return model
+
+
+def cloglog_binomial(rng, n=400, k=2):
+    """Binomial dose-response with a complementary log-log link: p = 1 - exp(-exp(eta))."""
+    x = rng.normal(size=(n, k))
+    trials = rng.integers(1, 20, size=n)
+    y = rng.binomial(trials, 1 - np.exp(-np.exp(-0.5 + x @ [0.6, -0.3])))
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 2)
+        b = pm.Normal("b", 0, 1, shape=k)
+        pm.Binomial("y", n=trials, p=1 - pt.exp(-pt.exp(a + pt.dot(x, b))), observed=y)
+    return model
+
+
+def dirichlet_regression(rng, n=300, k=2, parts=4):
+    """Compositional responses: a Dirichlet whose concentrations are exp of a linear predictor per part."""
+    x = rng.normal(size=(n, k))
+    y = np.array([rng.dirichlet(np.exp(1 + xi @ rng.normal(0, 0.3, size=(k, parts)))) for xi in x])
+    y = np.clip(y, 1e-6, None)
+    y /= y.sum(axis=1, keepdims=True)
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 2, shape=parts)
+        b = pm.Normal("b", 0, 1, shape=(k, parts))
+        pm.Dirichlet("y", a=pt.exp(a + pt.dot(x, b)), observed=y)
+    return model
+
+
+def ordinal_cumsum_cuts(rng, n=600, groups=10, levels=6):
+    """Ordered-logistic ratings with group intercepts; cutpoints built by a cumsum of positive gaps."""
+    g = rng.integers(0, groups, size=n)
+    eta = rng.normal(0, 0.7, size=groups)[g]
+    y = np.digitize(eta + rng.logistic(size=n), np.linspace(-2, 2, levels - 1))
+    with pm.Model() as model:
+        c0 = pm.Normal("c0", -2, 2)
+        gaps = pm.Exponential("gaps", 1, shape=levels - 2)
+        cuts = pt.concatenate([pt.stack([c0]), c0 + pt.cumsum(gaps)])
+        s = pm.HalfNormal("s", 1)
+        z = pm.Normal("z", 0, 1, shape=groups)
+        pm.OrderedLogistic("y", eta=s * z[g], cutpoints=cuts, observed=y)
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
@@ -784,6 +1024,10 @@ MODELS = {f.__name__: f for f in [
     rice, changepoint, poisson_offset, asymmetric_laplace, truncated_gamma, censored_weibull, zero_inflated_negbin,
     hurdle_poisson, normal_t_mixture, mvnormal_dense, geometric_zib, custom_potential, logitnormal_kumaraswamy,
     moyal_triangular, dp_mixture, spline_rw, ordered_logsumexp, solve_det, skew_student_t, poisson_process,
+    probit_bernoulli, varying_slopes_logistic, exp_decay_curves, lognormal_aft, zip_logit_inflation,
+    betabinomial_groups, lognormal_mixture, seasonal_rw_studentt, lowrank_mvnormal, gamma_poisson_latent,
+    polynomial_negbin, multinomial_regression, halft_scale_hierarchy, matrix_factorization, cloglog_binomial,
+    dirichlet_regression, ordinal_cumsum_cuts,
 ]}
 
 
