@@ -334,15 +334,26 @@ class IncK : public OpKernel {
         const int64_t* ip = r.adv_ptr[0];
         const int64_t ist = r.adv_bst[0][0], dim = r.adv_dim[0], ts = r.adv_tstride[0], ys = bst[1][0];
         T* base = od + r.base_off;
-        for (int64_t b = 0; b < r.B.dims[0]; ++b, ip += ist) {
-          const int64_t v = normalize_index(*ip, dim);
-          if (v < 0) [[unlikely]]
-            f.fail(index_error_msg(*ip, r.adv_axis[0], dim));
-          T* d = base + v * ts;
-          const T* s = yd + b * ys;
-          for (int64_t k = 0; k < n; ++k) d[k] += s[k];
+        // Short rows (factor or category tables of 2-4 columns) with their
+        // length a constant: a vectorized loop and its remainder cost more
+        // than the row. The same additions in the same order.
+        auto rows = [&](auto len) {
+          const int64_t w = len.value > 0 ? int64_t{len.value} : n;
+          for (int64_t b = 0; b < r.B.dims[0]; ++b, ip += ist) {
+            const int64_t v = normalize_index(*ip, dim);
+            if (v < 0) [[unlikely]]
+              f.fail(index_error_msg(*ip, r.adv_axis[0], dim));
+            T* d = base + v * ts;
+            const T* s = yd + b * ys;
+            for (int64_t k = 0; k < w; ++k) d[k] += s[k];
+          }
+        };
+        switch (n) {
+          case 2: return rows(std::integral_constant<int, 2>{});
+          case 3: return rows(std::integral_constant<int, 3>{});
+          case 4: return rows(std::integral_constant<int, 4>{});
+          default: return rows(std::integral_constant<int, 0>{});
         }
-        return;
       }
       for_each_adv(f, r, 2, bst, [&](int64_t xo, const int64_t* oo) {
         T* d = od + xo;
