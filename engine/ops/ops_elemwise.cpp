@@ -545,10 +545,15 @@ namespace {
 bool run_flat(Frame& f, Outs& outs, const interp::ElemKernel* k, int ndim, int64_t parallel_threshold,
               int64_t& total) {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
-  constexpr int kSmallOps = 24;
-  static_assert(kSmallOps <= kMaxReducedOutput);  // every output's bit fits Outs::by_kernel
-  if (nops > kSmallOps) return false;
-  interp::StridedPtr ops[kSmallOps];
+  // Every output's bit fits Outs::by_kernel. A large fused node (a latent
+  // per observation has 20 inputs and 8 outputs) must come this way: a
+  // kernel with summed outputs runs its elements on the interpreter.
+  if (nout > kMaxReducedOutput) return false;
+  constexpr int kSmallOps = 64;
+  interp::StridedPtr small[kSmallOps];
+  thread_local std::vector<interp::StridedPtr> big;
+  if (nops > kSmallOps && big.size() < static_cast<size_t>(nops)) big.resize(nops);
+  interp::StridedPtr* ops = nops > kSmallOps ? big.data() : small;
   const Tensor* ref = nullptr;  // the first input of more than one element
   for (int i = 0; i < nin; ++i) {
     const Tensor& t = f.in(i);
@@ -751,7 +756,7 @@ void ElemwiseKernel::run(Frame& f) const {
 // call does not fit.
 int64_t ElemwiseKernel::run_row_sums(Frame& f, const interp::ElemKernel* k) const {
   const int nin = f.num_inputs(), nout = f.num_outputs();
-  constexpr int kSmallOps = 24;
+  constexpr int kSmallOps = 64;
   if (nin + nout > kSmallOps || nout > kMaxReducedOutput) return -1;
   int64_t dims[2] = {1, 1};
   for (int i = 0; i < nin; ++i) {

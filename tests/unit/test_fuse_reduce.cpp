@@ -14,6 +14,7 @@
 #include "ember/ember.hpp"
 #include "engine/program/program_impl.hpp"
 #include "interp/config.hpp"
+#include "interp/reduce_tree.hpp"
 #include "graph_builder.hpp"
 #include "test_util.hpp"
 
@@ -193,4 +194,85 @@ TEST_CASE("fuse_reduce_is_off_with_load_time_fusion") {
   o.fuse_elemwise = false;
   CHECK(num_steps(*load(b.str(), true, o)) == 2);
   CHECK(num_steps(*load(b.str(), true)) == 1);
+}
+
+namespace {
+// A kernel that makes its own sums, as a tier-2 JIT kernel does
+// (ElemKernel::fn_sums): its elements come from the node's own kernel, and
+// it records which entry each call took.
+struct SummingKernel : interp::ElemKernel {
+  const interp::ElemKernel* inner = nullptr;
+  int outputs = 0;
+  std::vector<uint8_t> all;
+  static inline int element_calls = 0, sum_calls = 0;
+  SummingKernel(const interp::ElemKernel* k, int nout) : inner(k), outputs(nout), all(nout, 1) {
+    summed = all.data();
+    fn = [](const ElemKernel* self, int64_t n, const interp::StridedPtr* in, const interp::StridedPtr* out) {
+      ++element_calls;
+      static_cast<const SummingKernel*>(self)->inner->run(n, in, out);
+    };
+    fn_sums = [](const ElemKernel* self, int64_t n, const interp::StridedPtr* in, const interp::StridedPtr* out,
+                 double* sums) {
+      ++sum_calls;
+      const auto* k = static_cast<const SummingKernel*>(self);
+      std::vector<std::vector<double>> tmp(k->outputs);
+      std::vector<interp::StridedPtr> o(out, out + k->outputs);
+      for (int j = 0; j < k->outputs; ++j)
+        if (!o[j].data) tmp[j].resize(n), o[j] = {tmp[j].data(), 1};
+      k->inner->run(n, in, o.data());
+      for (int j = 0; j < k->outputs; ++j)
+        if (!tmp[j].empty()) sums[j] = reduce::reduce_contiguous<reduce::Rop::Add, double>(tmp[j].data(), n);
+    };
+  }
+};
+}  // namespace
+
+// A fused node of many operands (a latent per observation has 20 inputs
+// and 8 outputs) hands its whole sums to a kernel that makes them: a JIT
+// kernel's elements of a summed output are the interpreter's.
+TEST_CASE("fuse_reduce_hands_the_sums_of_a_node_of_many_operands_to_a_kernel_that_makes_them") {
+  const int64_t n = 301;
+  const int k = 30;
+  test::GraphBuilder b;
+  std::vector<int> x;
+  for (int i = 0; i < k; ++i) x.push_back(b.input("float64", {n}));
+  int t = b.ew("Mul", {x[0], x[1]}, "float64", {n});
+  for (int i = 2; i < k; ++i) {
+    t = b.ew(i % 3 == 0 ? "TrueDiv" : i % 3 == 1 ? "Add" : "Mul", {t, x[i]}, "float64", {n});
+    if (i % 10 == 5) b.outputs.push_back(b.node("Sum", {t}, "float64", json::array(), {{"axis", nullptr}}));
+  }
+  b.outputs.push_back(b.node("Sum", {t}, "float64", json::array(), {{"axis", nullptr}}));
+  std::mt19937_64 rng(k);
+  std::uniform_real_distribution<double> u(0.5, 2.0);
+  std::vector<Array> xs;
+  std::vector<Tensor> args;
+  for (int i = 0; i < k; ++i) {
+    std::vector<double> v(n);
+    for (double& e : v) e = u(rng);
+    xs.push_back(Array::of<double>({1, {n}}, v));
+  }
+  for (const Array& a : xs) args.push_back(a.t);
+  auto p = load(b.str(), true, Options{});
+  const auto ref = p->call(args);
+  const Step* big = nullptr;  // the node of the most operands
+  for (const Step& st : p->impl().steps)
+    if (st.op == TensorOp::Elemwise && (!big || st.in.size() + st.out.size() > big->in.size() + big->out.size()))
+      big = &st;
+  REQUIRE(big);
+  REQUIRE(big->in.size() + big->out.size() > 24);
+  const auto* kern = dynamic_cast<const ElemwiseKernel*>(big->kernel);
+  REQUIRE(kern);
+  const interp::ElemKernel* own = kern->active();
+  SummingKernel summing(own, static_cast<int>(big->out.size()));
+  kern->set_active(&summing);
+  SummingKernel::element_calls = SummingKernel::sum_calls = 0;
+  const auto got = p->call(args);
+  kern->set_active(own);
+  CHECK(SummingKernel::sum_calls == 1);
+  CHECK(SummingKernel::element_calls == 0);
+  REQUIRE(got.size() == ref.size());
+  for (size_t o = 0; o < got.size(); ++o) {
+    INFO("output " << o);
+    CHECK(std::memcmp(got[o].t.data, ref[o].t.data, sizeof(double)) == 0);
+  }
 }
