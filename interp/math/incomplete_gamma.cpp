@@ -16,12 +16,17 @@ constexpr double kEps = 1.11022302462515654042e-16;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 constexpr int kMaxIter = 5000;
 
-// x^a e^-x / Gamma(a).
+// x^a e^-x / Gamma(a). Each form only when a lane takes it: every lane's
+// value is its own form's either way.
 D prefactor(D a, D x) {
-  D direct = exp(a * log(x) - x - lgamma_pos(a));
-  D al = select(a >= D(10.0), a, D(10.0));
-  D around = sqrt(al) * D(kInvSqrt2Pi) * exp(al * log1pmx((x - al) / al, x / al) - stirling_corr(al));
-  return select(a >= D(10.0), around, direct);
+  const B large = a >= D(10.0);
+  D r(0.0);
+  if (!xsimd::all(large)) r = exp(a * log(x) - x - lgamma_pos(a));
+  if (xsimd::any(large)) {
+    D al = select(large, a, D(10.0));
+    r = select(large, sqrt(al) * D(kInvSqrt2Pi) * exp(al * log1pmx((x - al) / al, x / al) - stirling_corr(al)), r);
+  }
+  return r;
 }
 
 // lgamma(1 + a) for 0 < a <= 1.5, accurate as a -> 0.
@@ -32,7 +37,8 @@ D lgamma1p(D a) {
 }
 
 // Power series: P(a, x) = x^a e^-x / Gamma(a + 1) * sum x^n / ((a+1)...(a+n)).
-D p_series(D a, D x, B on) {
+// pf: prefactor(a, x) on the lanes `on`.
+D p_series(D a, D x, B on, D pf) {
   D sum(1.0), c(1.0), r = a;
   B act = on;
   for (int i = 0; i < kMaxIter && xsimd::any(act); ++i) {
@@ -41,11 +47,11 @@ D p_series(D a, D x, B on) {
     sum = select(act, sum + c, sum);
     act = act && (c > sum * D(kEps));
   }
-  return sum * prefactor(a, x) / a;
+  return sum * pf / a;
 }
 
 // Continued fraction for Q(a, x), x > 1.1 and x >= a (Cephes igamc).
-D q_fraction(D a, D x, B on) {
+D q_fraction(D a, D x, B on, D pf) {
   const D big(4.503599627370496e15), biginv(2.22044604925031308085e-16);
   D y = D(1.0) - a, z = x + y + D(1.0), c(0.0);
   D pkm2(1.0), qkm2 = x, pkm1 = x + D(1.0), qkm1 = z * x;
@@ -70,7 +76,7 @@ D q_fraction(D a, D x, B on) {
     qkm1 = select(act, qk * f, qkm1);
     act = act && !(t <= D(kEps));
   }
-  return ans * prefactor(a, x);
+  return ans * pf;
 }
 
 // Q(a, x) for x <= 1.1 and small a (SciPy igamc_series, after Temme).
@@ -123,12 +129,16 @@ D incomplete_gamma(D a, D x) {
   B need_q = W == Which::Q ? B(true) : !p_direct;
   B need_c = valid && !int_a && use_cf && need_q;
   B need_t = valid && !int_a && use_t && need_q;
+  // The prefactor once for the series' and the fraction's lanes (a batch
+  // of both computed it twice): the same value on each lane.
+  D pf(0.0);
+  if (xsimd::any(need_s || need_c)) pf = prefactor(av, xv);
   D s(0.0);
-  if (xsimd::any(need_s)) s = p_series(select(need_s, av, D(1.0)), select(need_s, xv, D(0.5)), need_s);
+  if (xsimd::any(need_s)) s = p_series(select(need_s, av, D(1.0)), select(need_s, xv, D(0.5)), need_s, pf);
   D q = select(q_by_p, D(1.0) - s, D(0.0));
   if (xsimd::any(int_a)) q = select(int_a, q_integer(av, xv, int_a), q);
   if (xsimd::any(need_c))
-    q = select(need_c, q_fraction(select(need_c, av, D(1.0)), select(need_c, xv, D(2.0)), need_c), q);
+    q = select(need_c, q_fraction(select(need_c, av, D(1.0)), select(need_c, xv, D(2.0)), need_c, pf), q);
   if (xsimd::any(need_t))
     q = select(need_t, q_small_x(select(need_t, av, D(0.5)), select(need_t, xv, D(0.5)), need_t), q);
   D r = W == Which::P ? select(p_direct, s, D(1.0) - q) : q;
