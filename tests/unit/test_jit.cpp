@@ -646,6 +646,28 @@ TEST_CASE("jit_eager_elemwise_sums_made_in_the_loop_match_the_interpreter", "[ji
   }
 }
 
+// A one-node ScalarLoop program's outputs under eager against the JIT off
+// ("" when the bits agree); `check` sees the eager program's loop kernel.
+template <class Check>
+std::string loop_bits_against_off(const std::string& g, const std::vector<Tensor>& args, Check check) {
+  std::vector<Array> ref;
+  {
+    JitConfig off;
+    off.mode = JitMode::Off;
+    ScopedJit s(off);
+    ref = Program::from_json(g, test::unpassed())->call(args);
+  }
+  JitConfig on;
+  on.mode = JitMode::Eager;
+  on.cache = false;
+  ScopedJit s(on);
+  auto p = Program::from_json(g, test::unpassed());
+  const auto* loop = dynamic_cast<const ScalarLoopKernel*>(p->impl().steps.at(0).kernel);
+  if (!loop) return "the step is not a ScalarLoop";
+  check(loop->loop());
+  return same_bits(p->call(args), ref);
+}
+
 // A ScalarLoop node of one element (a gradient's loop over its parameters)
 // has its body compiled for one element and called each iteration: the same
 // bits as with the JIT off, for a loop its trip count ends, one whose
@@ -675,25 +697,11 @@ TEST_CASE("jit_eager_one_element_scalar_loop_runs_its_compiled_body_with_the_int
     const Array n = Array::of<int32_t>({1, {1}}, {k.steps}), x = Array::of<double>({1, {1}}, {k.x}),
                 i = Array::of<int8_t>({1, {1}}, {k.i}), c = Array::of<double>({1, {1}}, {k.c}),
                 lim = Array::of<double>({1, {1}}, {k.lim});
-    const std::vector<Tensor> args{n.t, x.t, i.t, c.t, lim.t};
-    std::vector<Array> ref;
-    {
-      JitConfig off;
-      off.mode = JitMode::Off;
-      ScopedJit s(off);
-      ref = Program::from_json(g, test::unpassed())->call(args);
-    }
-    JitConfig on;
-    on.mode = JitMode::Eager;
-    on.cache = false;
-    ScopedJit s(on);
-    auto p = Program::from_json(g, test::unpassed());
-    const auto* loop = dynamic_cast<const ScalarLoopKernel*>(p->impl().steps.at(0).kernel);
-    REQUIRE(loop);
-    CHECK(loop->loop().active_body() != &loop->loop().body());
-    CHECK(!loop->loop().active_body()->fn_loop);  // an int8 carried value: iteration by iteration
     INFO("steps " << k.steps);
-    CHECK(same_bits(p->call(args), ref) == "");
+    CHECK(loop_bits_against_off(g, {n.t, x.t, i.t, c.t, lim.t}, [](const interp::LoopKernel& l) {
+            CHECK(l.active_body() != &l.body());
+            CHECK(!l.active_body()->fn_loop);  // an int8 carried value: iteration by iteration
+          }) == "");
   }
 }
 
@@ -731,25 +739,11 @@ TEST_CASE("jit_eager_one_element_scalar_loop_compiled_whole_keeps_the_interprete
       const Array n = Array::of<int64_t>({1, {1}}, {k.steps}), x = Array::of<double>({1, {1}}, {k.x}),
                   y = Array::of<double>({1, {1}}, {k.y}), c = Array::of<double>({1, {1}}, {k.c}),
                   lim = Array::of<double>({1, {1}}, {k.lim});
-      const std::vector<Tensor> args{n.t, x.t, y.t, c.t, lim.t};
-      std::vector<Array> ref;
-      {
-        JitConfig off;
-        off.mode = JitMode::Off;
-        ScopedJit s(off);
-        ref = Program::from_json(g, test::unpassed())->call(args);
-      }
-      JitConfig on;
-      on.mode = JitMode::Eager;
-      on.cache = false;
-      ScopedJit s(on);
-      auto p = Program::from_json(g, test::unpassed());
-      const auto* loop = dynamic_cast<const ScalarLoopKernel*>(p->impl().steps.at(0).kernel);
-      REQUIRE(loop);
       INFO("until " << until << ", steps " << k.steps << ", x " << k.x);
-      REQUIRE(loop->loop().active_body() != &loop->loop().body());
-      CHECK(loop->loop().active_body()->fn_loop);
-      CHECK(same_bits(p->call(args), ref) == "");
+      CHECK(loop_bits_against_off(g, {n.t, x.t, y.t, c.t, lim.t}, [](const interp::LoopKernel& l) {
+              REQUIRE(l.active_body() != &l.body());
+              CHECK(l.active_body()->fn_loop);
+            }) == "");
     }
   }
 }
