@@ -648,8 +648,10 @@ TEST_CASE("jit_eager_elemwise_sums_made_in_the_loop_match_the_interpreter", "[ji
 
 // A one-node ScalarLoop program's outputs under eager against the JIT off
 // ("" when the bits agree); `check` sees the eager program's loop kernel.
+// With a cache directory the compiled code goes through the disk cache.
 template <class Check>
-std::string loop_bits_against_off(const std::string& g, const std::vector<Tensor>& args, Check check) {
+std::string loop_bits_against_off(const std::string& g, const std::vector<Tensor>& args, Check check,
+                                  const std::string& cache_dir = "") {
   std::vector<Array> ref;
   {
     JitConfig off;
@@ -659,7 +661,8 @@ std::string loop_bits_against_off(const std::string& g, const std::vector<Tensor
   }
   JitConfig on;
   on.mode = JitMode::Eager;
-  on.cache = false;
+  on.cache = !cache_dir.empty();
+  on.cache_dir = cache_dir;
   ScopedJit s(on);
   auto p = Program::from_json(g, test::unpassed());
   const auto* loop = dynamic_cast<const ScalarLoopKernel*>(p->impl().steps.at(0).kernel);
@@ -740,10 +743,17 @@ TEST_CASE("jit_eager_one_element_scalar_loop_compiled_whole_keeps_the_interprete
                   y = Array::of<double>({1, {1}}, {k.y}), c = Array::of<double>({1, {1}}, {k.c}),
                   lim = Array::of<double>({1, {1}}, {k.lim});
       INFO("until " << until << ", steps " << k.steps << ", x " << k.x);
-      CHECK(loop_bits_against_off(g, {n.t, x.t, y.t, c.t, lim.t}, [](const interp::LoopKernel& l) {
-              REQUIRE(l.active_body() != &l.body());
-              CHECK(l.active_body()->fn_loop);
-            }) == "");
+      const auto whole = [](const interp::LoopKernel& l) {
+        REQUIRE(l.active_body() != &l.body());
+        CHECK(l.active_body()->fn_loop);
+      };
+      CHECK(loop_bits_against_off(g, {n.t, x.t, y.t, c.t, lim.t}, whole) == "");
+      // Written to the disk cache, then loaded from it with its loop.
+      const std::string dir = temp_cache_dir("loop");
+      const JitStats before = TierManager::instance().stats();
+      CHECK(loop_bits_against_off(g, {n.t, x.t, y.t, c.t, lim.t}, whole, dir) == "");
+      CHECK(loop_bits_against_off(g, {n.t, x.t, y.t, c.t, lim.t}, whole, dir) == "");
+      CHECK(TierManager::instance().stats().cache_hits - before.cache_hits >= 1);
     }
   }
 }
