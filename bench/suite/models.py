@@ -7,6 +7,7 @@ Families already in ember.testing.models are reused at suite sizes.
 
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -15,6 +16,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import pymc as pm  # noqa: E402
 import pytensor.tensor as pt  # noqa: E402
+from pymc.exceptions import ImputationWarning  # noqa: E402
 from ember.testing import models as tm  # noqa: E402
 
 
@@ -1013,6 +1015,196 @@ def ordinal_cumsum_cuts(rng, n=600, groups=10, levels=6):
     return model
 
 
+def matrix_normal(rng, n=30, p=3):
+    """Matrix-variate normal: known row covariance (AR(1) over rows), LKJ column Cholesky."""
+    rowcov = 0.5 ** np.abs(np.subtract.outer(np.arange(n), np.arange(n))) + 1e-6 * np.eye(n)
+    y = np.linalg.cholesky(rowcov) @ rng.normal(size=(n, p)) @ np.diag([1.0, 0.5, 2.0])
+    with pm.Model() as model:
+        chol, _, _ = pm.LKJCholeskyCov("c", n=p, eta=2.0, sd_dist=pm.HalfNormal.dist(2.0, shape=p),
+                                       compute_corr=True)
+        mu = pm.Normal("mu", 0, 2, shape=p)
+        pm.MatrixNormal("y", mu=pt.ones((n, 1)) * mu[None, :], rowcov=rowcov, colchol=chol, observed=y)
+    return model
+
+
+def _grid_adj(r, c):
+    n = r * c
+    W = np.zeros((n, n))
+    for i in range(r):
+        for j in range(c):
+            k = i * c + j
+            if j + 1 < c:
+                W[k, k + 1] = W[k + 1, k] = 1
+            if i + 1 < r:
+                W[k, k + c] = W[k + c, k] = 1
+    return W
+
+
+def icar_spatial(rng, r=6, c=6):
+    """Intrinsic CAR (BYM-like) spatial effects on a 6x6 lattice, Poisson counts (pm.ICAR)."""
+    W = _grid_adj(r, c)
+    n = r * c
+    y = rng.poisson(np.exp(1.0 + 0.3 * rng.normal(size=n)))
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 2)
+        s = pm.HalfNormal("s", 1)
+        phi = pm.ICAR("phi", W=W)
+        pm.Poisson("y", pt.exp(a + s * phi), observed=y)
+    return model
+
+
+def euler_maruyama(rng, t=100, dt=0.1):
+    """An Ornstein-Uhlenbeck SDE discretised by Euler-Maruyama, noisy observations."""
+    x = np.zeros(t)
+    for i in range(1, t):
+        x[i] = x[i - 1] - 0.5 * x[i - 1] * dt + 0.3 * np.sqrt(dt) * rng.normal()
+    y = x + rng.normal(0, 0.1, size=t)
+    with pm.Model() as model:
+        theta = pm.HalfNormal("theta", 1)
+        s = pm.HalfNormal("s", 1)
+
+        def sde(x, theta, s):
+            return -theta * x, s
+
+        z = pm.EulerMaruyama("z", dt=dt, sde_fn=sde, sde_pars=(theta, s), init_dist=pm.Normal.dist(0, 1),
+                             steps=t - 1)
+        pm.Normal("y", z, 0.1, observed=y)
+    return model
+
+
+def hurdle_lognormal(rng, n=400):
+    """Semicontinuous data: zeros from a Bernoulli, positives log-normal (pm.HurdleLogNormal)."""
+    y = np.where(rng.random(n) < 0.3, 0.0, rng.lognormal(0.5, 0.8, size=n))
+    with pm.Model() as model:
+        psi = pm.Beta("psi", 2, 2)
+        mu = pm.Normal("mu", 0, 2)
+        s = pm.HalfNormal("s", 1)
+        pm.HurdleLogNormal("y", psi=psi, mu=mu, sigma=s, observed=y)
+    return model
+
+
+def censored_poisson(rng, n=400, limit=8):
+    """Counts top-coded at 8 (pm.Censored of a Poisson: regularized upper incomplete gamma)."""
+    x = rng.normal(size=n)
+    y = np.minimum(rng.poisson(np.exp(1.5 + 0.4 * x)), limit)
+    with pm.Model() as model:
+        b = pm.Normal("b", 0, 1, shape=2)
+        pm.Censored("y", pm.Poisson.dist(pt.exp(b[0] + b[1] * x)), lower=None, upper=limit, observed=y)
+    return model
+
+
+def ordered_multinomial(rng, n=50, levels=5, total=20):
+    """Grouped ordinal counts: an OrderedMultinomial per row over ordered cutpoints."""
+    x = rng.normal(size=n)
+    p = np.full(levels, 1.0 / levels)
+    y = rng.multinomial(total, p, size=n)
+    with pm.Model() as model:
+        cuts = pm.Normal("cuts", 0, 3, shape=levels - 1, transform=pm.distributions.transforms.ordered,
+                         initval=np.linspace(-1.5, 1.5, levels - 1))
+        b = pm.Normal("b", 0, 1)
+        pm.OrderedMultinomial("y", eta=b * x, cutpoints=cuts, n=total, observed=y)
+    return model
+
+
+def inverse_gamma_regression(rng, n=400, k=2):
+    """Positive responses with an inverse-gamma likelihood whose mean is log-linear."""
+    X = rng.normal(size=(n, k))
+    y = 1.0 / rng.gamma(4.0, 1.0 / (3.0 * np.exp(-0.3 * X[:, 0])), size=n)
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 1)
+        b = pm.Normal("b", 0, 1, shape=k)
+        alpha = pm.Gamma("alpha", 2, 0.5)
+        mean = pt.exp(a + pt.dot(X, b))
+        pm.InverseGamma("y", alpha=alpha + 1.0, beta=mean * alpha, observed=y)
+    return model
+
+
+def slogdet_potential(rng, n=60, k=4):
+    """A hand-written Gaussian likelihood using slogdet and an inverse."""
+    y = rng.normal(size=(n, k))
+    with pm.Model() as model:
+        lo = pm.Normal("L", 0, 1, shape=(k, k))
+        a = pt.dot(lo, lo.T) + 2 * pt.eye(k)
+        sign, ld = pt.linalg.slogdet(a)
+        pm.Potential("lik", -0.5 * pt.sum(y * pt.dot(y, pt.linalg.inv(a))) - 0.5 * n * ld)
+    return model
+
+
+def argsort_rank(rng, n=40):
+    """Gathers through an argsort of the parameters (a rank-based Potential)."""
+    with pm.Model() as model:
+        x = pm.Normal("x", 0, 1, shape=n)
+        idx = pt.argsort(x)
+        pm.Potential("p", -pt.sum((x[idx] - np.linspace(-2, 2, n)) ** 2))
+    return model
+
+
+def missing_imputation(rng, n=300):
+    """Regression with missing covariate and response values imputed by PyMC (np.nan in observed)."""
+    x = rng.normal(size=n)
+    y = 1.0 + 0.5 * x + rng.normal(0, 0.5, size=n)
+    xo, yo = x.copy(), y.copy()
+    xo[rng.random(n) < 0.1] = np.nan
+    yo[rng.random(n) < 0.1] = np.nan
+    with pm.Model() as model, warnings.catch_warnings():
+        warnings.simplefilter("ignore", ImputationWarning)
+        mx = pm.Normal("mx", 0, 2)
+        xi = pm.Normal("x", mx, 1, observed=xo)
+        a = pm.Normal("a", 0, 2)
+        b = pm.Normal("b", 0, 2)
+        s = pm.HalfNormal("s", 1)
+        pm.Normal("y", a + b * xi, s, observed=yo)
+    return model
+
+
+def switch_isnan_mask(rng, n=300):
+    """Missing responses masked by pt.switch(isnan) in a Potential (a constant: pm.Data refuses nan)."""
+    x = rng.normal(size=n)
+    y = 1.0 + 0.5 * x + rng.normal(0, 0.5, size=n)
+    y[rng.random(n) < 0.15] = np.nan
+    with pm.Model() as model:
+        yd = pt.as_tensor(y)
+        a = pm.Normal("a", 0, 2)
+        b = pm.Normal("b", 0, 2)
+        s = pm.HalfNormal("s", 1)
+        miss = pt.isnan(yd)
+        lp = pm.logp(pm.Normal.dist(a + b * x, s), pt.switch(miss, 0.0, yd))
+        pm.Potential("lik", pt.sum(pt.switch(miss, 0.0, lp)))
+    return model
+
+
+def mv_random_walk(rng, t=100, d=3):
+    """A multivariate Gaussian random walk with an LKJ innovation covariance."""
+    y = np.cumsum(rng.normal(0, 0.3, size=(t, d)), axis=0) + rng.normal(0, 0.2, size=(t, d))
+    with pm.Model() as model:
+        chol, _, _ = pm.LKJCholeskyCov("c", n=d, eta=2.0, sd_dist=pm.HalfNormal.dist(0.5, shape=d),
+                                       compute_corr=True)
+        w = pm.MvGaussianRandomWalk("w", mu=np.zeros(d), chol=chol, steps=t - 1,
+                                    init_dist=pm.MvNormal.dist(np.zeros(d), np.eye(d)))
+        pm.Normal("y", w, 0.2, observed=y)
+    return model
+
+
+def truncated_poisson(rng, n=300):
+    """Counts truncated to [1, 12]: a discrete truncation (Poisson cdf differences)."""
+    y = np.clip(rng.poisson(4, size=n), 1, 12)
+    with pm.Model() as model:
+        mu = pm.Gamma("mu", 2, 0.5)
+        pm.Truncated("y", pm.Poisson.dist(mu), lower=1, upper=12, observed=y)
+    return model
+
+
+def mvnormal_precision(rng, n=100, d=3):
+    """An MvNormal parametrized by its precision matrix (tau = L L^T from an LKJ Cholesky factor)."""
+    y = rng.normal(size=(n, d))
+    with pm.Model() as model:
+        packed = pm.LKJCholeskyCov("c", n=d, eta=1.0, sd_dist=pm.Exponential.dist(1.0, shape=d), compute_corr=False)
+        mu = pm.Normal("mu", 0, 1, shape=d)
+        chol = pm.math.expand_packed_triangular(d, packed)
+        pm.MvNormal("y", mu, tau=pt.dot(chol, chol.T), observed=y)
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
@@ -1027,7 +1219,9 @@ MODELS = {f.__name__: f for f in [
     probit_bernoulli, varying_slopes_logistic, exp_decay_curves, lognormal_aft, zip_logit_inflation,
     betabinomial_groups, lognormal_mixture, seasonal_rw_studentt, lowrank_mvnormal, gamma_poisson_latent,
     polynomial_negbin, multinomial_regression, halft_scale_hierarchy, matrix_factorization, cloglog_binomial,
-    dirichlet_regression, ordinal_cumsum_cuts,
+    dirichlet_regression, ordinal_cumsum_cuts, matrix_normal, icar_spatial, euler_maruyama, hurdle_lognormal,
+    censored_poisson, ordered_multinomial, inverse_gamma_regression, slogdet_potential, argsort_rank,
+    missing_imputation, switch_isnan_mask, mv_random_walk, truncated_poisson, mvnormal_precision,
 ]}
 
 
