@@ -227,6 +227,41 @@ TEST_CASE("passes_simplify_views_dimshuffle_chains_reshape_subtensor") {
   CHECK(nodes_of(p) == 1);
 }
 
+// A constant boolean mask over axis 0 (PyMC's imputation of missing values)
+// is the gather and the updates of its true positions: the one-axis ops, the
+// same bits. A mask whose length is not x's stays, and the call reports it.
+TEST_CASE("passes_simplify_constant_masks_become_index_vectors") {
+  using nlohmann::json;
+  Builder b;
+  const int x = b.input("float64", {6}, "x"), y = b.input("float64", {3}, "y");
+  const int mask = b.constant("bool", {6}, {true, false, true, true, false, false});
+  const json sub = {{{"type", "array"}, {"input", 1}}}, inc = {{{"type", "array"}, {"input", 2}}};
+  const int g = b.node("AdvancedSubtensor", {x, mask}, "float64", {3}, {{"idx_list", sub}});
+  const int st = b.node("AdvancedIncSubtensor", {x, y, mask}, "float64", {6},
+                        {{"idx_list", inc}, {"set_instead_of_inc", true}, {"ignore_duplicates", false}});
+  const int ad = b.node("AdvancedIncSubtensor", {x, g, mask}, "float64", {6},
+                        {{"idx_list", inc}, {"set_instead_of_inc", false}, {"ignore_duplicates", false}});
+  b.outputs = {g, st, ad};
+  const std::vector<Array> args = {vec({1.5, -2, 3, NAN, 5, -0.0}), vec({10, 20, 30})};
+  auto p = same_bits(b.str(), args, only("simplify"));
+  CHECK(count_op(p, "AdvancedSubtensor") == 0);
+  CHECK(count_op(p, "AdvancedIncSubtensor") == 0);
+  CHECK(count_op(p, "AdvancedSubtensor1") == 1);
+  CHECK(count_op(p, "AdvancedIncSubtensor1") == 2);
+  const std::vector<Array> out = call(p, args);
+  CHECK(out[0].data<double>()[1] == 3.0);
+  CHECK(out[1].data<double>()[3] == 30.0);
+  CHECK(out[2].data<double>()[2] == 6.0);
+
+  Builder bad;
+  const int x5 = bad.input("float64", {5}, "x");
+  const int m6 = bad.constant("bool", {6}, {true, false, true, true, false, false});
+  bad.outputs = {bad.node("AdvancedSubtensor", {x5, m6}, "float64", {3}, {{"idx_list", sub}})};
+  auto q = Program::from_json(bad.str(), only("simplify"));
+  CHECK(count_op(q, "AdvancedSubtensor") == 1);
+  CHECK_THROWS(call(q, {vec({1, 2, 3, 4, 5})}));
+}
+
 // All and Any of one bool element are that element: of a (1,) vector a 0-d
 // view, of a 0-d value the value itself (ZeroSumNormal's check reduces a 0-d
 // comparison twice). The bool decides a Switch, both ways.

@@ -20,7 +20,8 @@
 //     pow gives exactly these for these exponents: docs/math.md);
 //   Switch on a constant condition -> the branch taken; x & true, x | false
 //     -> x; x & false, x | true -> the constant (bool, when it has the shape)
-//   AdvancedSubtensor / AdvancedIncSubtensor of one integer vector on axis 0
+//   AdvancedSubtensor / AdvancedIncSubtensor of one integer vector (or of a
+//     constant boolean mask: its true positions) on axis 0
 //     -> AdvancedSubtensor1 / AdvancedIncSubtensor1
 //
 // where an operand dropped never decides the output's shape (PyTensor's
@@ -130,6 +131,7 @@ class Simplifier {
   void elemwise(int k, NodeSpec& n, const std::string& s);
   void dimshuffle(int k, NodeSpec& n);
   void advanced_to_axis0(NodeSpec& n);
+  int mask_positions(int mask, int64_t dim);
 };
 
 // A SpecifyShape that checks nothing at run time: each dim it names is a
@@ -155,7 +157,24 @@ bool Simplifier::specify_shape_is_static(const NodeSpec& n, const Shape& xs, con
   return true;
 }
 
-// x[idx] / inc(x[idx], y) with one integer vector indexing axis 0 is
+// A constant boolean mask over an axis of static length `dim`: a new int64
+// constant of its true positions (what NumPy's nonzero gives, in order), or
+// -1. A mask of another length stays, so the op reports it per call.
+int Simplifier::mask_positions(int mask, int64_t dim) {
+  if (!e.is_constant(mask) || dim < 0) return -1;
+  const Tensor m = e.constant(mask);
+  if (m.ndim() != 1 || m.dim(0) != dim) return -1;
+  std::vector<int64_t> pos;
+  for (int64_t i = 0; i < dim; ++i)
+    if (m.at<bool>(i)) pos.push_back(i);
+  Shape s;
+  s.ndim = 1;
+  s.dims[0] = static_cast<int64_t>(pos.size());
+  return e.add_constant(DType::Int64, s, Array::of<int64_t>(s, pos));
+}
+
+// x[idx] / inc(x[idx], y) with one integer vector (or a constant boolean
+// mask: the vector of its true positions) indexing axis 0 is
 // AdvancedSubtensor1 / AdvancedIncSubtensor1: the same gather, and the same
 // sequential updates, through their one-axis kernels.
 void Simplifier::advanced_to_axis0(NodeSpec& n) {
@@ -167,7 +186,12 @@ void Simplifier::advanced_to_axis0(NodeSpec& n) {
   const json& e0 = (*it)[0];
   if (!e0.is_object() || e0.value("type", json()) != "array" || e0.value("input", json()) != idx_input) return;
   const VarSpec& idx = var(n.inputs[idx_input]);
-  if (idx.static_shape.ndim != 1 || dtype_is_float(idx.dtype) || idx.dtype == DType::Bool) return;
+  if (idx.static_shape.ndim != 1 || dtype_is_float(idx.dtype)) return;
+  int mask_index = -1;  // a constant mask: the int64 constant of its true positions
+  if (idx.dtype == DType::Bool) {
+    mask_index = mask_positions(n.inputs[idx_input], var(n.inputs[0]).static_shape.dims[0]);
+    if (mask_index < 0) return;
+  }
   json attrs = json::object();
   if (inc) {
     auto nd = n.attrs.find("ignore_duplicates");
@@ -179,6 +203,7 @@ void Simplifier::advanced_to_axis0(NodeSpec& n) {
   }
   n.op = inc ? "AdvancedIncSubtensor1" : "AdvancedSubtensor1";
   n.attrs = std::move(attrs);
+  if (mask_index >= 0) n.inputs[idx_input] = mask_index;
   ++rewrites;
 }
 
