@@ -199,11 +199,12 @@ TEST_CASE("passes_simplify_keeps_operands_that_shape_the_output") {
   Builder b;
   const int x = b.input("float64", {1});
   const int ones = b.constant("float64", {3}, {1.0, 1.0, 1.0});
-  const int y = b.ew("Mul", {x, ones}, "float64", {3});  // broadcasts x: stays
+  const int y = b.ew("Mul", {x, ones}, "float64", {3});  // broadcasts x: a fill of x * 1 (uniform ones)
   const int z = b.ew("Second", {y, x}, "float64", {3});  // fills: stays
   b.outputs = {z};
   auto p = same_bits(b.str(), {vec({2.0})}, only("simplify"));
-  CHECK(nodes_of(p) == 2);
+  CHECK(nodes_of(p) == 3);
+  CHECK(count_op(p, "Elemwise", "Second") == 2);
 }
 
 TEST_CASE("passes_simplify_views_dimshuffle_chains_reshape_subtensor") {
@@ -225,6 +226,37 @@ TEST_CASE("passes_simplify_views_dimshuffle_chains_reshape_subtensor") {
   o.passes.dce = true;
   auto p = same_bits(b.str(), {xa}, o);
   CHECK(nodes_of(p) == 1);
+}
+
+// A scalar filled to the data's shape and then transformed (a truncation's
+// log1mexp of its bound, once an Alloc to the shape it has is gone) is
+// transformed once and filled after: f(Second(a, b)) -> Second(a, f(b)), the
+// same bits. A fill whose shape another operand gives anyway is dropped.
+TEST_CASE("passes_fills_sink_below_element_wise_ops_after_simplify") {
+  Builder b;
+  const int v = b.input("float64", {5}, "v"), s = b.input("float64", {1}, "s"), t = b.input("float64", {1}, "t");
+  const int f = b.ew("Second", {v, s}, "float64", {5});
+  const int five = b.constant("int64", json::array(), {5});
+  const int al = b.node("Alloc", {f, five}, "float64", {5});    // f: simplify removes it
+  const int l = b.ew("Log1mexp", {al}, "float64", {5});         // Second(v, Log1mexp(s))
+  const int m = b.ew("Mul", {l, t}, "float64", {5});             // Second(v, Mul(Log1mexp(s), t))
+  const int w = b.ew("Sub", {b.ew("Second", {v, t}, "float64", {5}), v}, "float64", {5});  // Sub(t, v)
+  b.outputs = {m, w};
+  const std::vector<Array> args = {vec({1.5, -2, 3, NAN, -0.0}), vec({-0.25}), vec({3.0})};
+  Options o = only("simplify");
+  o.passes.dce = true;
+  auto p = same_bits(b.str(), args, o);
+  int small = 0;
+  for (const NodeSpec& n : p->graph().nodes) {
+    const std::string op = n.attrs.value("scalar_op", json::object()).value("op", "");
+    if (op == "Log1mexp" || op == "Mul") {
+      CHECK(p->graph().vars[n.outputs[0]].static_shape.dims[0] == 1);
+      ++small;
+    }
+  }
+  CHECK(small == 2);
+  CHECK(count_op(p, "Elemwise", "Second") == 1);
+  CHECK(count_op(p, "Elemwise", "Sub") == 1);
 }
 
 // A constant boolean mask over axis 0 (PyMC's imputation of missing values)

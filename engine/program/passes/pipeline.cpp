@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "engine/program/grad/canonicalize.hpp"
 #include "engine/program/passes/editor.hpp"
 #include "engine/program/passes/passes.hpp"
 #include "interp/config.hpp"
@@ -63,6 +64,9 @@ PassReport run_passes(Graph& g, const Options& o) {
   run("fold", on.fold, [&] { return fold_constants(e, o); });
   run("cse", on.cse, [&] { return common_subexpressions(e); });
   run("simplify", on.simplify, [&] { return simplify(e); });
+  // Fills the simplification exposed (an Alloc of the shape its value
+  // already has, once a parameter check is gone) sink as the gradient's do.
+  run("fills", on.simplify, [&] { return grad::sink_fills(e); });
   run("shapes", on.simplify, [&] { return refine_static_shapes(e); });
   run("fold", on.fold && on.simplify, [&] { return fold_constants(e, o); });
   run("cse", on.cse && on.simplify, [&] { return common_subexpressions(e); });
