@@ -1205,6 +1205,18 @@ def mvnormal_precision(rng, n=100, d=3):
     return model
 
 
+def missing_imputation_2d(rng, n=200, d=3):
+    """Missing entries of a (n, d) matrix imputed by PyMC: gathers and sets by two index vectors."""
+    x = rng.normal(0.5, 1.0, size=(n, d))
+    x[rng.random((n, d)) < 0.1] = np.nan
+    with pm.Model() as model, warnings.catch_warnings():
+        warnings.simplefilter("ignore", ImputationWarning)
+        mu = pm.Normal("mu", 0, 2, shape=d)
+        sd = pm.HalfNormal("sd", 1, shape=d)
+        pm.Normal("x", mu, sd, observed=x)
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
@@ -1222,6 +1234,7 @@ MODELS = {f.__name__: f for f in [
     dirichlet_regression, ordinal_cumsum_cuts, matrix_normal, icar_spatial, euler_maruyama, hurdle_lognormal,
     censored_poisson, ordered_multinomial, inverse_gamma_regression, slogdet_potential, argsort_rank,
     missing_imputation, switch_isnan_mask, mv_random_walk, truncated_poisson, mvnormal_precision,
+    missing_imputation_2d,
 ]}
 
 

@@ -20,6 +20,8 @@
 //     pow gives exactly these for these exponents: docs/math.md);
 //   Switch on a constant condition -> the branch taken; x & true, x | false
 //     -> x; x & false, x | true -> the constant (bool, when it has the shape)
+//   x[i0, i1, ...] by constant vectors (or a constant mask) over the first m
+//     axes -> the one-axis op on x reshaped to (d0 * ... * dm-1, rest)
 //   AdvancedSubtensor / AdvancedIncSubtensor of one integer vector (or of a
 //     constant boolean mask: its true positions) on axis 0
 //     -> AdvancedSubtensor1 / AdvancedIncSubtensor1
@@ -132,6 +134,7 @@ class Simplifier {
   void dimshuffle(int k, NodeSpec& n);
   void advanced_to_axis0(NodeSpec& n);
   int mask_positions(int mask, int64_t dim);
+  void advanced_flatten(int k);
 };
 
 // A SpecifyShape that checks nothing at run time: each dim it names is a
@@ -204,6 +207,121 @@ void Simplifier::advanced_to_axis0(NodeSpec& n) {
   n.op = inc ? "AdvancedIncSubtensor1" : "AdvancedSubtensor1";
   n.attrs = std::move(attrs);
   if (mask_index >= 0) n.inputs[idx_input] = mask_index;
+  ++rewrites;
+}
+
+// x[i0, i1, ...] by constant integer vectors of one length (0-d entries
+// broadcast) over x's first m axes (PyMC's imputation of a matrix indexes
+// by mask.nonzero()), or by one
+// constant boolean mask over them, is x reshaped to (d0 * ... * dm-1, rest)
+// indexed by the flat positions: AdvancedSubtensor1, and for an increment
+// AdvancedIncSubtensor1 reshaped back. Entries and updates keep their order:
+// the same bits. An index out of range stays, so the call reports it.
+void Simplifier::advanced_flatten(int k) {
+  const NodeSpec& n = g.nodes[k];
+  const bool inc = is_op(n, TensorOp::AdvancedIncSubtensor);
+  const size_t first = inc ? 2 : 1;
+  auto it = n.attrs.find("idx_list");
+  if (it == n.attrs.end() || !it->is_array() || it->empty() || n.inputs.size() != first + it->size()) return;
+  if (inc) {
+    auto nd = n.attrs.find("ignore_duplicates");
+    if (nd != n.attrs.end() && !(nd->is_boolean() && !nd->get<bool>()) && !(nd->is_number_integer() && nd->get<int64_t>() == 0))
+      return;
+    auto set = n.attrs.find("set_instead_of_inc");
+    if (set != n.attrs.end() && !set->is_boolean()) return;
+  }
+  for (size_t i = 0; i < it->size(); ++i) {
+    const nlohmann::json& ent = (*it)[i];
+    if (!ent.is_object() || ent.value("type", nlohmann::json()) != "array" ||
+        ent.value("input", nlohmann::json()) != static_cast<int64_t>(first + i) || !e.is_constant(n.inputs[first + i]))
+      return;
+  }
+  const Shape xs = var(n.inputs[0]).static_shape;
+  const Tensor i0 = e.constant(n.inputs[first]);
+  const bool mask = i0.dtype == DType::Bool;
+  const int m = mask ? i0.ndim() : static_cast<int>(it->size());
+  if ((mask && it->size() != 1) || m < 2 || m > xs.ndim) return;
+  int64_t lead = 1;
+  for (int d = 0; d < m; ++d) {
+    if (xs.dims[d] < 0) return;
+    lead *= xs.dims[d];
+  }
+  std::vector<int64_t> flat;
+  if (mask) {
+    for (int d = 0; d < m; ++d)
+      if (i0.dim(d) != xs.dims[d]) return;
+    for (int64_t f = 0; f < lead; ++f)
+      if (i0.at<bool>(f)) flat.push_back(f);
+  } else {
+    // Vectors of one length L; 0-d entries broadcast against them.
+    std::vector<Tensor> idx;
+    int64_t len = -1;
+    for (int d = 0; d < m; ++d) {
+      idx.push_back(e.constant(n.inputs[first + d]));
+      const Tensor& t = idx[d];
+      if (t.ndim() > 1 || dtype_is_float(t.dtype) || t.dtype == DType::Bool) return;
+      if (t.ndim() == 1) {
+        if (len >= 0 && t.dim(0) != len) return;
+        len = t.dim(0);
+      }
+    }
+    if (len < 0) return;
+    for (int64_t j = 0; j < len; ++j) {
+      int64_t f = 0;
+      for (int d = 0; d < m; ++d) {
+        int64_t v = 0;
+        const int64_t at = idx[d].ndim() == 0 ? 0 : j;
+        dtype_dispatch(idx[d].dtype, [&](auto z) {
+          using T = decltype(z);
+          if constexpr (std::is_integral_v<T>) v = static_cast<int64_t>(idx[d].at<T>(at));
+        });
+        if (v < 0) v += xs.dims[d];
+        if (v < 0 || v >= xs.dims[d]) return;
+        f = f * xs.dims[d] + v;
+      }
+      flat.push_back(f);
+    }
+  }
+  // x as (lead, rest...), and a new constant of the flat positions.
+  Shape fs;
+  fs.ndim = xs.ndim - m + 1;
+  fs.dims[0] = lead;
+  for (int d = m; d < xs.ndim; ++d) fs.dims[d - m + 1] = xs.dims[d];
+  for (int d = 1; d < fs.ndim; ++d)
+    if (fs.dims[d] < 0) return;  // the shape constant needs every dim
+  auto line = [](int64_t len) {
+    Shape s;
+    s.ndim = 1;
+    s.dims[0] = len;
+    return s;
+  };
+  auto shape_constant = [&](const Shape& s) {
+    std::vector<int64_t> d(s.dims, s.dims + s.ndim);
+    return e.add_constant(DType::Int64, line(s.ndim), Array::of<int64_t>(line(s.ndim), d));
+  };
+  const int x = n.inputs[0], o = n.outputs[0];
+  const DType dt = var(o).dtype;
+  const nlohmann::json attrs = n.attrs;
+  const int y = inc ? n.inputs[1] : -1;
+  const int pos = e.add_constant(DType::Int64, line(static_cast<int64_t>(flat.size())),
+                                 Array::of<int64_t>(line(static_cast<int64_t>(flat.size())), flat));
+  const int xf = e.add_op("Reshape", {x, shape_constant(fs)}, nlohmann::json{{"ndim", fs.ndim}}, dt, fs, k);
+  NodeSpec& r = g.nodes[k];  // add_op may have moved it
+  if (!inc) {
+    r.op = "AdvancedSubtensor1";
+    r.inputs = {xf, pos};
+    r.attrs = nlohmann::json::object();
+  } else {
+    auto set = attrs.find("set_instead_of_inc");
+    const bool set_ = set != attrs.end() && set->get<bool>();
+    const int upd = e.add_op("AdvancedIncSubtensor1", {xf, y, pos}, nlohmann::json{{"set_instead_of_inc", set_}}, dt,
+                             fs, k);
+    const int sc = shape_constant(xs);
+    NodeSpec& r2 = g.nodes[k];
+    r2.op = "Reshape";
+    r2.inputs = {upd, sc};
+    r2.attrs = nlohmann::json{{"ndim", xs.ndim}};
+  }
   ++rewrites;
 }
 
@@ -340,6 +458,8 @@ int Simplifier::run() {
       }
     } else if (op == TensorOp::AdvancedSubtensor || op == TensorOp::AdvancedIncSubtensor) {
       advanced_to_axis0(n);
+      if (!is_op(g.nodes[k], TensorOp::AdvancedSubtensor1) && !is_op(g.nodes[k], TensorOp::AdvancedIncSubtensor1))
+        advanced_flatten(k);
     } else if (op == TensorOp::CheckAndRaise || op == TensorOp::Assert) {
       bool all_true = true;
       for (size_t i = 1; i < n.inputs.size(); ++i) all_true = all_true && constant_bool(e, n.inputs[i], true);
