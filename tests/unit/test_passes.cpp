@@ -231,47 +231,62 @@ TEST_CASE("passes_simplify_views_dimshuffle_chains_reshape_subtensor") {
 // Constant index vectors over a matrix's two axes (PyMC's imputation of a
 // matrix indexes by mask.nonzero(); a 0-d entry broadcasts), or a 2-D
 // constant mask, index the flattened matrix: the one-axis ops, the same bits,
-// repeated entries accumulated in order. An index out of range stays.
+// repeated entries accumulated in order. An index out of range stays, and
+// so do a few entries.
 TEST_CASE("passes_simplify_constant_index_vectors_over_two_axes_index_the_flat_array") {
   using nlohmann::json;
+  // 20 entries (a few stay as they are): rows 3 and 4 after the first four.
+  std::vector<int64_t> r = {2, 0, 2, -1}, c = {1, 3, 1, 0};
+  for (int i = 0; i < 16; ++i) {
+    r.push_back(3 + i % 2);
+    c.push_back(i % 4);
+  }
+  std::vector<bool> m(20, true);
+  m[1] = m[6] = false;
   Builder b;
-  const int x = b.input("float64", {3, 4}, "x"), y = b.input("float64", {4}, "y");
-  const int rows = b.constant("int64", {4}, {2, 0, 2, -1}), cols = b.constant("int32", {4}, {1, 3, 1, 0});
+  const int x = b.input("float64", {5, 4}, "x"), y = b.input("float64", {20}, "y");
+  const int rows = b.constant("int64", {20}, r), cols = b.constant("int32", {20}, c);
   const int row0 = b.constant("int64", json::array(), {1});
-  const int mask = b.constant("bool", {3, 4}, {false, true, false, false, true, false, false, true,
-                                               false, false, true, false});
+  const int mask = b.constant("bool", {5, 4}, m);
   const json two = {{{"type", "array"}, {"input", 1}}, {{"type", "array"}, {"input", 2}}};
   const json two_inc = {{{"type", "array"}, {"input", 2}}, {{"type", "array"}, {"input", 3}}};
   const json one = {{{"type", "array"}, {"input", 1}}};
-  const int g = b.node("AdvancedSubtensor", {x, rows, cols}, "float64", {4}, {{"idx_list", two}});
-  const int g0 = b.node("AdvancedSubtensor", {x, row0, cols}, "float64", {4}, {{"idx_list", two}});
-  const int gm = b.node("AdvancedSubtensor", {x, mask}, "float64", {4}, {{"idx_list", one}});
-  const int ad = b.node("AdvancedIncSubtensor", {x, y, rows, cols}, "float64", {3, 4},
+  const int g = b.node("AdvancedSubtensor", {x, rows, cols}, "float64", {20}, {{"idx_list", two}});
+  const int g0 = b.node("AdvancedSubtensor", {x, row0, cols}, "float64", {20}, {{"idx_list", two}});
+  const int gm = b.node("AdvancedSubtensor", {x, mask}, "float64", {18}, {{"idx_list", one}});
+  const int ad = b.node("AdvancedIncSubtensor", {x, y, rows, cols}, "float64", {5, 4},
                         {{"idx_list", two_inc}, {"set_instead_of_inc", false}, {"ignore_duplicates", false}});
-  const int st = b.node("AdvancedIncSubtensor", {x, g0, rows, cols}, "float64", {3, 4},
+  const int st = b.node("AdvancedIncSubtensor", {x, g0, rows, cols}, "float64", {5, 4},
                         {{"idx_list", two_inc}, {"set_instead_of_inc", true}, {"ignore_duplicates", false}});
   b.outputs = {g, g0, gm, ad, st};
-  std::vector<double> xv(12);
-  for (int i = 0; i < 12; ++i) xv[i] = 0.1 * i - 0.35;
-  const std::vector<Array> args = {Array::of<double>(Shape{2, {3, 4}}, xv), vec({1e16, 1.0, -1e16, 3.5})};
+  std::vector<double> xv(20), yv(20);
+  for (int i = 0; i < 20; ++i) {
+    xv[i] = 0.1 * i - 0.35;
+    yv[i] = 0.25 * i;
+  }
+  yv[0] = 1e16;
+  yv[2] = -1e16;
+  const std::vector<Array> args = {Array::of<double>(Shape{2, {5, 4}}, xv), Array::of<double>(Shape{1, {20}}, yv)};
   auto p = same_bits(b.str(), args, only("simplify"));
   CHECK(count_op(p, "AdvancedSubtensor") == 0);
   CHECK(count_op(p, "AdvancedIncSubtensor") == 0);
   CHECK(count_op(p, "AdvancedSubtensor1") == 3);
   CHECK(count_op(p, "AdvancedIncSubtensor1") == 2);
   const std::vector<Array> out = call(p, args);
-  CHECK(out[0].data<double>()[3] == xv[8]);        // x[-1, 0]
+  CHECK(out[0].data<double>()[3] == xv[16]);       // x[-1, 0]
   CHECK(out[1].data<double>()[1] == xv[7]);        // x[1, 3]
-  CHECK(out[2].data<double>()[2] == xv[7]);        // the mask's third true entry
+  CHECK(out[2].data<double>()[2] == xv[3]);        // the mask's third true entry
   CHECK(out[3].data<double>()[9] == (xv[9] + 1e16) + -1e16);  // x[2, 1] += y0, then y2, in order
 
   Builder bad;
-  const int xb = bad.input("float64", {3, 4}, "x");
-  const int r5 = bad.constant("int64", {2}, {0, 3}), c5 = bad.constant("int64", {2}, {0, 0});
-  bad.outputs = {bad.node("AdvancedSubtensor", {xb, r5, c5}, "float64", {2}, {{"idx_list", two}})};
+  const int xb = bad.input("float64", {5, 4}, "x");
+  std::vector<int64_t> r5(20, 0);
+  r5[7] = 5;  // out of range
+  const int ri = bad.constant("int64", {20}, r5), ci = bad.constant("int64", {20}, std::vector<int64_t>(20, 0));
+  bad.outputs = {bad.node("AdvancedSubtensor", {xb, ri, ci}, "float64", {20}, {{"idx_list", two}})};
   auto q = Program::from_json(bad.str(), only("simplify"));
   CHECK(count_op(q, "AdvancedSubtensor") == 1);
-  CHECK_THROWS(call(q, {Array::of<double>(Shape{2, {3, 4}}, xv)}));
+  CHECK_THROWS(call(q, {Array::of<double>(Shape{2, {5, 4}}, xv)}));
 }
 
 // A scalar filled to the data's shape and then transformed (a truncation's

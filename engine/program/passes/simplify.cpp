@@ -282,6 +282,9 @@ void Simplifier::advanced_flatten(int k) {
       flat.push_back(f);
     }
   }
+  // A few entries (a packed triangle into a 3x3 factor) stay: the scalarize
+  // pass and the adjoints take those as they are, in fewer steps.
+  if (flat.size() <= 16) return;
   // x as (lead, rest...), and a new constant of the flat positions.
   Shape fs;
   fs.ndim = xs.ndim - m + 1;
