@@ -233,7 +233,8 @@ void eigh(Lin& c) {
   bool lower = c.flag("lower", true);
   if (c.attr("UPLO").is_string()) lower = c.attr("UPLO") == "L";
   const int w = c.n.outputs[0], v = c.n.outputs[1];
-  const int64_t n = c.square(v, "Eigh");
+  // PyTensor 2.x types Eigh's outputs without static shapes; the input has them.
+  const int64_t n = c.dim(v, 1) >= 0 ? c.square(v, "Eigh") : c.square(c.x[0], "Eigh");
   const DType dt = c.dtype(v);
   const bool has_gw = c.gz[0] >= 0, has_gv = c.gz.size() > 1 && c.gz[1] >= 0;
   const int eye = c.mask(n, false, false, true);
