@@ -1217,6 +1217,24 @@ def missing_imputation_2d(rng, n=200, d=3):
     return model
 
 
+def kronecker_normal(rng, nx=8, nt=6):
+    """A separable space-time GP (pm.KroneckerNormal: an eigendecomposition of each covariance factor)."""
+    xs, ts = np.linspace(0, 1, nx)[:, None], np.linspace(0, 1, nt)[:, None]
+    kx = np.exp(-np.sqrt(3) * np.abs(xs - xs.T) / 0.4) * (1 + np.sqrt(3) * np.abs(xs - xs.T) / 0.4)
+    kt = np.exp(-0.5 * (ts - ts.T) ** 2 / 0.3**2) + 1e-6 * np.eye(nt)
+    y = np.kron(np.linalg.cholesky(kx), np.linalg.cholesky(kt)) @ rng.normal(size=nx * nt)
+    y = y + rng.normal(0, 0.2, size=nx * nt)
+    with pm.Model() as model:
+        eta = pm.HalfNormal("eta", 1)
+        ls_x = pm.Gamma("ls_x", 4, 8)
+        ls_t = pm.Gamma("ls_t", 4, 8)
+        cov_x = eta**2 * pm.gp.cov.Matern32(1, ls_x).full(xs) + 1e-6 * np.eye(nx)
+        cov_t = pm.gp.cov.ExpQuad(1, ls_t).full(ts) + 1e-6 * np.eye(nt)
+        pm.KroneckerNormal("y", mu=np.zeros(nx * nt), covs=[cov_x, cov_t], sigma=pm.HalfNormal("sigma", 0.5),
+                           observed=y)
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
@@ -1234,7 +1252,7 @@ MODELS = {f.__name__: f for f in [
     dirichlet_regression, ordinal_cumsum_cuts, matrix_normal, icar_spatial, euler_maruyama, hurdle_lognormal,
     censored_poisson, ordered_multinomial, inverse_gamma_regression, slogdet_potential, argsort_rank,
     missing_imputation, switch_isnan_mask, mv_random_walk, truncated_poisson, mvnormal_precision,
-    missing_imputation_2d,
+    missing_imputation_2d, kronecker_normal,
 ]}
 
 

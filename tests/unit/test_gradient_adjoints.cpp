@@ -180,6 +180,83 @@ TEST_CASE("matrix inverse, determinant and log-determinant adjoints", "[gradient
   }
 }
 
+// Eigh's outputs read through functions of them that the eigenvectors'
+// signs do not change (v * v, V diag(s) V^T). The inputs are not symmetric:
+// the op reads one triangle, so the other's gradient is zero, and a change in
+// the one read moves both mirrored entries of the matrix decomposed. Every
+// point has eigenvalues at least 0.3 apart.
+TEST_CASE("eigh adjoint: eigenvalues, eigenvectors, either triangle, with B, batched", "[gradient][adjoints]") {
+  const In A{{3, 3}, A3}, Ab{{3, 3}, A3b};
+  const In P{{3, 3}, {2.0, 0.7, -0.4, 0.3, 1.5, 0.9, -0.2, 0.4, 1.8}};  // positive definite from either triangle
+  // An Eigh node over x (a Blockwise when sig is set) and the two outputs' uses.
+  // PyTensor 2.x types the outputs without static shapes (attrs with UPLO).
+  auto eigh = [](test::GraphBuilder& b, const std::vector<int>& x, json attrs, json batch, const char* sig) {
+    const json m = attrs.contains("UPLO") ? json(nullptr) : json(3);
+    json ws = batch, vs = batch;
+    ws.push_back(m);
+    vs.push_back(m);
+    vs.push_back(m);
+    const int w = b.var("float64", ws), v = b.var("float64", vs);
+    json node = {{"op", "Eigh"}, {"inputs", x}, {"outputs", {w, v}}, {"attrs", attrs}};
+    if (sig) node = {{"op", "Blockwise"}, {"inputs", x}, {"outputs", {w, v}},
+                     {"attrs", {{"core_op", {{"op", "Eigh"}, {"attrs", attrs}}}, {"signature", sig}}}};
+    b.nodes.push_back(node);
+    return std::pair{w, v};
+  };
+  enum Use { Values, Vectors, Both, Quadratic };
+  auto body = [&](json attrs, Use use, json batch = json::array(), const char* sig = nullptr) {
+    return [=](test::GraphBuilder& b, const std::vector<int>& x) {
+      const auto [w, v] = eigh(b, x, attrs, batch, sig);
+      json ws = batch, vs = batch;
+      ws.push_back(3);
+      vs.push_back(3);
+      vs.push_back(3);
+      if (use == Values) return std::pair{w, ws};
+      const int vv = b.ew("Mul", {v, v}, "float64", vs);
+      if (use == Vectors) return std::pair{vv, vs};
+      if (use == Both) {
+        json order = json::array(), rs = batch;
+        for (size_t d = 0; d < batch.size(); ++d) order.push_back(d);
+        order.push_back("x");
+        order.push_back(batch.size());
+        rs.push_back(1);
+        rs.push_back(3);
+        const int wr = b.node("DimShuffle", {w}, "float64", rs, {{"new_order", order}});
+        return std::pair{b.ew("Add", {vv, wr}, "float64", vs), vs};
+      }
+      // V diag(s) V^T, s fixed
+      const int s = b.constant("float64", {1, 3}, {0.9, -1.7, 0.4});
+      const int vt = b.node("DimShuffle", {v}, "float64", {3, 3}, {{"new_order", {1, 0}}});
+      return std::pair{b.node("Dot", {b.ew("Mul", {v, s}, "float64", {3, 3}), vt}, "float64", {3, 3}), json{3, 3}};
+    };
+  };
+  SECTION("either triangle, PyTensor 3's lower and 2's UPLO (outputs of unknown size)") {
+    for (json attrs : {json{{"lower", true}}, json{{"lower", false}}, json{{"UPLO", "U"}}, json{{"UPLO", "L"}}})
+      for (Use use : {Values, Vectors, Both, Quadratic})
+        for (const In& a : {A, Ab}) {
+          INFO(attrs.dump() << " use " << use);
+          check({a}, body(attrs, use));
+        }
+  }
+  SECTION("generalized, A V = B V diag(w)") {
+    for (bool lower : {true, false})
+      for (Use use : {Values, Vectors, Both, Quadratic}) {
+        INFO("lower " << lower << " use " << use);
+        check({A, P}, body({{"lower", lower}}, use));
+      }
+  }
+  SECTION("a Blockwise: a batch of two, and B broadcast over it") {
+    std::vector<double> two(A3);
+    two.insert(two.end(), A3b.begin(), A3b.end());
+    const In A2{{2, 3, 3}, two}, P1{{1, 3, 3}, P.value};
+    for (Use use : {Values, Vectors, Both}) {
+      INFO("use " << use);
+      check({A2}, body({{"lower", true}}, use, {2}, "(m,m)->(m),(m,m)"));
+      check({A2, P1}, body({{"lower", false}}, use, {2}, "(m,m),(m,m)->(m),(m,m)"));
+    }
+  }
+}
+
 TEST_CASE("the diagonal of a stack of matrices", "[gradient][adjoints]") {
   In xv{{2, 3, 3}, {}};
   for (int k = 0; k < 18; ++k) xv.value.push_back(0.1 * k - 0.7);

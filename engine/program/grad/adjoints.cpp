@@ -394,6 +394,7 @@ std::vector<int> adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& 
     case TensorOp::MatrixInverse: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::Det: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::SLogDet: return linalg_adjoint(b, n, gz, need, where);
+    case TensorOp::Eigh: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::Blockwise: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::Softmax: return products_adjoint(b, n, gz, need, where);
     case TensorOp::LogSoftmax: return products_adjoint(b, n, gz, need, where);

@@ -223,6 +223,48 @@ void slogdet(Lin& c) {
   c.give(0, c.elem("Mul", {c.core_shuffle(c.grad_of(1), {-1, -1}), inverse_t(c, c.x[0], dt)}));
 }
 
+// Eigh.pullback (PyTensor 2.x's EighGrad: the same values): with C = V^T gV
+// and F_ij = 1/(w_j - w_i) off the diagonal, M = diag(gw) + F * C and
+// gA = V M V^T, folded onto the triangle the op reads (a change there moves
+// both mirrored entries). With B (A V = B V diag(w), V^T B V = I):
+// gB = -V (M diag(w)) V^T - V diag(diag C) V^T / 2. A disconnected output's
+// gradient is PyTensor's zeros, so its terms are left out.
+void eigh(Lin& c) {
+  bool lower = c.flag("lower", true);
+  if (c.attr("UPLO").is_string()) lower = c.attr("UPLO") == "L";
+  const int w = c.n.outputs[0], v = c.n.outputs[1];
+  // PyTensor 2.x types Eigh's outputs without static shapes; the input has them.
+  const int64_t n = c.dim(v, 1) >= 0 ? c.square(v, "Eigh") : c.square(c.x[0], "Eigh");
+  const DType dt = c.dtype(v);
+  const bool has_gw = c.gz[0] >= 0, has_gv = c.gz.size() > 1 && c.gz[1] >= 0;
+  const int eye = c.mask(n, false, false, true);
+  const int row = has_gw ? c.core_shuffle(c.grad_of(0), {-1, 0}) : c.zero(v);  // (i, j): gw_j
+  int C = -1, M = -1;
+  if (has_gv) {
+    C = c.mm(c.mT(v), c.grad_of(1));
+    const int wdiff = c.b.elem("Sub", {c.core_shuffle(w, {-1, 0}), c.core_shuffle(w, {0, -1})}, dt);
+    const int F = c.b.elem("TrueDiv", {c.b.constant(1.0, dt, c.ndim(wdiff)), wdiff}, dt);
+    // F's diagonal is zero: there M is gw alone (the 1/0 there is switched away).
+    M = c.b.elem("Switch", {eye, row, c.b.elem("Mul", {F, C}, dt)}, dt);
+  } else {
+    M = c.masked(eye, row);
+  }
+  const int vt = c.mT(v);
+  auto fold = [&](int g) {
+    const int sym = c.b.elem("Add", {g, c.mT(g)}, dt);
+    return c.b.elem("Switch", {c.mask(n, false, !lower, false), sym, c.masked(eye, g)}, dt);
+  };
+  c.give(0, fold(c.mm(c.mm(v, M), vt)));
+  if (c.n.inputs.size() < 2 || !c.need[1]) return;
+  const int w_row = c.core_shuffle(w, {-1, 0});
+  int gb = c.elem("Neg", {c.mm(c.mm(v, c.b.elem("Mul", {M, w_row}, dt)), vt)});
+  if (C >= 0) {
+    const int d = c.mm(c.mm(v, c.masked(eye, C)), vt);
+    gb = c.b.elem("Sub", {gb, c.b.elem("Mul", {c.b.constant(0.5, dt, c.ndim(d)), d}, dt)}, dt);
+  }
+  c.give(1, fold(gb));
+}
+
 // The main diagonal of square axes (axis1, axis2): its gradient on that
 // diagonal, zero elsewhere.
 void extract_diag(Lin& c) {
@@ -297,6 +339,7 @@ std::vector<int> linalg_adjoint(Builder& b, const NodeSpec& n, const std::vector
     case TensorOp::MatrixInverse: matrix_inverse(c); break;
     case TensorOp::Det: det(c); break;
     case TensorOp::SLogDet: slogdet(c); break;
+    case TensorOp::Eigh: eigh(c); break;
     case TensorOp::ExtractDiag: extract_diag(c); break;
     case TensorOp::Dot:
       if (c.bd == 0) c.no_rule("plain Dot here");
