@@ -1235,6 +1235,33 @@ def kronecker_normal(rng, nx=8, nt=6):
     return model
 
 
+def car_spatial(rng, r=5, c=5):
+    """Proper CAR spatial effects (pm.CAR, free alpha and tau) on a 5x5 lattice, Poisson counts."""
+    W = _grid_adj(r, c)
+    n = r * c
+    y = rng.poisson(np.exp(1.0 + 0.3 * rng.normal(size=n)))
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 2)
+        tau = pm.Gamma("tau", 2, 2)
+        alpha = pm.Beta("alpha", 2, 2)
+        phi = pm.CAR("phi", mu=pt.zeros(n), W=W, alpha=alpha, tau=tau)
+        pm.Poisson("y", pt.exp(a + phi), observed=y)
+    return model
+
+
+def lkj_corr(rng, n=100, d=3):
+    """An LKJ correlation prior (pm.LKJCorr) with half-normal scales, MvNormal observations."""
+    L = np.linalg.cholesky(np.array([[1.0, 0.5, -0.3], [0.5, 1.0, 0.2], [-0.3, 0.2, 1.0]]))
+    y = rng.normal(size=(n, d)) @ (L * np.array([1.0, 0.5, 2.0])[:, None]).T
+    with pm.Model() as model:
+        c = pm.LKJCorr("c", n=d, eta=2.0)
+        # PyMC 6 gives the correlation's Cholesky factor, PyMC 5 its packed upper triangle.
+        corr = c @ c.T if c.ndim == 2 else pm.LKJCorr.vec_to_corr_mat(c, d)
+        sd = pm.HalfNormal("sd", 2.0, shape=d)
+        pm.MvNormal("y", mu=np.zeros(d), cov=corr * sd[:, None] * sd[None, :], observed=y)
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
@@ -1252,7 +1279,7 @@ MODELS = {f.__name__: f for f in [
     dirichlet_regression, ordinal_cumsum_cuts, matrix_normal, icar_spatial, euler_maruyama, hurdle_lognormal,
     censored_poisson, ordered_multinomial, inverse_gamma_regression, slogdet_potential, argsort_rank,
     missing_imputation, switch_isnan_mask, mv_random_walk, truncated_poisson, mvnormal_precision,
-    missing_imputation_2d, kronecker_normal,
+    missing_imputation_2d, kronecker_normal, car_spatial, lkj_corr,
 ]}
 
 

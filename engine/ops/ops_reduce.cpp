@@ -610,7 +610,9 @@ Rop parse_rop(NodeContext& ctx) {
   ctx.fail("scalar_op", "CAReduce supports " + names + "; got '" + s + "'");
 }
 
-// Bit i set: axis i is reduced.
+// Bit i set: axis i is reduced. As PyTensor's normalize_reduce_axis, a 0-d
+// input takes axes as if it were 1-d: axis 0 (or -1) is accepted and
+// reduces nothing, so the output is the element.
 uint32_t parse_axes(NodeContext& ctx, int nd) {
   const uint32_t all = nd == 0 ? 0u : (nd >= 32 ? ~0u : ((1u << nd) - 1));
   if (!ctx.has_attr("axis") || ctx.attr("axis").is_null()) return all;
@@ -626,16 +628,17 @@ uint32_t parse_axes(NodeContext& ctx, int nd) {
   } else {
     ctx.fail("axis", "expected a list of integers or null");
   }
+  const int range = std::max(nd, 1);
   uint32_t mask = 0;
   for (int64_t a : axes) {
-    const int64_t n = a < 0 ? a + nd : a;
-    if (n < 0 || n >= nd)
+    const int64_t n = a < 0 ? a + range : a;
+    if (n < 0 || n >= range)
       ctx.fail("axis", "axis " + std::to_string(a) + " is out of range for an input of " +
                            std::to_string(nd) + " dims");
     if (mask & (1u << n)) ctx.fail("axis", "axis " + std::to_string(a) + " is repeated");
     mask |= 1u << n;
   }
-  return mask;
+  return nd == 0 ? 0u : mask;
 }
 
 DType parse_acc(NodeContext& ctx, Rop op, DType in) {

@@ -165,12 +165,13 @@ std::unique_ptr<ProgramImpl> ProgramImpl::build(Graph g, const Options& o) {
 
   // A "gradient" directive: the graph is differentiated first (engine/program/grad/).
   passes::PassStat derived;
+  std::vector<int> file_index;  // of each differentiated graph's node, for messages
   if (!p->graph.gradient.is_null()) {
     const auto t0 = std::chrono::steady_clock::now();
     derived.name = "differentiate";
     derived.nodes_before = static_cast<int>(gr.nodes.size());
     try {
-      grad::derive(p->graph, p->options);
+      grad::derive(p->graph, p->options, &file_index);
     } catch (const nlohmann::json::exception& e) {  // an attribute of the wrong JSON type
       throw LoadError(gr.source + ": gradient: " + e.what());
     }
@@ -182,6 +183,8 @@ std::unique_ptr<ProgramImpl> ProgramImpl::build(Graph g, const Options& o) {
 
   // Graph passes (engine/program/passes/); messages keep naming the file's nodes.
   p->pass_report = passes::run_passes(p->graph, p->options);
+  for (int& k : p->pass_report.origin)
+    if (k >= 0 && k < static_cast<int>(file_index.size())) k = file_index[k];
   if (!derived.name.empty()) {
     p->pass_report.passes.insert(p->pass_report.passes.begin(), derived);
     p->pass_report.ms += derived.ms;

@@ -118,8 +118,11 @@ def _dimshuffle(x, order):
     return x.reshape(shape)
 
 
-def _axis(a):
-    return None if a is None else tuple(a)
+def _axis(a, ndim):
+    if a is None:
+        return None
+    # A 0-d input takes axis 0 or -1 as PyTensor does: nothing is reduced.
+    return () if ndim == 0 and len(a) == 1 and a[0] in (0, -1) else tuple(a)
 
 
 def _cholesky(A, attrs):
@@ -233,7 +236,7 @@ def tensor_apply(n, ins, out_dtypes):
         op = {"Add": "Sum", "Mul": "Prod", "ScalarMaximum": "Max", "ScalarMinimum": "Min",
               "AND": "All", "OR": "Any"}[a["scalar_op"]]
     if op in reducers:
-        return [np.asarray(reducers[op](x, axis=_axis(a["axis"])))]
+        return [np.asarray(reducers[op](x, axis=_axis(a["axis"], np.ndim(x))))]
     if op == "CumOp":
         f = np.cumsum if a["mode"] == "add" else np.cumprod
         return [f(x, axis=a["axis"])]

@@ -120,6 +120,30 @@ TEST_CASE("an op without an adjoint fails the load saying it cannot differentiat
   }
 }
 
+// Differentiation rewrites the graph before the nodes are checked: messages
+// still number the nodes as the file does (node 0, unused, is dropped first).
+TEST_CASE("load errors in a differentiated graph name the file's node", "[gradient]") {
+  auto msg = [](const char* op, json attrs) {
+    test::GraphBuilder b;
+    const int x = b.input("float64", {2, 2}, "x");
+    b.ew("Exp", {x}, "float64", {2, 2});
+    const int y = b.node(op, {b.ew("Sqr", {x}, "float64", {2, 2})}, "float64", {2}, attrs);
+    b.outputs.push_back(b.node("Sum", {y}, "float64", json::array(), {{"axis", nullptr}}));
+    json d = json::parse(b.str());
+    d["gradient"] = {{"wrt", {{{"input", 0}, {"shape", {2, 2}}}}}};
+    try {
+      Program::from_json(d.dump());
+    } catch (const LoadError& e) {
+      return std::string(e.what());
+    }
+    return std::string("loaded");
+  };
+  const std::string bad_axis = msg("Sum", {{"axis", {5}}});
+  CHECK(bad_axis.find("node 2 (Sum): field 'axis'") != std::string::npos);
+  const std::string no_rule = msg("Eigvalsh", {{"lower", true}});
+  CHECK(no_rule.find("cannot differentiate node 2 (Eigvalsh)") != std::string::npos);
+}
+
 TEST_CASE("a malformed gradient directive names its field", "[gradient]") {
   auto msg = [](json wrt) {
     try {

@@ -272,6 +272,42 @@ TEST_CASE("the diagonal of a stack of matrices", "[gradient][adjoints]") {
   });
 }
 
+// PyTensor takes axis 0 (or -1) of a 0-d input as reducing nothing (pm.CAR's
+// Sum{axis=0} of its scalar quadratic form): the gradient passes through.
+TEST_CASE("a reduction of a 0-d input over axis 0 passes its gradient through", "[gradient][adjoints]") {
+  const In x{json::array(), {0.7}};
+  for (const char* op : {"Sum", "Prod", "Max", "Min"})
+    for (json axis : {json::array({0}), json::array({-1})}) {
+      INFO(op << " axis " << axis.dump());
+      check({x}, [&](test::GraphBuilder& b, const std::vector<int>& v) {
+        const int e = b.ew("Mul", {b.ew("Exp", {v[0]}, "float64", json::array()), v[0]}, "float64", json::array());
+        return std::pair{b.node(op, {e}, "float64", json::array(), {{"axis", axis}}), json::array()};
+      });
+    }
+  // A bad axis is still the loader's error naming the node, not the gradient's.
+  const Body bad = [](test::GraphBuilder& b, const std::vector<int>& v) {
+    return std::pair{b.node("Sum", {v[0]}, "float64", json::array(), {{"axis", {1}}}), json::array()};
+  };
+  CHECK_THROWS_WITH(Program::from_json(document({x}, bad)),
+                    Catch::Matchers::Contains("node 0 (Sum)") && Catch::Matchers::Contains("out of range"));
+}
+
+// LKJCorr (PyMC 5) sets its correlation matrix's diagonal with FillDiagonal.
+TEST_CASE("fill-diagonal adjoint: the matrix off its diagonal, the value by the diagonal's sum",
+          "[gradient][adjoints]") {
+  for (json shape : {json{3, 3}, json{4, 3}, json{2, 4}}) {
+    INFO("shape " << shape.dump());
+    In a{shape, {}};
+    for (int64_t k = 0; k < count(shape); ++k) a.value.push_back(0.3 * k - 1.1);
+    const In val{json::array(), {0.45}};
+    check({a, val}, [&](test::GraphBuilder& b, const std::vector<int>& v) {
+      const int sq = b.ew("Sqr", {v[0]}, "float64", shape);
+      return std::pair{b.node("FillDiagonal", {sq, b.ew("Exp", {v[1]}, "float64", json::array())}, "float64", shape),
+                       shape};
+    });
+  }
+}
+
 TEST_CASE("batched adjoints: a Blockwise with batch dims broadcast", "[gradient][adjoints]") {
   std::vector<double> two(A3);
   two.insert(two.end(), A3b.begin(), A3b.end());

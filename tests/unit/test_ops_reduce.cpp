@@ -219,6 +219,29 @@ TEST_CASE("careduce_rejects_axis_out_of_range_with_node_index") {
   CHECK_THROWS_WITH(Program::from_json(g), Contains("node 0 (Sum)") && Contains("'axis'") && Contains("out of range"));
 }
 
+TEST_CASE("careduce_of_a_0d_input_takes_axis_0_or_minus_1_as_the_element") {
+  // PyTensor treats a 0-d input as 1-d for the axis (normalize_reduce_axis):
+  // Sum{axis=0} of a scalar (pm.CAR's logp) is the scalar.
+  Array x = Array::of<double>({0, {}}, {-2.5});
+  for (const char* op : {"Sum", "Prod", "Max", "Min"})
+    for (const char* axis : {R"({"axis": [0]})", R"({"axis": [-1]})", R"({"axis": 0})"}) {
+      INFO(op << " " << axis);
+      auto p = Program::from_json(reduce_graph(op, "float64", "[]", "float64", "[]", axis));
+      CHECK(p->call({x.t})[0].data<double>()[0] == -2.5);
+    }
+  Array i = Array::of<int32_t>({0, {}}, {7});
+  auto sum = Program::from_json(reduce_graph("Sum", "int32", "[]", "int64", "[]", R"({"axis": [0]})"));
+  CHECK(sum->call({i.t})[0].data<int64_t>()[0] == 7);
+  Array b = Array::of<bool>({0, {}}, {true});
+  auto all = Program::from_json(reduce_graph("All", "bool", "[]", "bool", "[]", R"({"axis": [0]})"));
+  CHECK(all->call({b.t})[0].data<bool>()[0]);
+  // As PyTensor: axis 1 is out of range, and 0 and -1 are one axis repeated.
+  CHECK_THROWS_WITH(Program::from_json(reduce_graph("Sum", "float64", "[]", "float64", "[]", R"({"axis": [1]})")),
+                    Contains("node 0 (Sum)") && Contains("'axis'") && Contains("out of range for an input of 0 dims"));
+  CHECK_THROWS_WITH(Program::from_json(reduce_graph("Max", "float64", "[]", "float64", "[]", R"({"axis": [0, -1]})")),
+                    Contains("node 0 (Max)") && Contains("repeated"));
+}
+
 TEST_CASE("careduce_rejects_repeated_axis_and_bad_axis_type") {
   CHECK_THROWS_WITH(Program::from_json(reduce_graph("Max", "float64", "[2, 3]", "float64", "[3]", R"({"axis": [0, -2]})")),
                     Contains("node 0 (Max)") && Contains("repeated"));

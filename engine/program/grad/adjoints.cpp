@@ -205,6 +205,27 @@ void advanced_subtensor(Ctx& c) {
   c.give(0, c.b.node("AdvancedIncSubtensor", ins, attrs, c.b.dtype(x), c.shape(x)));
 }
 
+// PyTensor's FillDiagonal.grad, for matrices only: the matrix gets the
+// output's gradient with its diagonal zeroed, the value that diagonal's sum
+// (the main diagonal, min(h, w) long, is what the op fills in either case).
+void fill_diagonal(Ctx& c) {
+  const int a = c.in(0);
+  if (c.ndim(a) != 2) c.no_rule("FillDiagonal of " + std::to_string(c.ndim(a)) + " dims");
+  const DType dt = c.dtype(a);
+  const int g = c.b.cast(c.gz[0], dt);
+  if (c.need[0])
+    c.give(0, c.b.node("FillDiagonal", {g, c.b.constant(0.0, dt, 0)}, json::object(), dt, c.shape(a)));
+  if (c.need[1]) {
+    const Shape as = c.shape(a);
+    Shape ds, s0;
+    ds.ndim = 1;
+    ds.dims[0] = as.dims[0] >= 0 && as.dims[1] >= 0 ? std::min(as.dims[0], as.dims[1]) : -1;
+    s0.ndim = 0;
+    const int diag = c.b.node("ExtractDiag", {g}, json{{"offset", 0}, {"axis1", 0}, {"axis2", 1}}, dt, ds);
+    c.give(1, c.b.node("Sum", {diag}, json{{"axis", nullptr}}, dt, s0));
+  }
+}
+
 void reshape(Ctx& c) {
   const int x = c.in(0);
   const Shape xs = c.shape(x);
@@ -382,6 +403,7 @@ std::vector<int> adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& 
     case TensorOp::AdvancedSubtensor: first(); advanced_subtensor(c); break;
     case TensorOp::AdvancedIncSubtensor: first(); inc_subtensor(c, true); break;
     case TensorOp::Reshape: first(); reshape(c); break;
+    case TensorOp::FillDiagonal: first(); fill_diagonal(c); break;
     case TensorOp::MakeVector: first(); make_vector(c); break;
     case TensorOp::Join: first(); join(c); break;
     case TensorOp::Split: split(c); break;

@@ -44,6 +44,9 @@ std::vector<int> reduce_axes(const json& attrs, int ndim) {
   } else {
     for (const json& a : *it) axes.push_back(a.get<int>());
   }
+  // A 0-d input's axis 0 (or -1) reduces nothing (PyTensor's normalize_reduce_axis).
+  if (ndim == 0) axes.erase(std::remove_if(axes.begin(), axes.end(), [](int a) { return a == 0 || a == -1; }),
+                            axes.end());
   for (int& a : axes)
     if (a < 0) a += ndim;
   std::sort(axes.begin(), axes.end());

@@ -21,7 +21,7 @@ Shape broadcast_static(const Graph& g, const std::vector<int>& vars);
 bool is_zeros(const passes::Editor& e, int v);
 
 // A reduction's axes from its "axis" attribute (null: all; one integer; a
-// list), negatives counted from the end, ascending.
+// list), negatives counted from the end, ascending; none for a 0-d input.
 std::vector<int> reduce_axes(const nlohmann::json& attrs, int ndim);
 
 class Builder {

@@ -186,10 +186,15 @@ void parameter_checks(passes::Editor& e, bool check_bounds) {
 
 }  // namespace
 
-void derive(Graph& g, const Options& o) {
+void derive(Graph& g, const Options& o, std::vector<int>* origin) {
   if (g.gradient.is_null()) return;
   const Directive d = read_directive(g);
   passes::Editor e(g);
+  if (origin) {
+    origin->resize(g.nodes.size());
+    for (size_t k = 0; k < g.nodes.size(); ++k) (*origin)[k] = static_cast<int>(k);
+    e.origin = origin;
+  }
   passes::stabilize(e);  // before: stable forms differentiate into stable gradients
   // The forward graph simplified first, as PyTensor's canonicalize runs
   // before its gradient: constant conditions (a Switch on data > 0), shared

@@ -35,6 +35,9 @@ struct NoRule : LoadError {
 
 // Applies g's "gradient" directive (a no-op without one). Throws LoadError
 // for a malformed directive, NoRule for a graph it cannot differentiate.
-void derive(Graph& g, const Options& o);
+// With `origin`, sets it to the index in the graph as given of each node of
+// the result (new nodes: where they were placed), so that later messages name
+// the file's nodes.
+void derive(Graph& g, const Options& o, std::vector<int>* origin = nullptr);
 
 }  // namespace ember::grad

@@ -54,7 +54,8 @@ std::vector<int> reverse(Builder& b, int cost, const std::vector<int>& wrt, cons
       needed = needed || need[i];
     }
     if (!needed) continue;
-    const std::string where = source + ": cannot differentiate node " + std::to_string(k) + " (" + n.op + ")";
+    const int shown = b.e.origin && k < static_cast<int>(b.e.origin->size()) ? (*b.e.origin)[k] : k;
+    const std::string where = source + ": cannot differentiate node " + std::to_string(shown) + " (" + n.op + ")";
     const std::vector<int> contrib = adjoint(b, n, gz, need, where);
     for (size_t i = 0; i < n.inputs.size(); ++i)
       if (need[i] && contrib[i] >= 0) terms[n.inputs[i]].push_back(contrib[i]);

@@ -69,6 +69,7 @@ std::optional<std::vector<int>> sum_axes(const Editor& e, const NodeSpec& n) {
     for (const json& a : n.attrs["axis"]) {
       if (!a.is_number_integer()) return std::nullopt;
       int d = a.get<int>();
+      if (nd == 0 && (d == 0 || d == -1) && n.attrs["axis"].size() == 1) continue;  // a 0-d input's axis 0 reduces nothing
       if (d < 0) d += nd;
       if (d < 0 || d >= nd) return std::nullopt;
       axes.push_back(d);
