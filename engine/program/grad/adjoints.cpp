@@ -344,6 +344,37 @@ void cumop(Ctx& c) {
   c.give(0, c.b.node("Subtensor", {cum}, json{{"idx_list", idx}}, dt, s));
 }
 
+// SortOp.grad: each output's gradient back at its element's place. PyTensor
+// gathers it by the inverse permutation; a scatter by the permutation gives
+// the same values (ArgSortOp is stable, as the sort).
+void sort(Ctx& c) {
+  const int x = c.in(0);
+  if (c.ndim(x) != 1) c.no_rule("SortOp of a " + std::to_string(c.ndim(x)) + "-d array");
+  const int perm = c.b.node("ArgSortOp", {x}, c.n.attrs, DType::Int64, c.shape(x));
+  c.give(0, c.b.node("AdvancedIncSubtensor1", {c.b.zeros_like(x), c.b.cast(c.gz[0], c.b.dtype(x)), perm},
+                     json{{"set_instead_of_inc", false}}, c.b.dtype(x), c.shape(x)));
+}
+
+// FillDiagonal.grad (a matrix, as PyTensor's): the gradient off the diagonal
+// to the array, the sum of its diagonal to the value.
+void fill_diagonal(Ctx& c) {
+  const int a = c.in(0);
+  if (c.ndim(a) != 2) c.no_rule("FillDiagonal of a " + std::to_string(c.ndim(a)) + "-d array");
+  const DType dt = c.b.dtype(a);
+  const int g = c.b.cast(c.gz[0], dt);
+  if (c.need[0]) c.give(0, c.b.node("FillDiagonal", {g, c.b.constant(0.0, dt, 0)}, json::object(), dt, c.shape(a)));
+  if (c.need[1]) {
+    const Shape s = c.shape(a);
+    Shape ds;
+    ds.ndim = 1;
+    ds.dims[0] = s.dims[0] >= 0 && s.dims[1] >= 0 ? std::min(s.dims[0], s.dims[1]) : -1;
+    const int d = c.b.node("ExtractDiag", {g}, json{{"offset", 0}, {"axis1", 0}, {"axis2", 1}}, dt, ds);
+    Shape s0;
+    s0.ndim = 0;
+    c.give(1, c.b.node("Sum", {d}, json{{"axis", nullptr}}, dt, s0));
+  }
+}
+
 }  // namespace
 
 std::vector<int> adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& gz, const std::vector<char>& need,
@@ -387,6 +418,8 @@ std::vector<int> adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& 
     case TensorOp::Split: split(c); break;
     case TensorOp::Dot: first(); dot(c); break;
     case TensorOp::CumOp: first(); cumop(c); break;
+    case TensorOp::SortOp: first(); sort(c); break;
+    case TensorOp::FillDiagonal: first(); fill_diagonal(c); break;
     case TensorOp::Cholesky: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::ExtractDiag: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::SolveTriangular: return linalg_adjoint(b, n, gz, need, where);
@@ -395,6 +428,8 @@ std::vector<int> adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& 
     case TensorOp::Det: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::SLogDet: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::Eigh: return linalg_adjoint(b, n, gz, need, where);
+    case TensorOp::Eigvalsh: return linalg_adjoint(b, n, gz, need, where);
+    case TensorOp::SVD: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::Blockwise: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::Softmax: return products_adjoint(b, n, gz, need, where);
     case TensorOp::LogSoftmax: return products_adjoint(b, n, gz, need, where);
