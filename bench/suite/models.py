@@ -1235,6 +1235,42 @@ def kronecker_normal(rng, nx=8, nt=6):
     return model
 
 
+def lkj_corr_scales(rng, n=150, d=3):
+    """An MvNormal with covariance diag(s) C diag(s), C an LKJ correlation matrix (pm.LKJCorr; PyMC 5 fills its diagonal)."""
+    y = rng.multivariate_normal(np.zeros(d), [[1.0, 0.5, 0.2], [0.5, 1.0, 0.3], [0.2, 0.3, 1.0]], size=n)
+    with pm.Model() as model:
+        kw = {} if int(pm.__version__.split(".")[0]) >= 6 else {"return_matrix": True}
+        corr = pm.LKJCorr("corr", n=d, eta=2.0, **kw)
+        s = pm.HalfNormal("s", 1.0, shape=d)
+        pm.MvNormal("y", np.zeros(d), cov=corr * s[:, None] * s[None, :], observed=y)
+    return model
+
+
+def spectral_potentials(rng, k=4):
+    """Potentials on a parameter matrix's generalized eigenvalues (eigvalsh against a fixed metric) and singular values."""
+    metric = np.eye(k) + 0.2
+    with pm.Model() as model:
+        x = pm.Normal("x", 0, 1, shape=(k + 1, k))
+        a = pt.dot(x.T, x) + np.eye(k)
+        ev = pt.linalg.eigvalsh(a, pt.as_tensor(metric))
+        pm.Potential("eig", pt.sum(pt.log(ev)) - 0.5 * pt.sum(ev))
+        pm.Potential("nuclear", -pt.sum(pt.linalg.svd(x, compute_uv=False)))
+    return model
+
+
+def upper_cholesky_mvnormal(rng, n=80, d=6):
+    """An MvNormal whose Cholesky factor is the transpose of an upper factor (pt.linalg.cholesky(lower=False))."""
+    t = np.linspace(0, 1, d)
+    y = rng.normal(size=(n, d))
+    with pm.Model() as model:
+        ls = pm.Gamma("ls", 4, 8)
+        sd = pm.HalfNormal("sd", 1)
+        cov = sd**2 * pt.exp(-np.abs(t[:, None] - t[None, :]) / ls) + 1e-6 * np.eye(d)
+        u = pt.linalg.cholesky(cov, lower=False)
+        pm.MvNormal("y", np.zeros(d), chol=u.T, observed=y)
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
@@ -1252,7 +1288,7 @@ MODELS = {f.__name__: f for f in [
     dirichlet_regression, ordinal_cumsum_cuts, matrix_normal, icar_spatial, euler_maruyama, hurdle_lognormal,
     censored_poisson, ordered_multinomial, inverse_gamma_regression, slogdet_potential, argsort_rank,
     missing_imputation, switch_isnan_mask, mv_random_walk, truncated_poisson, mvnormal_precision,
-    missing_imputation_2d, kronecker_normal,
+    missing_imputation_2d, kronecker_normal, lkj_corr_scales, spectral_potentials, upper_cholesky_mvnormal,
 ]}
 
 
