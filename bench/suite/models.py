@@ -1262,6 +1262,31 @@ def lkj_corr(rng, n=100, d=3):
     return model
 
 
+def spectral_potentials(rng, k=4):
+    """Potentials on a parameter matrix's generalized eigenvalues (eigvalsh against a fixed metric) and singular values."""
+    metric = np.eye(k) + 0.2
+    with pm.Model() as model:
+        x = pm.Normal("x", 0, 1, shape=(k + 1, k))
+        a = pt.dot(x.T, x) + np.eye(k)
+        ev = pt.linalg.eigvalsh(a, pt.as_tensor(metric))
+        pm.Potential("eig", pt.sum(pt.log(ev)) - 0.5 * pt.sum(ev))
+        pm.Potential("nuclear", -pt.sum(pt.linalg.svd(x, compute_uv=False)))
+    return model
+
+
+def upper_cholesky_mvnormal(rng, n=80, d=6):
+    """An MvNormal whose Cholesky factor is the transpose of an upper factor (pt.linalg.cholesky(lower=False))."""
+    t = np.linspace(0, 1, d)
+    y = rng.normal(size=(n, d))
+    with pm.Model() as model:
+        ls = pm.Gamma("ls", 4, 8)
+        sd = pm.HalfNormal("sd", 1)
+        cov = sd**2 * pt.exp(-np.abs(t[:, None] - t[None, :]) / ls) + 1e-6 * np.eye(d)
+        u = pt.linalg.cholesky(cov, lower=False)
+        pm.MvNormal("y", np.zeros(d), chol=u.T, observed=y)
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
@@ -1279,7 +1304,7 @@ MODELS = {f.__name__: f for f in [
     dirichlet_regression, ordinal_cumsum_cuts, matrix_normal, icar_spatial, euler_maruyama, hurdle_lognormal,
     censored_poisson, ordered_multinomial, inverse_gamma_regression, slogdet_potential, argsort_rank,
     missing_imputation, switch_isnan_mask, mv_random_walk, truncated_poisson, mvnormal_precision,
-    missing_imputation_2d, kronecker_normal, car_spatial, lkj_corr,
+    missing_imputation_2d, kronecker_normal, car_spatial, lkj_corr, spectral_potentials, upper_cholesky_mvnormal,
 ]}
 
 

@@ -389,3 +389,75 @@ TEST_CASE("a sum of a fill keeps the dims the fill broadcasts but does not sum",
                      json{2, 1, 1}};
   });
 }
+
+TEST_CASE("upper Cholesky adjoint: plain and batched", "[gradient][adjoints]") {
+  const In P{{3, 3}, {2.0, 0.7, -0.4, 0.3, 1.5, 0.9, -0.2, 0.4, 1.8}};  // positive definite from either triangle
+  check({P}, [](test::GraphBuilder& b, const std::vector<int>& x) {
+    return std::pair{b.node("Cholesky", x, "float64", {3, 3}, {{"lower", false}}), json{3, 3}};
+  });
+  std::vector<double> two(A3);
+  two.insert(two.end(), A3b.begin(), A3b.end());
+  check({In{{2, 3, 3}, two}}, [](test::GraphBuilder& b, const std::vector<int>& x) {
+    const int mt = b.node("DimShuffle", {x[0]}, "float64", {2, 3, 3}, {{"new_order", {0, 2, 1}}});
+    const int mm = b.node("Blockwise", {x[0], mt}, "float64", {2, 3, 3}, blockwise("Dot", {}, "(m,k),(k,n)->(m,n)"));
+    const int s = b.ew("Add", {mm, b.constant("float64", {1, 3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1})}, "float64", {2, 3, 3});
+    return std::pair{b.node("Blockwise", {s}, "float64", {2, 3, 3},
+                            blockwise("Cholesky", {{"lower", false}}, "(m,m)->(m,m)")),
+                     json{2, 3, 3}};
+  });
+}
+
+TEST_CASE("eigvalsh adjoint: either triangle, with B, batched", "[gradient][adjoints]") {
+  const In A{{3, 3}, A3}, Ab{{3, 3}, A3b};
+  const In P{{3, 3}, {2.0, 0.7, -0.4, 0.3, 1.5, 0.9, -0.2, 0.4, 1.8}};
+  for (bool lower : {true, false}) {
+    INFO("lower " << lower);
+    for (const In& a : {A, Ab})
+      check({a}, [&](test::GraphBuilder& b, const std::vector<int>& x) {
+        return std::pair{b.node("Eigvalsh", x, "float64", {3}, {{"lower", lower}}), json{3}};
+      });
+    check({A, P}, [&](test::GraphBuilder& b, const std::vector<int>& x) {
+      return std::pair{b.node("Eigvalsh", x, "float64", {3}, {{"lower", lower}}), json{3}};
+    });
+  }
+  std::vector<double> two(A3);
+  two.insert(two.end(), A3b.begin(), A3b.end());
+  check({In{{2, 3, 3}, two}, In{{1, 3, 3}, P.value}}, [](test::GraphBuilder& b, const std::vector<int>& x) {
+    return std::pair{b.node("Blockwise", x, "float64", {2, 3},
+                            blockwise("Eigvalsh", {{"lower", true}}, "(m,m),(m,m)->(m)")),
+                     json{2, 3}};
+  });
+}
+
+TEST_CASE("singular values adjoint: without vectors, with unused thin vectors, batched", "[gradient][adjoints]") {
+  const In w{{4, 3}, {0.3, -1.0, 2.0, 0.5, -0.7, 1.2, 1.1, 0.2, -0.4, 0.9, 1.3, -2.0}};
+  const In t{{3, 4}, w.value};
+  for (const In& x : {w, t}) {
+    const json k = json{3};
+    check({x}, [&](test::GraphBuilder& b, const std::vector<int>& v) {
+      return std::pair{b.node("SVD", v, "float64", k, {{"full_matrices", true}, {"compute_uv", false}}), k};
+    });
+    check({x}, [&](test::GraphBuilder& b, const std::vector<int>& v) {
+      const int64_t m = x.shape[0].get<int64_t>(), n = x.shape[1].get<int64_t>();
+      const int u = b.var("float64", {m, 3}), s = b.var("float64", {3}), vt = b.var("float64", {3, n});
+      b.nodes.push_back({{"op", "SVD"}, {"inputs", v}, {"outputs", {u, s, vt}},
+                         {"attrs", {{"full_matrices", false}, {"compute_uv", true}}}});
+      return std::pair{s, k};
+    });
+  }
+  std::vector<double> two(w.value);
+  for (double v : w.value) two.push_back(0.5 * v + 0.1);
+  check({In{{2, 4, 3}, two}}, [](test::GraphBuilder& b, const std::vector<int>& v) {
+    return std::pair{b.node("Blockwise", v, "float64", {2, 3},
+                            blockwise("SVD", {{"full_matrices", true}, {"compute_uv", false}}, "(m,n)->(k)")),
+                     json{2, 3}};
+  });
+}
+
+TEST_CASE("sort adjoint: the gradient goes back through the sorting permutation", "[gradient][adjoints]") {
+  const In x{{5}, {0.3, -1.2, 2.0, 0.5, -0.1}};
+  for (json axis : {json(0), json(-1), json(nullptr)})
+    check({x}, [&](test::GraphBuilder& b, const std::vector<int>& v) {
+      return std::pair{b.node("SortOp", v, "float64", {5}, {{"kind", "quicksort"}, {"axis", axis}}), json{5}};
+    });
+}

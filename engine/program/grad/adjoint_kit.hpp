@@ -43,7 +43,8 @@ struct Kit {
 };
 
 // Cholesky, SolveTriangular, Solve, MatrixInverse, Det, SLogDet, Eigh,
-// ExtractDiag, and a Blockwise of one of them or of Dot (adjoints_linalg.cpp).
+// Eigvalsh, SVD (its singular values), ExtractDiag, and a Blockwise of one of
+// them or of Dot (adjoints_linalg.cpp).
 std::vector<int> linalg_adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& gz,
                                 const std::vector<char>& need, const std::string& where);
 // Softmax, LogSoftmax, Prod (and CAReduce of Mul), CumOp of mode mul

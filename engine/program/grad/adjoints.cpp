@@ -365,6 +365,17 @@ void cumop(Ctx& c) {
   c.give(0, c.b.node("Subtensor", {cum}, json{{"idx_list", idx}}, dt, s));
 }
 
+// SortOp.grad: each output's gradient back at its element's place. PyTensor
+// gathers it by the inverse permutation; a scatter by the permutation gives
+// the same values (ArgSortOp is stable, as the sort).
+void sort(Ctx& c) {
+  const int x = c.in(0);
+  if (c.ndim(x) != 1) c.no_rule("SortOp of a " + std::to_string(c.ndim(x)) + "-d array");
+  const int perm = c.b.node("ArgSortOp", {x}, c.n.attrs, DType::Int64, c.shape(x));
+  c.give(0, c.b.node("AdvancedIncSubtensor1", {c.b.zeros_like(x), c.b.cast(c.gz[0], c.b.dtype(x)), perm},
+                     json{{"set_instead_of_inc", false}}, c.b.dtype(x), c.shape(x)));
+}
+
 }  // namespace
 
 std::vector<int> adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& gz, const std::vector<char>& need,
@@ -409,6 +420,7 @@ std::vector<int> adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& 
     case TensorOp::Split: split(c); break;
     case TensorOp::Dot: first(); dot(c); break;
     case TensorOp::CumOp: first(); cumop(c); break;
+    case TensorOp::SortOp: first(); sort(c); break;
     case TensorOp::Cholesky: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::ExtractDiag: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::SolveTriangular: return linalg_adjoint(b, n, gz, need, where);
@@ -417,6 +429,8 @@ std::vector<int> adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& 
     case TensorOp::Det: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::SLogDet: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::Eigh: return linalg_adjoint(b, n, gz, need, where);
+    case TensorOp::Eigvalsh: return linalg_adjoint(b, n, gz, need, where);
+    case TensorOp::SVD: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::Blockwise: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::Softmax: return products_adjoint(b, n, gz, need, where);
     case TensorOp::LogSoftmax: return products_adjoint(b, n, gz, need, where);

@@ -60,8 +60,13 @@ struct Lin : Kit {
   // plain op when bd = 0, else a Blockwise with signature `sig`.
   int core(const std::string& name, json a, std::vector<int> ins, const char* sig, DType dt,
            std::vector<int64_t> core_dims) {
-    Shape s;
-    s.ndim = 0;
+    return core_n(name, std::move(a), std::move(ins), sig, dt, {std::move(core_dims)})[0];
+  }
+  // The same with one output per entry of `outs` (its core dims), all of dtype dt.
+  std::vector<int> core_n(const std::string& name, json a, std::vector<int> ins, const char* sig, DType dt,
+                          const std::vector<std::vector<int64_t>>& outs) {
+    Shape batch;
+    batch.ndim = 0;
     for (int d = 0; d < bd; ++d) {
       int64_t known = -1;
       bool all_one = true;
@@ -70,12 +75,25 @@ struct Lin : Kit {
         all_one = all_one && k == 1;
         if (k >= 0 && k != 1) known = k;
       }
-      s.dims[s.ndim++] = all_one ? 1 : known;
+      batch.dims[batch.ndim++] = all_one ? 1 : known;
     }
-    for (int64_t k : core_dims) s.dims[s.ndim++] = k;
-    if (bd == 0) return b.node(name, std::move(ins), std::move(a), dt, s);
-    return b.node("Blockwise", std::move(ins), json{{"core_op", {{"op", name}, {"attrs", a}}}, {"signature", sig}},
-                  dt, s);
+    NodeSpec n;
+    for (const auto& core_dims : outs) {
+      Shape s = batch;
+      for (int64_t k : core_dims) s.dims[s.ndim++] = k;
+      n.outputs.push_back(b.var(dt, s));
+    }
+    n.inputs = std::move(ins);
+    if (bd == 0) {
+      n.op = name;
+      n.attrs = std::move(a);
+    } else {
+      n.op = "Blockwise";
+      n.attrs = json{{"core_op", {{"op", name}, {"attrs", a}}}, {"signature", sig}};
+    }
+    std::vector<int> out = n.outputs;
+    b.add_node(std::move(n));
+    return out;
   }
   int64_t dim(int v, int from_end) const { return shape(v).dims[ndim(v) - from_end]; }
   // The last two dims swapped.
@@ -135,15 +153,17 @@ struct Lin : Kit {
 };
 
 // Cholesky.L_op (lower): with Phi(X) = tril(X) - diag(X)/2,
-// S = L^-T Phi(L^T dL) L^-1 and dA = tril(S + S^T) - diag(S).
+// S = L^-T Phi(L^T dL) L^-1 and dA = tril(S + S^T) - diag(S). Upper: the
+// same with L = U^T and dL = dU^T, the result on the upper triangle.
 void cholesky(Lin& c) {
-  if (!c.flag("lower", true)) c.no_rule("upper Cholesky");
-  const int L = c.n.outputs[0];
-  const int64_t n = c.square(L, "Cholesky");
-  const DType dt = c.dtype(L);
+  const bool is_lower = c.flag("lower", true);
+  const int out = c.n.outputs[0];
+  const int64_t n = c.square(out, "Cholesky");
+  const DType dt = c.dtype(out);
+  const int L = is_lower ? out : c.mT(out), dL = is_lower ? c.grad_of(0) : c.mT(c.grad_of(0));
   const int lt = c.mT(L);
   const int lower = c.mask(n, false, false, false), eye = c.mask(n, false, false, true);
-  const int p = c.mm(lt, c.grad_of(0));
+  const int p = c.mm(lt, dL);
   const int half = c.b.elem("Mul", {p, c.b.constant(0.5, dt, c.ndim(p))}, dt);
   const int phi = c.b.elem("Switch", {lower, p, c.masked(eye, half)}, dt);
   auto solve_upper = [&](int a, int rhs) {
@@ -152,7 +172,8 @@ void cholesky(Lin& c) {
   };
   const int S = solve_upper(lt, c.mT(solve_upper(lt, c.mT(phi))));
   const int sym = c.b.elem("Add", {S, c.mT(S)}, dt);
-  c.give(0, c.b.elem("Switch", {lower, sym, c.masked(eye, S)}, dt));
+  const int side = is_lower ? lower : c.mask(n, false, true, false);
+  c.give(0, c.b.elem("Switch", {side, sym, c.masked(eye, S)}, dt));
 }
 
 // A_bar = -b_bar x^T (an outer product for a vector b).
@@ -228,20 +249,14 @@ void slogdet(Lin& c) {
 // gA = V M V^T, folded onto the triangle the op reads (a change there moves
 // both mirrored entries). With B (A V = B V diag(w), V^T B V = I):
 // gB = -V (M diag(w)) V^T - V diag(diag C) V^T / 2. A disconnected output's
-// gradient is PyTensor's zeros, so its terms are left out.
-void eigh(Lin& c) {
-  bool lower = c.flag("lower", true);
-  if (c.attr("UPLO").is_string()) lower = c.attr("UPLO") == "L";
-  const int w = c.n.outputs[0], v = c.n.outputs[1];
-  // PyTensor 2.x types Eigh's outputs without static shapes; the input has them.
-  const int64_t n = c.dim(v, 1) >= 0 ? c.square(v, "Eigh") : c.square(c.x[0], "Eigh");
+// gradient (gw or gv < 0) is PyTensor's zeros, so its terms are left out.
+void eigh_pullback(Lin& c, int w, int v, int gw, int gv, bool lower, int64_t n) {
   const DType dt = c.dtype(v);
-  const bool has_gw = c.gz[0] >= 0, has_gv = c.gz.size() > 1 && c.gz[1] >= 0;
   const int eye = c.mask(n, false, false, true);
-  const int row = has_gw ? c.core_shuffle(c.grad_of(0), {-1, 0}) : c.zero(v);  // (i, j): gw_j
+  const int row = gw >= 0 ? c.core_shuffle(gw, {-1, 0}) : c.zero(v);  // (i, j): gw_j
   int C = -1, M = -1;
-  if (has_gv) {
-    C = c.mm(c.mT(v), c.grad_of(1));
+  if (gv >= 0) {
+    C = c.mm(c.mT(v), gv);
     const int wdiff = c.b.elem("Sub", {c.core_shuffle(w, {-1, 0}), c.core_shuffle(w, {0, -1})}, dt);
     const int F = c.b.elem("TrueDiv", {c.b.constant(1.0, dt, c.ndim(wdiff)), wdiff}, dt);
     // F's diagonal is zero: there M is gw alone (the 1/0 there is switched away).
@@ -263,6 +278,50 @@ void eigh(Lin& c) {
     gb = c.b.elem("Sub", {gb, c.b.elem("Mul", {c.b.constant(0.5, dt, c.ndim(d)), d}, dt)}, dt);
   }
   c.give(1, fold(gb));
+}
+
+bool eigh_lower(const Lin& c) {
+  if (c.attr("UPLO").is_string()) return c.attr("UPLO") == "L";
+  return c.flag("lower", true);
+}
+
+void eigh(Lin& c) {
+  const int w = c.n.outputs[0], v = c.n.outputs[1];
+  // PyTensor 2.x types Eigh's outputs without static shapes; the input has them.
+  const int64_t n = c.dim(v, 1) >= 0 ? c.square(v, "Eigh") : c.square(c.x[0], "Eigh");
+  const int gw = c.gz[0] >= 0 ? c.grad_of(0) : -1, gv = c.gz.size() > 1 && c.gz[1] >= 0 ? c.grad_of(1) : -1;
+  eigh_pullback(c, w, v, gw, gv, eigh_lower(c), n);
+}
+
+// Eigvalsh (EigvalshGrad): Eigh's pullback of the eigenvalues alone, on an
+// Eigh of the same operands for the eigenvectors.
+void eigvalsh(Lin& c) {
+  const int64_t n = c.square(c.x[0], "Eigvalsh");
+  const bool lower = eigh_lower(c);
+  const DType dt = c.dtype(c.n.outputs[0]);
+  const char* sig = c.x.size() == 2 ? "(m,m),(m,m)->(m),(m,m)" : "(m,m)->(m),(m,m)";
+  const std::vector<int> wv = c.core_n("Eigh", json{{"lower", lower}}, c.x, sig, dt, {{n}, {n, n}});
+  eigh_pullback(c, wv[0], wv[1], c.grad_of(0), -1, lower, n);
+}
+
+// SVD.L_op of the singular values: A_bar = U diag(ds) V^T from a thin SVD
+// with vectors (an SVD without them is recomputed with them, as PyTensor does).
+void svd(Lin& c) {
+  const bool uv = c.flag("compute_uv", true);
+  const int gs_at = uv ? 1 : 0;
+  if (uv && (c.gz[0] >= 0 || (c.gz.size() > 2 && c.gz[2] >= 0))) c.no_rule("SVD with singular vectors' gradients");
+  if (uv && c.flag("full_matrices", true)) c.no_rule("SVD of full matrices");
+  const int A = c.x[0];
+  const int64_t m = c.dim(A, 2), n = c.dim(A, 1);
+  if (m < 0 || n < 0) c.no_rule("SVD of unknown size");
+  const int64_t k = std::min(m, n);
+  const DType dt = c.dtype(c.n.outputs[gs_at]);
+  std::vector<int> usv = c.n.outputs;
+  if (!uv)
+    usv = c.core_n("SVD", json{{"full_matrices", false}, {"compute_uv", true}}, {A}, "(m,n)->(m,k),(k),(k,n)", dt,
+                   {{m, k}, {k}, {k, n}});
+  const int us = c.b.elem("Mul", {usv[0], c.core_shuffle(c.grad_of(gs_at), {-1, 0})}, dt);
+  c.give(0, c.mm(us, usv[2]));
 }
 
 // The main diagonal of square axes (axis1, axis2): its gradient on that
@@ -340,6 +399,8 @@ std::vector<int> linalg_adjoint(Builder& b, const NodeSpec& n, const std::vector
     case TensorOp::Det: det(c); break;
     case TensorOp::SLogDet: slogdet(c); break;
     case TensorOp::Eigh: eigh(c); break;
+    case TensorOp::Eigvalsh: eigvalsh(c); break;
+    case TensorOp::SVD: svd(c); break;
     case TensorOp::ExtractDiag: extract_diag(c); break;
     case TensorOp::Dot:
       if (c.bd == 0) c.no_rule("plain Dot here");
