@@ -188,3 +188,38 @@ def warn_fallback(callbacks, graph="graph", stacklevel=3):
             f"ember: {graph}: op {name} has no native kernel; {n} node(s) run PyTensor's Python "
             "implementation (GIL held, one call at a time per op). fallback=False or "
             "EMBER_FALLBACK=0 makes this an error.", FallbackWarning, stacklevel=stacklevel)
+
+
+def as_one_op(fgraph):
+    """fgraph as a FunctionGraph of one node that runs all of it on PyTensor's
+    PerformLinker: for a graph whose values between nodes have types no Ember
+    variable holds (complex, as in expm's gradient on PyTensor 2.38). Its
+    inputs and outputs are fgraph's, so the node is an ordinary Python
+    fallback and the rest of Ember (layout, initial point) is unchanged."""
+    from pytensor.graph.basic import Apply
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.graph.op import Op
+
+    class WholeGraph(Op):
+        def __init__(self, inner):
+            self.inner = inner
+            self._run = None
+
+        def make_node(self, *inputs):
+            return Apply(self, list(inputs), [o.type() for o in self.inner.outputs])
+
+        def perform(self, node, inputs, outputs):
+            if self._run is None:
+                from pytensor.link.basic import PerformLinker
+
+                thunk, ins, outs = PerformLinker().accept(self.inner).make_thunk()
+                self._run = (thunk, ins, outs)
+            thunk, ins, outs = self._run
+            for c, v in zip(ins, inputs):
+                c.storage[0] = v
+            thunk()
+            for o, c in zip(outputs, outs):
+                o[0] = np.array(c.storage[0], copy=True)
+
+    op = WholeGraph(fgraph.clone())
+    return FunctionGraph(fgraph.inputs, op.make_node(*fgraph.inputs).outputs, clone=True)

@@ -239,8 +239,10 @@ def _prepare(model, opts, initial_points, jitter_rvs, strategy, var_names, prepa
 
 
 def _prepare_graphs(model, opts, initial_points, jitter_rvs, strategy, var_names, prepare, timings, fallback):
-    from .export import dumps, export_graph
-    from .fallback import fallback_enabled, warn_fallback
+    from pytensor.graph.fg import FunctionGraph
+
+    from .export import UnsupportedGraphError, dumps, export_graph
+    from .fallback import FallbackWarning, as_one_op, fallback_enabled, warn_fallback
     from .initial_point import InitialPointPlan
     from .nutpie_lib import has_reparameterized_names
     from .prepare import build_layout, expand_graph, logp_graph
@@ -273,7 +275,16 @@ def _prepare_graphs(model, opts, initial_points, jitter_rvs, strategy, var_names
         todo.insert(0, ("logp", logp_g, ["logp", "grad"]))
     for name, g, out_names in todo:
         callbacks = [] if fallback_enabled(fallback) else None
-        doc, payload = export_graph(g, name=name, output_names=out_names, callbacks=callbacks)
+        try:
+            doc, payload = export_graph(g, name=name, output_names=out_names, callbacks=callbacks)
+        except UnsupportedGraphError as e:
+            if callbacks is None or not isinstance(g, FunctionGraph):
+                raise
+            # Values no Ember variable holds between nodes: the graph runs whole on PyTensor.
+            warnings.warn(f"ember: nutpie {name}: the whole graph runs on PyTensor's Python linker: {e}",
+                          FallbackWarning, stacklevel=4)
+            callbacks = []
+            doc, payload = export_graph(as_one_op(g), name=name, output_names=out_names, callbacks=callbacks)
         if callbacks:
             warn_fallback(callbacks, graph=f"nutpie {name}", stacklevel=4)
         blobs[name] = dumps(doc, payload, binary=True)

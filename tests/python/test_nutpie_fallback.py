@@ -83,3 +83,30 @@ def test_a_graph_with_fallback_nodes_is_not_cached(tmp_path, monkeypatch):
     assert not first.timings["cache_hit"] and not second.timings["cache_hit"]
     assert "cache_store" not in first.timings
     assert not list(tmp_path.glob("programs/*.embp"))
+
+
+def test_a_model_through_expm_compiles_and_matches_pytensor():
+    """pt.linalg.expm runs as a Python op; on PyTensor 2.38 its gradient holds
+    complex values (Eig), which no Ember variable holds, and the whole logp
+    graph then runs as one Python node. Either way the model compiles, its
+    logp and gradient are PyTensor's, and it samples."""
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 0.3, shape=(2, 2))
+        pm.Normal("y", pt.linalg.expm(a).sum(), 1.0, observed=1.5)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        compiled = en.compile_pymc_model(model)
+    assert any(issubclass(w.category, ember.FallbackWarning) for w in rec)
+
+    mode = pytensor.compile.mode.Mode(linker="py", optimizer="fast_run")
+    logp = model.compile_logp(jacobian=True, mode=mode)
+    dlogp = model.compile_dlogp(jacobian=True, mode=mode)
+    x0 = np.asarray(compiled.initial_point_func(0), dtype="float64") + 0.1
+    rc, lp, grad = call_logp(native.logp_address, compiled.logp_program.nutpie_handle(), x0)
+    assert rc == 0
+    point = nutpie_point(model, x0)
+    np.testing.assert_allclose(lp, logp(point), rtol=1e-10)
+    np.testing.assert_allclose(grad, dlogp(point), rtol=1e-8, atol=1e-12)
+
+    idata = nutpie.sample(compiled, draws=50, tune=50, chains=2, cores=2, progress_bar=False, seed=1)
+    assert np.all(np.isfinite(idata.posterior["a"].values))
