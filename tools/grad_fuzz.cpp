@@ -28,7 +28,7 @@ int arity_of(ScalarOp op) { return interp::op_info(op).arity; }
 bool undefined(ScalarOp op, int k) { return grad::derivative_rule(op, k) == "undefined"; }
 
 // Float ops, Switch, and ops whose undefined operands can be constants
-// (PolyGamma's order, GammaInc's and BetaInc's shapes); not Mod (no rule).
+// (PolyGamma's order); not Mod (no rule).
 std::vector<ScalarOp> grad_ops() {
   std::vector<ScalarOp> ops;
   for (const auto& info : interp::kScalarOps) {

@@ -1287,6 +1287,38 @@ def upper_cholesky_mvnormal(rng, n=80, d=6):
     return model
 
 
+def censored_gamma_shape(rng, n=300, upper=5.0):
+    """Gamma durations right-censored at 5 with a free shape (the censored mass: gammaincc in the shape)."""
+    y = np.minimum(rng.gamma(2.5, 1 / 1.2, size=n), upper)
+    with pm.Model() as model:
+        a = pm.Gamma("a", 2, 1)
+        b = pm.Gamma("b", 2, 1)
+        pm.Censored("y", pm.Gamma.dist(alpha=a, beta=b), lower=None, upper=upper, observed=y)
+    return model
+
+
+def truncated_studentt(rng, n=300):
+    """Positive Student-t data, truncated at 0 with a free nu (the cdf: betainc in nu / 2)."""
+    y = np.abs(1.0 + 0.8 * rng.standard_t(5, size=n))
+    with pm.Model() as model:
+        nu = pm.Gamma("nu", 4, 0.5)
+        mu = pm.Normal("mu", 1, 1)
+        s = pm.HalfNormal("s", 1)
+        pm.Truncated("y", pm.StudentT.dist(nu=nu, mu=mu, sigma=s), lower=0, observed=y)
+    return model
+
+
+def hurdle_negbin(rng, n=300):
+    """Overdispersed counts with a hurdle at zero (the zero-truncated negative binomial: betainc in its alpha)."""
+    y = np.where(rng.random(n) < 0.3, 0, 1 + rng.negative_binomial(2, 0.3, size=n))
+    with pm.Model() as model:
+        psi = pm.Beta("psi", 2, 2)
+        mu = pm.Gamma("mu", 2, 0.5)
+        alpha = pm.Gamma("alpha", 2, 1)
+        pm.HurdleNegativeBinomial("y", psi=psi, mu=mu, alpha=alpha, observed=y)
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
@@ -1305,6 +1337,7 @@ MODELS = {f.__name__: f for f in [
     censored_poisson, ordered_multinomial, inverse_gamma_regression, slogdet_potential, argsort_rank,
     missing_imputation, switch_isnan_mask, mv_random_walk, truncated_poisson, mvnormal_precision,
     missing_imputation_2d, kronecker_normal, car_spatial, lkj_corr, spectral_potentials, upper_cholesky_mvnormal,
+    censored_gamma_shape, truncated_studentt, hurdle_negbin,
 ]}
 
 

@@ -152,12 +152,104 @@ D incomplete_gamma(D a, D x) {
   return select(bad || is_nan(a) || is_nan(x), nan(), r);
 }
 
+// dP/da and dQ/da as PyTensor's gammainc_grad (pytensor/scalar/math.py): the
+// power series of P differentiated term by term, or the convergents of Q's
+// continued fraction differentiated through their recurrence; each runs to
+// full precision or NaN after kDerMaxIter terms, as PyTensor's loops.
+constexpr int kDerMaxIter = 100000;
+constexpr double kLogTiny = -708.39641853226410622;  // log(DBL_MIN)
+
+// x^a e^-x / Gamma(a + 1).
+D prefactor1p(D a, D x) {
+  const B large = a >= D(10.0);
+  D r(0.0);
+  if (!xsimd::all(large)) r = exp(a * log(x) - x - lgamma1p(a));
+  if (xsimd::any(large)) r = select(large, prefactor(select(large, a, D(10.0)), x) / a, r);
+  return r;
+}
+
+// dP/da from P = x^a e^-x / Gamma(a + 1) * sum t_n, t_n = t_{n-1} x / (a + n).
+D p_series_da(D a, D x, B on) {
+  D s(1.0), ds(0.0), t(1.0), dt(0.0), an = a;
+  B act = on;
+  for (int i = 0; i < kDerMaxIter && xsimd::any(act); ++i) {
+    an = select(act, an + D(1.0), an);
+    D r = x / an;
+    dt = select(act, r * (dt - t / an), dt);
+    t = select(act, t * r, t);
+    s = select(act, s + t, s);
+    ds = select(act, ds + dt, ds);
+    act = act && !(t <= D(kEps) * s && abs(dt) <= D(kEps) * abs(ds));
+  }
+  D g = prefactor1p(a, x) * (s * (log(x) - digamma(a + D(1.0))) + ds);
+  return select(act, nan(), g);
+}
+
+// dQ/da from the convergents p_n / q_n of Cephes igamc's continued fraction
+// (rescaled by eps, exactly, before they overflow).
+D q_fraction_da(D a, D x, B on) {
+  D lx = log(x);
+  D log_pf = a * lx - x - lgamma_pos(a);
+  const B under = log_pf < D(kLogTiny) && a > D(0.0);
+  D pm2(1.0), pm1 = x + D(1.0), qm2 = x, qm1 = (x + D(2.0) - a) * x;
+  D dpm2(0.0), dpm1(0.0), dqm2(0.0), dqm1 = neg(x);
+  D f = pm1 / qm1, df = f * x / qm1, n(0.0);
+  B act = on && !under;
+  for (int i = 0; i < kDerMaxIter && xsimd::any(act); ++i) {
+    n = n + D(1.0);
+    D z = x + D(2.0) * n + D(2.0) - a;
+    D yn = (n + D(1.0) - a) * n;
+    D p = pm1 * z - pm2 * yn, q = qm1 * z - qm2 * yn;
+    D dp = dpm1 * z - pm1 - dpm2 * yn + pm2 * n;
+    D dq = dqm1 * z - qm1 - dqm2 * yn + qm2 * n;
+    B nz = q != D(0.0);
+    D fn = select(nz, p / q, f);
+    D dfn = select(nz, (dp - fn * dq) / q, df);
+    B done = nz && abs(fn - f) <= D(kEps) * abs(fn) && abs(dfn - df) <= D(kEps) * abs(dfn);
+    D sc = select(abs(p) > D(1.0 / kEps), D(kEps), D(1.0));
+    f = select(act, fn, f);
+    df = select(act, dfn, df);
+    pm2 = select(act, pm1 * sc, pm2);
+    pm1 = select(act, p * sc, pm1);
+    qm2 = select(act, qm1 * sc, qm2);
+    qm1 = select(act, q * sc, qm1);
+    dpm2 = select(act, dpm1 * sc, dpm2);
+    dpm1 = select(act, dp * sc, dpm1);
+    dqm2 = select(act, dqm1 * sc, dqm2);
+    dqm1 = select(act, dq * sc, dqm1);
+    act = act && !done;
+  }
+  const B large = a >= D(10.0);
+  D pf = exp(log_pf);
+  if (xsimd::any(large)) pf = select(large, prefactor(select(large, a, D(10.0)), x), pf);
+  D g = pf * (f * (lx - digamma(a)) + df);
+  // a = 0: x^a e^-x / Gamma(a) -> 0 and -psi(a) -> infinity, their product -> e^-x.
+  g = select(a == D(0.0), exp(neg(x)) * f, g);
+  return select(under, D(0.0), select(act, nan(), g));
+}
+
 }  // namespace
 
 D gammainc(D a, D x) { return incomplete_gamma<Which::P>(a, x); }
 D gammaincc(D a, D x) { return incomplete_gamma<Which::Q>(a, x); }
 
+// PyTensor's choice: the series where x <= max(a, 1), else the fraction;
+// 0 at x = 0 and x = inf, NaN for a < 0, x < 0 and a = inf.
+D gammainc_da(D a, D x) {
+  B nan_in = a < D(0.0) || x < D(0.0) || is_nan(a) || is_nan(x);
+  B zero = x == D(0.0) || x == inf();
+  B on = !nan_in && !zero && a < inf();
+  B series = x <= D(1.0) || x <= a;
+  B s_on = on && series, c_on = on && !series;
+  D r(0.0);
+  if (xsimd::any(s_on)) r = select(s_on, p_series_da(select(s_on, a, D(1.0)), select(s_on, x, D(0.5)), s_on), r);
+  if (xsimd::any(c_on))
+    r = select(c_on, neg(q_fraction_da(select(c_on, a, D(1.0)), select(c_on, x, D(2.0)), c_on)), r);
+  return select(nan_in, nan(), select(zero, D(0.0), select(on, r, nan())));
+}
+
 }  // namespace ember::math::simd
 
 EMBER_MATH_ARRAY2(gammainc)
 EMBER_MATH_ARRAY2(gammaincc)
+EMBER_MATH_ARRAY2(gammainc_da)

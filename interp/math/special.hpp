@@ -24,6 +24,7 @@ D trigamma(D x);
 D polygamma(D n, D x);
 D gammainc(D a, D x);
 D gammaincc(D a, D x);
+D gammainc_da(D a, D x);
 D i0(D x);
 D i1(D x);
 D i0e(D x);
@@ -31,6 +32,8 @@ D i1e(D x);
 D j0(D x);
 D j1(D x);
 D betainc(D a, D b, D x);
+D betainc_da(D a, D b, D x);
+D betainc_db(D a, D b, D x);
 
 namespace special {
 

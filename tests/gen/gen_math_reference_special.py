@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Reference tables for the special functions of interp/math (erf.cpp, gamma.cpp, polygamma.cpp,
-incomplete_gamma.cpp, betainc.cpp, bessel.cpp), computed with mpmath at 40
+incomplete_gamma.cpp, betainc.cpp, bessel.cpp) and the shape derivatives of
+gammainc and betainc, computed with mpmath at 40
 significant digits from the exact double inputs.
 
 Writes tests/data/math/<function>.bin (format in math_table.py). Points whose
@@ -201,6 +202,47 @@ def betainc_tables():
     write("betainc", [a, b, x], lambda p, q, t: mp.betainc(p, q, 0, t, regularized=True))
 
 
+# Numerical derivatives of the smaller of P and Q = 1 - P (of I and 1 - I): the
+# larger one is 1 less a tiny amount whose derivative 40 digits would not hold.
+def _d_gammainc(s, t):
+    if mp.gammainc(s, 0, t, regularized=True) < 0.5:
+        return mp.diff(lambda u: mp.gammainc(u, 0, t, regularized=True), s)
+    return -mp.diff(lambda u: mp.gammainc(u, t, mp.inf, regularized=True), s)
+
+
+def _d_betainc(p, q, t, wrt):
+    if mp.betainc(p, q, 0, t, regularized=True) < 0.5:
+        f, sign = (lambda u, v: mp.betainc(u, v, 0, t, regularized=True)), 1
+    else:  # 1 - I_t(p, q) = I_{1-t}(q, p), 1 - t exact
+        f, sign = (lambda u, v: mp.betainc(v, u, 0, 1 - t, regularized=True)), -1
+    if wrt == 0:
+        return sign * mp.diff(lambda u: f(u, q), p)
+    return sign * mp.diff(lambda v: f(p, v), q)
+
+
+def incder_tables():
+    """Derivatives of gammainc and betainc in their shape parameters (PyTensor's
+    algorithms, incomplete_gamma.cpp and betainc.cpp)."""
+    reseed("incder_tables")
+    n = 1600
+    a = np.concatenate([logu(1e-2, 1e3, n // 2), logu(0.1, 30, n // 2)])
+    k = rng.normal(0, 3, n)
+    x = np.where(np.arange(n) % 2 == 0, np.abs(a * (1 + k / np.sqrt(a))), logu(1e-3, 2e3, n))
+    write("gammainc_da", [a, x], _d_gammainc)
+    n = 1200
+    a = np.concatenate([logu(5e-2, 300, n // 2), logu(0.1, 20, n // 2)])
+    b = np.concatenate([logu(5e-2, 300, n // 2), logu(0.1, 20, n // 2)])
+    mean = a / (a + b)
+    sd = np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
+    x = np.where(np.arange(n) % 2 == 0, np.clip(mean + sd * rng.normal(0, 2, n), 1e-9, 1 - 1e-9), uni(0, 1, n))
+    # A Student-t's cdf: betainc(nu / 2, 1 / 2, nu / (nu + t^2)).
+    nu = logu(0.5, 100, 300)
+    t = rng.normal(0, 3, 300)
+    a, b, x = np.concatenate([a, nu / 2]), np.concatenate([b, np.full(300, 0.5)]), np.concatenate([x, nu / (nu + t * t)])
+    write("betainc_da", [a, b, x], lambda p, q, t: _d_betainc(p, q, t, 0))
+    write("betainc_db", [a, b, x], lambda p, q, t: _d_betainc(p, q, t, 1))
+
+
 def bessel_tables():
     reseed("bessel_tables")
     x = np.concatenate([uni(-700, 700, 1200), uni(-10, 10, 600), logu(1e-300, 1, 200)])
@@ -223,6 +265,6 @@ def bessel_tables():
 if __name__ == "__main__":
     import sys
     groups = {"erf": erf_tables, "gamma": gamma_tables, "polygamma": polygamma_tables, "incgamma": incgamma_tables,
-              "betainc": betainc_tables, "bessel": bessel_tables}
+              "betainc": betainc_tables, "bessel": bessel_tables, "incder": incder_tables}
     for g in sys.argv[1:] or groups:
         groups[g]()

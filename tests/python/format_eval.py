@@ -33,6 +33,26 @@ def _invert(x):
     return np.logical_not(x) if x.dtype == bool else np.invert(x)
 
 
+@functools.cache
+def _shape_derivative(name):
+    """PyTensor's gradient of gammainc / betainc in a shape parameter (Ember's
+    GammaIncDa, BetaIncDa, BetaIncDb), compiled once."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    ins = [pt.dvector() for _ in range(2 if name == "GammaIncDa" else 3)]
+    if name == "GammaIncDa":
+        out = pt.grad(pt.gammainc(*ins).sum(), ins[0])
+    else:
+        out = pt.grad(pt.betainc(*ins).sum(), ins[0 if name == "BetaIncDa" else 1])
+    f = pytensor.function(ins, out)
+
+    def apply(*args):
+        b = np.broadcast_arrays(*[np.asarray(a, dtype="float64") for a in args])
+        return f(*[np.ravel(a) for a in b]).reshape(b[0].shape)
+    return apply
+
+
 SCALAR = {
     "Identity": lambda x: x, "Neg": np.negative, "Abs": np.abs, "Sign": np.sign,
     "Add": lambda *a: functools.reduce(np.add, a), "Mul": lambda *a: functools.reduce(np.multiply, a),
@@ -47,7 +67,10 @@ SCALAR = {
     "Gamma": sp.gamma, "GammaLn": sp.gammaln, "Psi": sp.digamma, "TriGamma": lambda x: sp.polygamma(1, x),
     "PolyGamma": sp.polygamma,
     "GammaInc": sp.gammainc, "GammaIncC": sp.gammaincc, "I0": sp.i0, "I1": sp.i1, "I0e": sp.i0e,
-    "I1e": sp.i1e, "J0": sp.j0, "J1": sp.j1, "BetaInc": sp.betainc, "XlogX": lambda x: sp.xlogy(x, x),
+    "I1e": sp.i1e, "J0": sp.j0, "J1": sp.j1, "BetaInc": sp.betainc,
+    "GammaIncDa": lambda *a: _shape_derivative("GammaIncDa")(*a),
+    "BetaIncDa": lambda *a: _shape_derivative("BetaIncDa")(*a),
+    "BetaIncDb": lambda *a: _shape_derivative("BetaIncDb")(*a), "XlogX": lambda x: sp.xlogy(x, x),
     "XlogY0": sp.xlogy, "Floor": np.floor, "Ceil": np.ceil, "Trunc": np.trunc,
     "RoundHalfToEven": np.round, "RoundHalfAwayFromZero": _round_half_away,
     "ScalarMaximum": np.maximum, "ScalarMinimum": np.minimum, "Clip": np.clip,

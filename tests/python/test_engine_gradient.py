@@ -51,7 +51,8 @@ NATIVE_TODAY = {
         "censored_normal", "gp_marginal", "gp_latent", "zero_sum_hierarchy", "ar2", "random_walk", "stochastic_volatility", "beta_regression", "horseshoe",
         "normal_mixture", "weibull_survival", "simplex_categorical", "studentt_robust",
         "zero_inflated_poisson", "kronecker_normal", "car_spatial", "lkj_corr", "ordered_logsumexp",
-        "spectral_potentials", "upper_cholesky_mvnormal")),
+        "spectral_potentials", "upper_cholesky_mvnormal", "truncated_gamma", "censored_gamma_shape",
+        "truncated_studentt", "hurdle_negbin")),
     *(f"file:{n}" for n in (
         "data_regression", "eight_schools_centered", "eight_schools_noncentered", "logistic_glm",
         "mvnormal_lkj", "poisson_glm", "radon", "seed_gamma", "seed_gamma_large", "seed_lognormal", "seed_lognormal_large",

@@ -225,7 +225,7 @@ TEST_CASE("gradient_fuzz_short_seeded_run_matches_central_differences", "[fuzz][
   CHECK(all.not_smooth + all.excused < all.checked / 20);
   CHECK(ops.size() >= 60);
   CHECK(ops.count(interp::ScalarOp::Switch));
-  CHECK(ops.count(interp::ScalarOp::GammaInc));  // its shape a constant
+  CHECK(ops.count(interp::ScalarOp::GammaInc));
   CHECK(multi_output);
   CHECK(broadcast);
 }

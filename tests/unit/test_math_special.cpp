@@ -96,6 +96,9 @@ TEST_CASE("special_functions_match_mpmath_tables", "[math]") {
   check_rel("gammainc", 2, 5e-13);
   check_rel("gammaincc", 2, 3e-13);
   check_rel("betainc", 3, 3e-13);
+  check_rel("gammainc_da", 2, 5e-13);
+  check_rel("betainc_da", 3, 1e-11);
+  check_rel("betainc_db", 3, 2e-11);
 }
 
 TEST_CASE("lgamma_digamma_relative_error_away_from_negative_zeros", "[math]") {
@@ -421,6 +424,7 @@ TEST_CASE("special_functions_same_bits_for_every_length_lane_alias_and_entry", "
   M1(Gamma, tgamma) M1(GammaLn, lgamma) M1(Psi, digamma) M1(TriGamma, trigamma)
   M1(I0, i0) M1(I1, i1) M1(I0e, i0e) M1(I1e, i1e) M1(J0, j0) M1(J1, j1)
   M2(GammaInc, gammainc) M2(GammaIncC, gammaincc) M3(BetaInc, betainc)
+  M2(GammaIncDa, gammainc_da) M3(BetaIncDa, betainc_da) M3(BetaIncDb, betainc_db)
   // polygamma's order: non-negative integers (and one negative, one fractional).
   {
     const double orders[17] = {1, 2, 0, 3, 5, 12, 1, 4, 40, 2, -1, 7, 1, 0.5, 3, 165, 2};
