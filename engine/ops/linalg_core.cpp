@@ -168,10 +168,11 @@ class DotCore final : public Core {
       const int64_t m = a.ndim() == 2 ? a.dim(0) : 1, k = a.dim(a.ndim() - 1);
       const int64_t n = b.ndim() == 2 ? b.dim(1) : 1;
       if constexpr (std::is_same_v<T, double>) {
-        // A matrix times a vector, or a vector times a matrix (the matrix's
-        // transpose times it): one summation order for every layout, the
-        // matrix read in place when its rows or columns are contiguous.
-        const bool mv = a.ndim() == 2 && n == 1, vm = a.ndim() == 1 && b.ndim() == 2;
+        // A matrix times a vector, or a vector (or one row, (1, k): a CAR
+        // prior's phi @ W) times a matrix (the matrix's transpose times it):
+        // one summation order for every layout, the matrix read in place
+        // when its rows or columns are contiguous.
+        const bool mv = a.ndim() == 2 && n == 1, vm = (a.ndim() == 1 || m == 1) && b.ndim() == 2;
         if ((mv || vm) && k > 0 && a.dtype == DType::Float64 && b.dtype == DType::Float64) {
           const Tensor& M = mv ? a : b;
           const Tensor& v = mv ? b : a;
