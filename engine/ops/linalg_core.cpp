@@ -172,7 +172,7 @@ class DotCore final : public Core {
         // prior's phi @ W) times a matrix (the matrix's transpose times it):
         // one summation order for every layout, the matrix read in place
         // when its rows or columns are contiguous.
-        const bool mv = a.ndim() == 2 && n == 1, vm = (a.ndim() == 1 || m == 1) && b.ndim() == 2;
+        const bool mv = a.ndim() == 2 && n == 1, vm = !mv && (a.ndim() == 1 || m == 1) && b.ndim() == 2;
         if ((mv || vm) && k > 0 && a.dtype == DType::Float64 && b.dtype == DType::Float64) {
           const Tensor& M = mv ? a : b;
           const Tensor& v = mv ? b : a;

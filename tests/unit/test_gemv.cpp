@@ -116,7 +116,7 @@ TEST_CASE("dot_of_few_outputs_over_a_long_inner_dim_is_gemv_per_column_for_every
   std::normal_distribution<double> nd(0.0, 3.0);
   auto g = Program::from_json(dot_graph("[null, null]", "[null, null]", "[null, null]"));
   for (const auto [m, k, n] :
-       {std::array<int64_t, 3>{3, 200, 3}, {5, 100, 5}, {1, 37, 4}, {8, 16, 8}, {2, 15, 2}, {1, 25, 25}, {1, 6, 90}}) {
+       {std::array<int64_t, 3>{3, 200, 3}, {5, 100, 5}, {1, 37, 4}, {8, 16, 8}, {2, 15, 2}, {1, 25, 25}, {1, 6, 90}, {1, 37, 1}, {1, 2, 1}}) {
     std::vector<double> A(static_cast<size_t>(m * k)), At(A.size()), B(static_cast<size_t>(k * n)), Bt(B.size());
     for (double& e : A) e = nd(gen);
     for (double& e : B) e = nd(gen);
