@@ -209,17 +209,12 @@ def as_one_op(fgraph):
             return Apply(self, list(inputs), [o.type() for o in self.inner.outputs])
 
         def perform(self, node, inputs, outputs):
-            if self._run is None:
-                from pytensor.link.basic import PerformLinker
+            if self._run is None:  # under the fallback's lock per op
+                from .linker import _PythonGraph
 
-                thunk, ins, outs = PerformLinker().accept(self.inner).make_thunk()
-                self._run = (thunk, ins, outs)
-            thunk, ins, outs = self._run
-            for c, v in zip(ins, inputs):
-                c.storage[0] = v
-            thunk()
-            for o, c in zip(outputs, outs):
-                o[0] = np.array(c.storage[0], copy=True)
+                self._run = _PythonGraph(self.inner).function()
+            for o, v in zip(outputs, self._run(*inputs)):
+                o[0] = v
 
     op = WholeGraph(fgraph.clone())
     return FunctionGraph(fgraph.inputs, op.make_node(*fgraph.inputs).outputs, clone=True)
