@@ -212,11 +212,11 @@ void Simplifier::advanced_to_axis0(NodeSpec& n) {
 
 // x[i0, i1, ...] by constant integer vectors of one length (0-d entries
 // broadcast) over x's first m axes (PyMC's imputation of a matrix indexes
-// by mask.nonzero()), or by one
-// constant boolean mask over them, is x reshaped to (d0 * ... * dm-1, rest)
-// indexed by the flat positions: AdvancedSubtensor1, and for an increment
-// AdvancedIncSubtensor1 reshaped back. Entries and updates keep their order:
-// the same bits. An index out of range stays, so the call reports it.
+// by mask.nonzero()), or by one constant boolean mask over them, is x
+// reshaped to (d0 * ... * dm-1, rest) indexed by the flat positions:
+// AdvancedSubtensor1, and for an increment AdvancedIncSubtensor1 reshaped
+// back. Entries and updates keep their order: the same bits. An index out
+// of range stays, so the call reports it.
 void Simplifier::advanced_flatten(int k) {
   const NodeSpec& n = g.nodes[k];
   const bool inc = is_op(n, TensorOp::AdvancedIncSubtensor);
