@@ -1040,11 +1040,15 @@ def _grid_adj(r, c):
     return W
 
 
+def _lattice_counts(rng, r, c):
+    """An r x c lattice's adjacency and Poisson counts around exp(1) on it."""
+    y = rng.poisson(np.exp(1.0 + 0.3 * rng.normal(size=r * c)))
+    return _grid_adj(r, c), y
+
+
 def icar_spatial(rng, r=6, c=6):
     """Intrinsic CAR (BYM-like) spatial effects on a 6x6 lattice, Poisson counts (pm.ICAR)."""
-    W = _grid_adj(r, c)
-    n = r * c
-    y = rng.poisson(np.exp(1.0 + 0.3 * rng.normal(size=n)))
+    W, y = _lattice_counts(rng, r, c)
     with pm.Model() as model:
         a = pm.Normal("a", 0, 2)
         s = pm.HalfNormal("s", 1)
@@ -1237,9 +1241,8 @@ def kronecker_normal(rng, nx=8, nt=6):
 
 def car_spatial(rng, r=5, c=5):
     """Proper CAR spatial effects (pm.CAR, free alpha and tau) on a 5x5 lattice, Poisson counts."""
-    W = _grid_adj(r, c)
+    W, y = _lattice_counts(rng, r, c)
     n = r * c
-    y = rng.poisson(np.exp(1.0 + 0.3 * rng.normal(size=n)))
     with pm.Model() as model:
         a = pm.Normal("a", 0, 2)
         tau = pm.Gamma("tau", 2, 2)

@@ -347,6 +347,13 @@ std::string elemwise_scalar_op(const NodeSpec& n) {
   return s;
 }
 
+Shape line_of(int64_t n) {
+  Shape s;
+  s.ndim = 1;
+  s.dims[0] = n;
+  return s;
+}
+
 bool same_broadcast_pattern(const Shape& a, const Shape& b) {
   if (a.ndim != b.ndim) return false;
   for (int d = 0; d < a.ndim; ++d)

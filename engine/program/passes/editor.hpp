@@ -100,6 +100,8 @@ std::string elemwise_scalar_op(const NodeSpec& n);
 // malformed.
 std::optional<std::vector<int>> dimshuffle_order(const NodeSpec& n);
 
+// The static shape (n,).
+Shape line_of(int64_t n);
 // Element count of a fully static shape, or -1 (a dim unknown, or overflow).
 int64_t static_size(const Shape& s);
 // Flat C-order index of coord in shape s, and back.

@@ -31,6 +31,7 @@
 // x for x = -0.0 and stays.
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "engine/program/passes/editor.hpp"
 #include "engine/program/passes/passes.hpp"
@@ -160,6 +161,18 @@ bool Simplifier::specify_shape_is_static(const NodeSpec& n, const Shape& xs, con
   return true;
 }
 
+// The attrs of the AdvancedIncSubtensor1 doing an AdvancedIncSubtensor's
+// updates (set_instead_of_inc), when those run in order (ignore_duplicates
+// off); else nullopt.
+std::optional<json> ordered_increment_attrs(const json& a) {
+  auto nd = a.find("ignore_duplicates");
+  if (nd != a.end() && !(nd->is_boolean() && !nd->get<bool>()) && !(nd->is_number_integer() && nd->get<int64_t>() == 0))
+    return std::nullopt;
+  auto set = a.find("set_instead_of_inc");
+  if (set != a.end() && !set->is_boolean()) return std::nullopt;
+  return json{{"set_instead_of_inc", set != a.end() && set->get<bool>()}};
+}
+
 // A constant boolean mask over an axis of static length `dim`: a new int64
 // constant of its true positions (what NumPy's nonzero gives, in order), or
 // -1. A mask of another length stays, so the op reports it per call.
@@ -170,9 +183,7 @@ int Simplifier::mask_positions(int mask, int64_t dim) {
   std::vector<int64_t> pos;
   for (int64_t i = 0; i < dim; ++i)
     if (m.at<bool>(i)) pos.push_back(i);
-  Shape s;
-  s.ndim = 1;
-  s.dims[0] = static_cast<int64_t>(pos.size());
+  const Shape s = line_of(static_cast<int64_t>(pos.size()));
   return e.add_constant(DType::Int64, s, Array::of<int64_t>(s, pos));
 }
 
@@ -197,12 +208,9 @@ void Simplifier::advanced_to_axis0(NodeSpec& n) {
   }
   json attrs = json::object();
   if (inc) {
-    auto nd = n.attrs.find("ignore_duplicates");
-    if (nd != n.attrs.end() && !(nd->is_boolean() && !nd->get<bool>()) && !(nd->is_number_integer() && nd->get<int64_t>() == 0))
-      return;
-    auto set = n.attrs.find("set_instead_of_inc");
-    attrs["set_instead_of_inc"] = set != n.attrs.end() && set->is_boolean() ? set->get<bool>() : false;
-    if (set != n.attrs.end() && !set->is_boolean()) return;
+    std::optional<json> a = ordered_increment_attrs(n.attrs);
+    if (!a) return;
+    attrs = std::move(*a);
   }
   n.op = inc ? "AdvancedIncSubtensor1" : "AdvancedSubtensor1";
   n.attrs = std::move(attrs);
@@ -223,13 +231,8 @@ void Simplifier::advanced_flatten(int k) {
   const size_t first = inc ? 2 : 1;
   auto it = n.attrs.find("idx_list");
   if (it == n.attrs.end() || !it->is_array() || it->empty() || n.inputs.size() != first + it->size()) return;
-  if (inc) {
-    auto nd = n.attrs.find("ignore_duplicates");
-    if (nd != n.attrs.end() && !(nd->is_boolean() && !nd->get<bool>()) && !(nd->is_number_integer() && nd->get<int64_t>() == 0))
-      return;
-    auto set = n.attrs.find("set_instead_of_inc");
-    if (set != n.attrs.end() && !set->is_boolean()) return;
-  }
+  std::optional<json> inc_attrs;  // the AdvancedIncSubtensor1's
+  if (inc && !(inc_attrs = ordered_increment_attrs(n.attrs))) return;
   for (size_t i = 0; i < it->size(); ++i) {
     const nlohmann::json& ent = (*it)[i];
     if (!ent.is_object() || ent.value("type", nlohmann::json()) != "array" ||
@@ -292,22 +295,15 @@ void Simplifier::advanced_flatten(int k) {
   for (int d = m; d < xs.ndim; ++d) fs.dims[d - m + 1] = xs.dims[d];
   for (int d = 1; d < fs.ndim; ++d)
     if (fs.dims[d] < 0) return;  // the shape constant needs every dim
-  auto line = [](int64_t len) {
-    Shape s;
-    s.ndim = 1;
-    s.dims[0] = len;
-    return s;
-  };
   auto shape_constant = [&](const Shape& s) {
     std::vector<int64_t> d(s.dims, s.dims + s.ndim);
-    return e.add_constant(DType::Int64, line(s.ndim), Array::of<int64_t>(line(s.ndim), d));
+    return e.add_constant(DType::Int64, line_of(s.ndim), Array::of<int64_t>(line_of(s.ndim), d));
   };
   const int x = n.inputs[0], o = n.outputs[0];
   const DType dt = var(o).dtype;
-  const nlohmann::json attrs = n.attrs;
   const int y = inc ? n.inputs[1] : -1;
-  const int pos = e.add_constant(DType::Int64, line(static_cast<int64_t>(flat.size())),
-                                 Array::of<int64_t>(line(static_cast<int64_t>(flat.size())), flat));
+  const int pos = e.add_constant(DType::Int64, line_of(static_cast<int64_t>(flat.size())),
+                                 Array::of<int64_t>(line_of(static_cast<int64_t>(flat.size())), flat));
   const int xf = e.add_op("Reshape", {x, shape_constant(fs)}, nlohmann::json{{"ndim", fs.ndim}}, dt, fs, k);
   NodeSpec& r = g.nodes[k];  // add_op may have moved it
   if (!inc) {
@@ -315,10 +311,7 @@ void Simplifier::advanced_flatten(int k) {
     r.inputs = {xf, pos};
     r.attrs = nlohmann::json::object();
   } else {
-    auto set = attrs.find("set_instead_of_inc");
-    const bool set_ = set != attrs.end() && set->get<bool>();
-    const int upd = e.add_op("AdvancedIncSubtensor1", {xf, y, pos}, nlohmann::json{{"set_instead_of_inc", set_}}, dt,
-                             fs, k);
+    const int upd = e.add_op("AdvancedIncSubtensor1", {xf, y, pos}, *inc_attrs, dt, fs, k);
     const int sc = shape_constant(xs);
     NodeSpec& r2 = g.nodes[k];
     r2.op = "Reshape";
