@@ -1322,6 +1322,124 @@ def hurdle_negbin(rng, n=300):
     return model
 
 
+def two_way_anova(rng, rows=12, cols=9, n=800):
+    """Crossed random effects with an interaction cell gathered by two index vectors: ab[r, c]."""
+    r, c = rng.integers(0, rows, size=n), rng.integers(0, cols, size=n)
+    ab_true = rng.normal(0, 0.5, size=(rows, cols))
+    y = 1.0 + rng.normal(0, 0.7, size=rows)[r] + rng.normal(0, 0.7, size=cols)[c] + ab_true[r, c] + rng.normal(0, 1, size=n)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 5)
+        sa, sb, sab = pm.HalfNormal("sa", 1), pm.HalfNormal("sb", 1), pm.HalfNormal("sab", 1)
+        a = pm.Normal("a", 0, sa, shape=rows)
+        b = pm.Normal("b", 0, sb, shape=cols)
+        ab = pm.Normal("ab", 0, sab, shape=(rows, cols))
+        pm.Normal("y", mu + a[r] + b[c] + ab[r, c], pm.HalfNormal("sigma", 2), observed=y)
+    return model
+
+
+def discrete_survival(rng, n=300, periods=12, k=2):
+    """Discrete-time survival: per-period logit hazards, survival as a cumulative product (pt.cumprod)."""
+    X = rng.normal(size=(n, k))
+    base = np.linspace(-3.0, -1.5, periods)
+    h = 1 / (1 + np.exp(-(base[None, :] + (X @ [0.5, -0.4])[:, None])))
+    alive = np.cumprod(rng.uniform(size=(n, periods)) > h, axis=1)
+    t = np.minimum(periods - 1, alive.sum(axis=1))
+    event = (alive.sum(axis=1) < periods).astype("float64")
+    with pm.Model() as model:
+        b0 = pm.Normal("b0", -2, 1, shape=periods)
+        b = pm.Normal("b", 0, 1, shape=k)
+        haz = pm.math.sigmoid(b0[None, :] + pt.dot(X, b)[:, None])
+        surv = pt.cumprod(1 - haz, axis=1)
+        idx = np.arange(n)
+        s_prev = pt.concatenate([pt.ones((n, 1)), surv[:, :-1]], axis=1)[idx, t]
+        ll = event * (pt.log(s_prev) + pt.log(haz[idx, t])) + (1 - event) * pt.log(surv[idx, t])
+        pm.Potential("ll", pt.sum(ll))
+    return model
+
+
+def grouped_mvnormal(rng, groups=4, n=50, d=3):
+    """A covariance per group (batched Cholesky factors from per-group scales and one LKJ correlation)."""
+    L = np.linalg.cholesky(np.array([[1.0, 0.4, 0.1], [0.4, 1.0, -0.3], [0.1, -0.3, 1.0]]))
+    sds = rng.uniform(0.5, 2.0, size=(groups, d))
+    y = np.stack([rng.normal(size=(n, d)) @ (sds[g][:, None] * L).T for g in range(groups)])
+    with pm.Model() as model:
+        corr_chol, _, _ = pm.LKJCholeskyCov("cc", n=d, eta=2.0, sd_dist=pm.Exponential.dist(1.0, size=d),
+                                            compute_corr=True)
+        sd = pm.HalfNormal("sd", 2.0, shape=(groups, d))
+        chol = sd[:, :, None] * corr_chol[None, :, :]
+        mu = pm.Normal("mu", 0, 2, shape=(groups, d))
+        pm.MvNormal("y", mu=mu[:, None, :], chol=chol[:, None, :, :], observed=y)
+    return model
+
+
+def tensor_regression(rng, n=200, t=6, k=3):
+    """Panel regression on a 3-d design contracted by einsum ('ntk,k->nt') with unit effects."""
+    X = rng.normal(size=(n, t, k))
+    u = rng.normal(0, 0.5, size=n)
+    y = np.einsum("ntk,k->nt", X, [0.8, -0.5, 0.3]) + u[:, None] + rng.normal(0, 0.6, size=(n, t))
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0, 1, shape=k)
+        su = pm.HalfNormal("su", 1)
+        unit = pm.Normal("unit", 0, su, shape=n)
+        mu = pt.einsum("ntk,k->nt", X, beta) + unit[:, None]
+        pm.Normal("y", mu, pm.HalfNormal("sigma", 1), observed=y)
+    return model
+
+
+def hockey_stick(rng, n=400):
+    """Segmented regression with a free breakpoint: slope changes at c through pt.maximum(0, x - c)."""
+    x = rng.uniform(0, 10, size=n)
+    y = 1.0 + 0.2 * x + 0.8 * np.maximum(0, x - 6.0) + rng.normal(0, 0.5, size=n)
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 5)
+        b1 = pm.Normal("b1", 0, 2)
+        b2 = pm.Normal("b2", 0, 2)
+        c = pm.Uniform("c", 1, 9)
+        pm.StudentT("y", nu=5, mu=a + b1 * x + b2 * pt.maximum(0, x - c), sigma=pm.HalfNormal("s", 1), observed=y)
+    return model
+
+
+def circular_seasonal(rng, periods=52, years=6):
+    """A weekly seasonal effect with a circular random-walk prior (pt.roll) and Poisson counts."""
+    t = np.arange(periods * years)
+    season = np.sin(2 * np.pi * (t % periods) / periods)
+    y = rng.poisson(np.exp(1.5 + 0.6 * season))
+    with pm.Model() as model:
+        s = pm.HalfNormal("s", 0.3)
+        eff = pm.Normal("eff", 0, 1, shape=periods)
+        pm.Potential("circ", pm.logp(pm.Normal.dist(0, s), eff - pt.roll(eff, 1)).sum())
+        a = pm.Normal("a", 0, 2)
+        pm.Poisson("y", pt.exp(a + eff[t % periods]), observed=y)
+    return model
+
+
+def mixture_logsumexp(rng, n=500, k=4):
+    """A Student-t mixture written with pm.math.logsumexp over the (n, k) component axis."""
+    comp = rng.integers(0, k, size=n)
+    y = np.array([-4.0, -1.0, 2.0, 5.0])[comp] + rng.standard_t(4, size=n)
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(k))
+        mu = pm.Normal("mu", 0, 5, shape=k, transform=pm.distributions.transforms.ordered,
+                       initval=np.linspace(-3, 3, k))
+        sigma = pm.HalfNormal("sigma", 2)
+        lp = pm.logp(pm.StudentT.dist(nu=4, mu=mu, sigma=sigma), y[:, None]) + pt.log(w)
+        pm.Potential("mix", pm.math.logsumexp(lp, axis=1).sum())
+    return model
+
+
+def repeat_groups(rng, groups=40, per=15):
+    """Group means expanded to observations by pt.repeat, lognormal group scales."""
+    g_mu = rng.normal(0, 1, size=groups)
+    y = np.repeat(g_mu, per) + rng.normal(0, 0.5, size=groups * per)
+    with pm.Model() as model:
+        m = pm.Normal("m", 0, 2)
+        s = pm.HalfNormal("s", 1)
+        z = pm.Normal("z", 0, 1, shape=groups)
+        ls = pm.Normal("ls", -0.5, 0.5, shape=groups)
+        pm.Normal("y", pt.repeat(m + s * z, per), pt.repeat(pt.exp(ls), per), observed=y)
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
@@ -1340,7 +1458,8 @@ MODELS = {f.__name__: f for f in [
     censored_poisson, ordered_multinomial, inverse_gamma_regression, slogdet_potential, argsort_rank,
     missing_imputation, switch_isnan_mask, mv_random_walk, truncated_poisson, mvnormal_precision,
     missing_imputation_2d, kronecker_normal, car_spatial, lkj_corr, spectral_potentials, upper_cholesky_mvnormal,
-    censored_gamma_shape, truncated_studentt, hurdle_negbin,
+    censored_gamma_shape, truncated_studentt, hurdle_negbin, two_way_anova, discrete_survival, grouped_mvnormal,
+    tensor_regression, hockey_stick, circular_seasonal, mixture_logsumexp, repeat_groups,
 ]}
 
 

@@ -52,7 +52,8 @@ NATIVE_TODAY = {
         "normal_mixture", "weibull_survival", "simplex_categorical", "studentt_robust",
         "zero_inflated_poisson", "kronecker_normal", "car_spatial", "lkj_corr", "ordered_logsumexp",
         "spectral_potentials", "upper_cholesky_mvnormal", "truncated_gamma", "censored_gamma_shape",
-        "truncated_studentt", "hurdle_negbin")),
+        "truncated_studentt", "hurdle_negbin", "two_way_anova", "discrete_survival", "grouped_mvnormal",
+        "tensor_regression", "hockey_stick", "circular_seasonal", "mixture_logsumexp", "repeat_groups")),
     *(f"file:{n}" for n in (
         "data_regression", "eight_schools_centered", "eight_schools_noncentered", "logistic_glm",
         "mvnormal_lkj", "poisson_glm", "radon", "seed_gamma", "seed_gamma_large", "seed_lognormal", "seed_lognormal_large",

@@ -315,6 +315,51 @@ TEST_CASE("a batched triangular solve of one matrix becomes one solve of a matri
   for (int64_t i = 0; i < 12; ++i) CHECK(got[0].t.at<double>(i) == Approx(want[0].t.at<double>(i)).epsilon(1e-14));
 }
 
+TEST_CASE("a batch of triangular matrices each broadcast along its vectors becomes a batch of matrix solves",
+          "[gradient]") {
+  // A covariance per group: A (2, 1, 3, 3) against b (2, 4, 3); trans 1 is the gradient's solve.
+  for (const int trans : {0, 1}) {
+    INFO("trans " << trans);
+    Builder b;
+    const int v = b.input("float64", {2, 4, 3}, "v");
+    const int a = b.constant("float64", {2, 1, 3, 3},
+                             {2.0, 0.0, 0.0, 0.5, 1.5, 0.0, -1.0, 0.25, 3.0, 1.2, 0.0, 0.0, -0.4, 0.8, 0.0, 0.3, 0.6, 2.5});
+    json core = {{"op", "SolveTriangular"},
+                 {"attrs", {{"lower", true}, {"trans", trans}, {"unit_diagonal", false}, {"b_ndim", 1}}}};
+    b.outputs = {b.node("Blockwise", {a, v}, "float64", {2, 4, 3}, {{"core_op", core}, {"signature", "(m,m),(m)->(m)"}})};
+    const Rewritten r = rewritten(b, grad::unbatch_solves);
+    CHECK(r.rewrites == 1);
+    // One Blockwise over the 2 groups, each a solve against a (3, 4) matrix.
+    const Graph& g = r.after->graph();
+    int solves = 0;
+    for (const NodeSpec& n : g.nodes) {
+      if (n.op != "Blockwise") continue;
+      ++solves;
+      CHECK(n.attrs["signature"] == "(m,m),(m,n)->(m,n)");
+      CHECK(g.vars[n.outputs[0]].static_shape.dims[0] == 2);
+      CHECK(g.vars[n.outputs[0]].static_shape.dims[2] == 4);
+    }
+    CHECK(solves == 1);
+    std::vector<double> xs;
+    for (int i = 0; i < 24; ++i) xs.push_back(std::sin(1.0 + i));
+    Array in = Array::of<double>(Shape{3, {2, 4, 3}}, xs);
+    std::vector<Tensor> t{in.t};
+    const auto want = r.before->call(std::span<const Tensor>(t.data(), 1));
+    const auto got = r.after->call(std::span<const Tensor>(t.data(), 1));
+    REQUIRE(got[0].size() == 24);
+    for (int64_t i = 0; i < 24; ++i) CHECK(got[0].t.at<double>(i) == Approx(want[0].t.at<double>(i)).epsilon(1e-14));
+  }
+  SECTION("matrices not broadcast along the vectors stay") {
+    Builder b;
+    const int v = b.input("float64", {2, 3}, "v");
+    const int a = b.input("float64", {2, 3, 3}, "a");
+    json core = {{"op", "SolveTriangular"},
+                 {"attrs", {{"lower", true}, {"trans", 0}, {"unit_diagonal", false}, {"b_ndim", 1}}}};
+    b.outputs = {b.node("Blockwise", {a, v}, "float64", {2, 3}, {{"core_op", core}, {"signature", "(m,m),(m)->(m)"}})};
+    CHECK(rewritten(b, grad::unbatch_solves).rewrites == 0);
+  }
+}
+
 TEST_CASE("cholesky of L L^T is L for an L set into zeros on and below the diagonal", "[gradient]") {
   for (const bool lower : {true, false}) {
     INFO("indices " << (lower ? "on and below" : "above") << " the diagonal");

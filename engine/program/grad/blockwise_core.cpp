@@ -2,7 +2,8 @@
 // one solve against a matrix, as PyTensor's rewrites leave an MvNormal's
 // `solve_triangular(L, (x - mu).T)`: A X = B^T column by column is the same
 // system for every column, where the Blockwise would solve 200 systems of 3
-// one call at a time. Per column the same substitution, but the solver may
+// one call at a time; a batch of matrices (a covariance per group), each
+// broadcast along its group's vectors, is a Blockwise of such solves. Per column the same substitution, but the solver may
 // order a matrix's work differently, so on differentiated graphs only.
 #include "engine/program/grad/builder.hpp"
 #include "engine/program/grad/canonicalize.hpp"
@@ -20,16 +21,25 @@ int unbatch_solves(passes::Editor& e) {
     if (!attrs.is_object() || attrs.value("b_ndim", 0) != 1) return -1;
     const int a = node.inputs[0], v = node.inputs[1], out = node.outputs[0];
     const Shape as = e.g.vars[a].static_shape, vs = e.g.vars[v].static_shape;
-    // One batch dim, the matrix's broadcast along it.
-    if (as.ndim != 3 || as.dims[0] != 1 || vs.ndim != 2) return -1;
+    // k >= 0 batch dims both share (the batch of matrices: a covariance per
+    // group), then one the matrix is broadcast along (the vectors).
+    const int k = as.ndim - 3;
+    if (k < 0 || vs.ndim != k + 2 || as.dims[k] != 1) return -1;
+    for (int d = 0; d < k; ++d)
+      if (as.dims[d] < 0 || as.dims[d] != vs.dims[d]) return -1;
     const DType dt = e.g.vars[out].dtype;
-    Shape xs;
-    xs.ndim = 2;
-    xs.dims[0] = vs.dims[1];
-    xs.dims[1] = vs.dims[0];
     attrs["b_ndim"] = 2;
-    const int x = b.node("SolveTriangular", {b.dimshuffle(a, {1, 2}), b.dimshuffle(v, {1, 0})}, attrs, dt, xs);
-    return b.dimshuffle(x, {1, 0});
+    std::vector<int> a_order, v_order, x_order;
+    for (int d = 0; d < k; ++d) a_order.push_back(d), v_order.push_back(d), x_order.push_back(d);
+    a_order.insert(a_order.end(), {k + 1, k + 2});
+    v_order.insert(v_order.end(), {k + 1, k});
+    x_order.insert(x_order.end(), {k + 1, k});
+    const int am = b.dimshuffle(a, a_order), vt = b.dimshuffle(v, v_order);
+    Shape xs = b.spec(vt).static_shape;
+    if (k == 0) return b.dimshuffle(b.node("SolveTriangular", {am, vt}, attrs, dt, xs), x_order);
+    const nlohmann::json bw{{"core_op", {{"op", "SolveTriangular"}, {"attrs", attrs}}},
+                            {"signature", "(m,m),(m,n)->(m,n)"}};
+    return b.dimshuffle(b.node("Blockwise", {am, vt}, bw, dt, xs), x_order);
   });
 }
 
