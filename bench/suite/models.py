@@ -1440,6 +1440,209 @@ def repeat_groups(rng, groups=40, per=15):
     return model
 
 
+def clip_tobit(rng, n=300):
+    """A regression whose mean is clipped into a band (pt.clip)."""
+    x = rng.normal(size=n)
+    y = np.clip(0.5 + 1.2 * x, -1, 1.5) + rng.normal(0, 0.3, size=n)
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 2)
+        b = pm.Normal("b", 0, 2)
+        pm.Normal("y", pt.clip(a + b * x, -1.0, 1.5), pm.HalfNormal("s", 1), observed=y)
+    return model
+
+
+def max_potential(rng, k=6):
+    """A soft constraint on the largest of several effects (pt.max) and their product (pt.prod)."""
+    with pm.Model() as model:
+        x = pm.Normal("x", 0, 1, shape=k)
+        pm.Potential("mx", -2.0 * pt.max(x) ** 2)
+        pm.Potential("pr", -0.1 * pt.prod(pt.exp(x / 4)))
+    return model
+
+
+def periodic_gp(rng, n=50):
+    """A marginal GP with a sum of ExpQuad and Periodic kernels."""
+    x = np.linspace(0, 10, n)[:, None]
+    y = np.sin(2 * x[:, 0]) + 0.3 * x[:, 0] + rng.normal(0, 0.2, size=n)
+    with pm.Model() as model:
+        ls = pm.Gamma("ls", 2, 1)
+        eta = pm.HalfNormal("eta", 1)
+        per = pm.Gamma("per", 10, 3)
+        cov = eta**2 * pm.gp.cov.ExpQuad(1, ls) + pm.gp.cov.Periodic(1, per, ls=1.0)
+        gp = pm.gp.Marginal(cov_func=cov)
+        gp.marginal_likelihood("y", X=x, y=y, sigma=pm.HalfNormal("sigma", 1))
+    return model
+
+
+def softmax_categorical(rng, n=400, k=5, p=3):
+    """Multinomial logistic regression: pm.Categorical with p = softmax(X @ B) over classes."""
+    X = rng.normal(size=(n, p))
+    B = rng.normal(size=(p, k))
+    logits = X @ B
+    pr = np.exp(logits - logits.max(1, keepdims=True)); pr /= pr.sum(1, keepdims=True)
+    y = np.array([rng.choice(k, p=q) for q in pr])
+    with pm.Model() as model:
+        Bv = pm.Normal("B", 0, 2, shape=(p, k))
+        pm.Categorical("y", p=pt.special.softmax(pt.dot(X, Bv), axis=-1), observed=y)
+    return model
+
+
+def zero_inflated_binomial(rng, n=300):
+    y = np.where(rng.uniform(size=n) < 0.3, 0, rng.binomial(10, 0.4, size=n))
+    with pm.Model() as model:
+        psi = pm.Beta("psi", 2, 2)
+        p = pm.Beta("p", 2, 2)
+        pm.ZeroInflatedBinomial("y", psi=psi, n=10, p=p, observed=y)
+    return model
+
+
+def truncated_lognormal(rng, n=300):
+    y = rng.lognormal(0.5, 0.6, size=4 * n)
+    y = y[(y > 0.8) & (y < 6)][:n]
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 2)
+        s = pm.HalfNormal("s", 1)
+        pm.Truncated("y", pm.LogNormal.dist(mu, s), lower=0.8, upper=6.0, observed=y)
+    return model
+
+
+def censored_studentt(rng, n=300):
+    y = np.clip(1.0 + rng.standard_t(4, size=n), -1.5, 3.0)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 2)
+        s = pm.HalfNormal("s", 1)
+        pm.Censored("y", pm.StudentT.dist(nu=4, mu=mu, sigma=s), lower=-1.5, upper=3.0, observed=y)
+    return model
+
+
+def mv_mixture(rng, n=200, d=2):
+    """A two-component mixture of bivariate normals (pm.Mixture of MvNormal components)."""
+    comp = rng.integers(0, 2, size=n)
+    y = np.array([[-2.0, 0.0], [2.0, 1.0]])[comp] + rng.normal(size=(n, d))
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(2))
+        mu0 = pm.Normal("mu0", -1, 2, shape=d)
+        mu1 = pm.Normal("mu1", 1, 2, shape=d)
+        comps = [pm.MvNormal.dist(mu0, np.eye(d)), pm.MvNormal.dist(mu1, np.eye(d))]
+        pm.Mixture("y", w=w, comp_dists=comps, observed=y)
+    return model
+
+
+def diff_smoothing(rng, t=200):
+    """A second-difference smoothing prior on a trend (pt.diff twice)."""
+    trend = np.cumsum(np.cumsum(rng.normal(0, 0.02, size=t)))
+    y = trend + rng.normal(0, 0.3, size=t)
+    with pm.Model() as model:
+        f = pm.Normal("f", 0, 5, shape=t)
+        lam = pm.HalfNormal("lam", 1)
+        pm.Potential("smooth", pm.logp(pm.Normal.dist(0, lam * 0.05), pt.diff(f, n=2)).sum())
+        pm.Normal("y", f, pm.HalfNormal("s", 1), observed=y)
+    return model
+
+
+def interpolated_prior(rng, n=100):
+    """An empirical prior given on a grid (pm.Interpolated)."""
+    grid = np.linspace(-4, 4, 60)
+    dens = np.exp(-0.5 * grid**2) * (1 + 0.5 * np.sin(grid))
+    y = rng.normal(0.5, 1, size=n)
+    with pm.Model() as model:
+        m = pm.Interpolated("m", grid, dens)
+        pm.Normal("y", m, 1, observed=y)
+    return model
+
+
+def logaddexp_mixture(rng, n=400):
+    """A two-part mixture by pm.math.logaddexp of exponential and gamma log-densities."""
+    y = np.where(rng.uniform(size=n) < 0.4, rng.exponential(0.5, size=n), rng.gamma(5, 1, size=n))
+    with pm.Model() as model:
+        w = pm.Beta("w", 2, 2)
+        lam = pm.Gamma("lam", 2, 1)
+        a = pm.Gamma("a", 4, 1)
+        lp = pm.math.logaddexp(pt.log(w) + pm.logp(pm.Exponential.dist(lam), y),
+                               pt.log1p(-w) + pm.logp(pm.Gamma.dist(a, 1.0), y))
+        pm.Potential("mix", lp.sum())
+    return model
+
+
+def coords_hierarchy(rng, g=8, n=240):
+    """Hierarchical Poisson rates with named dims, pm.Data and a group-level log link."""
+    grp = rng.integers(0, g, size=n)
+    expo = rng.uniform(0.5, 2, size=n)
+    y = rng.poisson(expo * np.exp(rng.normal(0.5, 0.4, size=g))[grp])
+    with pm.Model(coords={"group": np.arange(g), "obs": np.arange(n)}) as model:
+        gi = pm.Data("gi", grp, dims="obs")
+        ex = pm.Data("ex", expo, dims="obs")
+        mu = pm.Normal("mu", 0, 1)
+        sd = pm.HalfNormal("sd", 1)
+        z = pm.Normal("z", 0, 1, dims="group")
+        rate = pm.Deterministic("rate", pt.exp(mu + sd * z), dims="group")
+        pm.Poisson("y", ex * rate[gi], observed=y, dims="obs")
+    return model
+
+
+def flat_priors(rng, n=200):
+    x = rng.normal(size=n)
+    y = 2 + 0.5 * x + rng.normal(0, 0.4, size=n)
+    with pm.Model() as model:
+        a = pm.Flat("a")
+        b = pm.Flat("b")
+        s = pm.HalfFlat("s")
+        pm.Normal("y", a + b * x, s, observed=y)
+    return model
+
+
+def discrete_weibull_counts(rng, n=200):
+    """Counts of a few (pm.DiscreteWeibull); its logp is -inf once q**(y**beta) underflows."""
+    y = rng.geometric(0.6, size=n) - 1
+    with pm.Model() as model:
+        q = pm.Beta("q", 4, 2)
+        beta = pm.Gamma("beta", 8, 8)
+        pm.DiscreteWeibull("y", q=q, beta=beta, observed=y)
+    return model
+
+
+def std_normalized(rng, n=150, k=4):
+    """Effects centred and scaled by their own mean and standard deviation (pt.mean, pt.std)."""
+    X = rng.normal(size=(n, k))
+    y = X @ np.array([1.0, -0.5, 0.2, 0.0]) + rng.normal(0, 0.5, size=n)
+    with pm.Model() as model:
+        raw = pm.Normal("raw", 0, 1, shape=k)
+        b = (raw - pt.mean(raw)) / pt.std(raw)
+        scale = pm.HalfNormal("scale", 1)
+        pm.Normal("y", pt.dot(X, scale * b), pm.HalfNormal("s", 1), observed=y)
+    return model
+
+
+def cumsum_2d(rng, g=10, t=30):
+    """Random walks per group along axis 1 (pt.cumsum over a matrix)."""
+    y = np.cumsum(rng.normal(0, 0.3, size=(g, t)), axis=1) + rng.normal(0, 0.2, size=(g, t))
+    with pm.Model() as model:
+        s = pm.HalfNormal("s", 0.5)
+        steps = pm.Normal("steps", 0, 1, shape=(g, t))
+        pm.Normal("y", pt.cumsum(s * steps, axis=1), pm.HalfNormal("e", 0.5), observed=y)
+    return model
+
+
+def kron_outer(rng, r=8, c=6):
+    """A matrix of effects as an outer product of row and column effects (pt.outer) plus noise."""
+    y = np.outer(rng.normal(size=r), rng.normal(size=c)) + rng.normal(0, 0.3, size=(r, c))
+    with pm.Model() as model:
+        u = pm.Normal("u", 0, 1, shape=r)
+        v = pm.Normal("v", 0, 1, shape=c)
+        pm.Normal("y", pt.outer(u, v), pm.HalfNormal("s", 1), observed=y)
+    return model
+
+
+def inverse_link_erfinv(rng, n=300):
+    """Quantile-mapped effects: a uniform parameter sent through the normal quantile (erfinv)."""
+    y = rng.normal(0.3, 1, size=n)
+    with pm.Model() as model:
+        u = pm.Uniform("u", 0.01, 0.99)
+        mu = np.sqrt(2) * pt.erfinv(2 * u - 1)
+        pm.Normal("y", mu, 1, observed=y)
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
@@ -1460,6 +1663,9 @@ MODELS = {f.__name__: f for f in [
     missing_imputation_2d, kronecker_normal, car_spatial, lkj_corr, spectral_potentials, upper_cholesky_mvnormal,
     censored_gamma_shape, truncated_studentt, hurdle_negbin, two_way_anova, discrete_survival, grouped_mvnormal,
     tensor_regression, hockey_stick, circular_seasonal, mixture_logsumexp, repeat_groups,
+    clip_tobit, max_potential, periodic_gp, softmax_categorical, zero_inflated_binomial, truncated_lognormal,
+    censored_studentt, mv_mixture, diff_smoothing, interpolated_prior, logaddexp_mixture, coords_hierarchy,
+    flat_priors, discrete_weibull_counts, std_normalized, cumsum_2d, kron_outer, inverse_link_erfinv,
 ]}
 
 

@@ -53,7 +53,11 @@ NATIVE_TODAY = {
         "zero_inflated_poisson", "kronecker_normal", "car_spatial", "lkj_corr", "ordered_logsumexp",
         "spectral_potentials", "upper_cholesky_mvnormal", "truncated_gamma", "censored_gamma_shape",
         "truncated_studentt", "hurdle_negbin", "two_way_anova", "discrete_survival", "grouped_mvnormal",
-        "tensor_regression", "hockey_stick", "circular_seasonal", "mixture_logsumexp", "repeat_groups")),
+        "tensor_regression", "hockey_stick", "circular_seasonal", "mixture_logsumexp", "repeat_groups",
+        "clip_tobit", "max_potential", "periodic_gp", "softmax_categorical", "zero_inflated_binomial",
+        "truncated_lognormal", "censored_studentt", "mv_mixture", "diff_smoothing", "logaddexp_mixture",
+        "coords_hierarchy", "flat_priors", "discrete_weibull_counts", "std_normalized", "cumsum_2d", "kron_outer",
+        "inverse_link_erfinv")),
     *(f"file:{n}" for n in (
         "data_regression", "eight_schools_centered", "eight_schools_noncentered", "logistic_glm",
         "mvnormal_lkj", "poisson_glm", "radon", "seed_gamma", "seed_gamma_large", "seed_lognormal", "seed_lognormal_large",
@@ -61,11 +65,17 @@ NATIVE_TODAY = {
 }
 # Today's documented fallbacks (an op without an adjoint or derivative rule), for the record:
 # suite garch11_scan, hmm_scan and structural_ts (Scan).
+# Python ops without a native kernel: the whole gradient is PyTensor's, those nodes run on PyTensor.
+PYTHON_OPS = {"suite:interpolated_prior": "SplineWrapper"}
 
 RTOL = 1e-10
 # The latent GP differentiates a Cholesky of an ill-conditioned 40x40 covariance: the two
 # paths' adjoints round differently (3.6e-10 scale-relative seen); not a formula error (that is O(1)).
-RTOL_FOR = {"suite:gp_latent": 1e-8}
+# The periodic GP's 50x50 covariance is as ill-conditioned: both paths are ~2e-6 from a 40-digit
+# evaluation of its logp and 3e-7 from each other. The censored Student-t differentiates betainc
+# in its shape: central differences agree with Ember's gradient to 1e-10 and with PyTensor's
+# to 7e-7 (|g| ~ 150), PyTensor's series being the less accurate (docs/math.md).
+RTOL_FOR = {"suite:gp_latent": 1e-8, "suite:periodic_gp": 1e-7, "suite:censored_studentt": 1e-7}
 N_POINTS = 3
 SCALE = 0.3
 
@@ -122,7 +132,9 @@ def test_native_gradient_matches_pytensor_gradient(case):
     cn, cs = compiled(case)
     if not _is_native(cn):
         reason = cn.timings.get("gradient_fallback", "")
-        assert "cannot differentiate" in reason, f"{case}: undocumented fallback: {reason!r}"
+        documented = "cannot differentiate" in reason or (
+            case in PYTHON_OPS and f"op {PYTHON_OPS[case]}:" in reason and "unsupported construct" in reason)
+        assert documented, f"{case}: undocumented fallback: {reason!r}"
     assert cn.n_dim == cs.n_dim
     rtol = RTOL_FOR.get(case, RTOL)
     rng = np.random.default_rng(zlib.crc32(case.encode()))

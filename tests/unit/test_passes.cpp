@@ -854,3 +854,50 @@ TEST_CASE("passes_scalarize_takes_constant_rows_and_cumulative_ops") {
   auto q = Program::from_json(bad.str(), only("scalarize"));
   CHECK(count_op(q, "AdvancedSubtensor1") == 1);
 }
+
+// log(x[idx]) per observation is log(x) per group, gathered: the same scalar
+// op on the same values, so the same bits; cheap ops, short indices and two
+// gathered operands stay, and an index out of range still fails.
+TEST_CASE("passes_costly_element_wise_work_on_gathered_values_runs_on_the_values_gathered_from") {
+  Builder b;
+  const int x = b.input("float64", {4}, "x"), m = b.input("float64", {3, 2}, "m");
+  const int idx = b.constant("int64", {9}, {0, 3, 1, 1, 2, 0, 3, 3, 2});
+  const int rows = b.constant("int64", {6}, {2, 0, 2, 1, 0, 2});
+  const int g = b.node("AdvancedSubtensor1", {x, idx}, "float64", {9});
+  const int lg = b.ew("Log", {g}, "float64", {9});                                     // lifted
+  const int dv = b.ew("TrueDiv", {b.constant("float64", {1}, {1.5}), g}, "float64", {9});  // lifted
+  const int ml = b.ew("Mul", {g, b.constant("float64", {1}, {2.0})}, "float64", {9});    // cheap: stays
+  const int gm = b.node("AdvancedSubtensor1", {m, rows}, "float64", {6, 2});
+  const int sq = b.ew("Sqrt", {gm}, "float64", {6, 2});                                // rows of a matrix: lifted
+  const int short_idx = b.constant("int64", {5}, {0, 1, 2, 3, 0});
+  const int gs = b.node("AdvancedSubtensor1", {x, short_idx}, "float64", {5});
+  const int ex = b.ew("Exp", {gs}, "float64", {5});                                    // 5 < 2 * 4: stays
+  const int two = b.ew("Pow", {g, b.node("AdvancedSubtensor1", {x, idx}, "float64", {9})}, "float64", {9});  // two gathered: stays
+  b.outputs = {lg, dv, ml, sq, ex, two};
+  const std::vector<Array> args = {vec({2.5, -1.0, NAN, 0.0}),
+                                   Array::of<double>(Shape{2, {3, 2}}, {4.0, -0.0, 1e-300, 9.0, 2.0, INFINITY})};
+  Options o = only("simplify");
+  o.passes.dce = true;
+  auto p = same_bits(b.str(), args, o);
+  const Graph& gr = p->graph();
+  for (const NodeSpec& n : gr.nodes) {
+    if (n.op != "Elemwise") continue;
+    const std::string op = n.attrs["scalar_op"]["op"];
+    const Shape& s = gr.vars[n.outputs[0]].static_shape;
+    INFO(op);
+    if (op == "Log" || op == "TrueDiv") CHECK(s.dims[0] == 4);
+    if (op == "Sqrt") CHECK((s.dims[0] == 3 && s.dims[1] == 2));
+    if (op == "Mul") CHECK(s.dims[0] == 9);
+    if (op == "Exp") CHECK(s.dims[0] == 5);
+    if (op == "Pow") CHECK(s.dims[0] == 9);
+  }
+  // An index out of range fails either way.
+  Builder bad;
+  const int bx = bad.input("float64", {2}, "x");
+  const int bi = bad.constant("int64", {5}, {0, 1, 2, 0, 1});
+  bad.outputs = {bad.ew("Log", {bad.node("AdvancedSubtensor1", {bx, bi}, "float64", {5})}, "float64", {5})};
+  for (const Options& opt : {o, with(kOff)}) {
+    auto q = Program::from_json(bad.str(), opt);
+    CHECK_THROWS_WITH(call(q, {vec({1.0, 2.0})}), Catch::Contains("out of bounds") || Catch::Contains("out of range"));
+  }
+}

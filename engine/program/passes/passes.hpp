@@ -79,6 +79,8 @@ int common_subexpressions(Editor& e);
 int simplify(Editor& e);
 // Unknown static dims that the inputs' static shapes fix (static_shapes.cpp): run with simplify.
 int refine_static_shapes(Editor& e);
+// f(x[idx], c...) -> f(x, c...)[idx] for a costly f and an idx longer than x (gather_lift.cpp): run with simplify.
+int lift_through_gathers(Editor& e);
 int fuse_elementwise(Editor& e);
 int batch_siblings(Editor& e);
 int scalarize(Editor& e);
