@@ -901,3 +901,40 @@ TEST_CASE("passes_costly_element_wise_work_on_gathered_values_runs_on_the_values
     CHECK_THROWS_WITH(call(q, {vec({1.0, 2.0})}), Catch::Contains("out of bounds") || Catch::Contains("out of range"));
   }
 }
+
+// switch(m, A, B) on a constant mask computes the branch its few entries take
+// only there: A's element-wise graph runs on the gathered entries, then is
+// scattered back; the other entries (NaN here) never reach the output. A
+// branch read elsewhere, a mask true at more than a third of its entries and
+// a cheap branch stay.
+TEST_CASE("passes_a_switch_on_a_constant_mask_computes_its_rare_branch_only_where_the_mask_selects_it") {
+  Builder b;
+  const int x = b.input("float64", {8}, "x"), y = b.input("float64", {8}, "y");
+  const int rare = b.constant("bool", {8}, {false, true, false, false, false, false, true, false});
+  const int common = b.constant("bool", {8}, {true, true, true, false, true, true, true, true});
+  const int half = b.constant("bool", {8}, {true, false, true, false, true, false, true, false});
+  const int lx = b.ew("Log", {x}, "float64", {8});
+  const int a = b.ew("Mul", {lx, b.ew("Exp", {y}, "float64", {8})}, "float64", {8});  // log(x) * exp(y)
+  const int s1 = b.ew("Switch", {rare, a, y}, "float64", {8});                         // A at 2 of 8
+  const int gl = b.ew("GammaLn", {y}, "float64", {8});
+  const int s2 = b.ew("Switch", {common, x, gl}, "float64", {8});                      // B at 1 of 8
+  const int s3 = b.ew("Switch", {half, b.ew("Sqrt", {x}, "float64", {8}), y}, "float64", {8});  // 4 of 8: stays
+  const int s4 = b.ew("Switch", {rare, b.ew("Add", {x, y}, "float64", {8}), x}, "float64", {8});  // cheap: stays
+  b.outputs = {s1, s2, s3, s4};
+  const std::vector<Array> args = {vec({-1.0, 2.5, NAN, 0.0, 3.0, -0.0, 1e-300, INFINITY}),
+                                   vec({800.0, -1.0, 2.0, -3.0, 0.5, NAN, 0.25, -2.0})};
+  Options o = only("simplify");
+  o.passes.dce = true;
+  auto p = same_bits(b.str(), args, o);
+  const Graph& g = p->graph();
+  for (const NodeSpec& n : g.nodes) {
+    if (n.op != "Elemwise") continue;
+    const std::string op = n.attrs["scalar_op"]["op"];
+    INFO(op);
+    const int64_t len = g.vars[n.outputs[0]].static_shape.dims[0];
+    if (op == "Log" || op == "Exp") CHECK(len == 2);
+    if (op == "GammaLn") CHECK(len == 1);
+    if (op == "Sqrt" || op == "Add") CHECK(len == 8);
+  }
+  CHECK(count_op(p, "AdvancedIncSubtensor1") == 2);
+}

@@ -470,3 +470,25 @@ TEST_CASE("stabilize_sinks_a_product_into_the_nonzero_branch_of_a_switch", "[sta
     check_values(s, {tail}, {0}, {-1.5, -0.5, 0, 0.5, 1.5}, 0);
   }
 }
+
+TEST_CASE("stabilize_sinks_a_negation_and_what_follows_it_into_the_nonzero_branch_of_a_switch", "[stabilize]") {
+  // A gradient's -switch(c, g, 0) / u * v: the switch moves out through all three.
+  Builder b = unary([&](Builder& b, int x) {
+    const int zero = b.constant("float64", {1}, {0.0});
+    const int pos = b.ew("GT", {x, zero}, "bool", {nullptr});
+    const int sw = b.ew("Switch", {pos, x, zero}, "float64", {nullptr});
+    const int ng = b.ew("Neg", {sw}, "float64", {nullptr});
+    const int u = b.ew("Exp", {b.ew("Neg", {b.ew("Mul", {x, x}, "float64", {nullptr})}, "float64", {nullptr})},
+                       "float64", {nullptr});  // exp(-x^2) underflows to 0 in the tails
+    const int q = b.ew("TrueDiv", {ng, u}, "float64", {nullptr});
+    return b.ew("Mul", {q, b.ew("Exp", {x}, "float64", {nullptr})}, "float64", {nullptr});
+  });
+  const Stabilized s = stabilized(b);
+  CHECK(s.rewrites == 3);
+  CHECK(count(s.after, "Switch") == 1);
+  // Where the switch gives 0: 0 / 0 was nan, and -0 became +0.
+  CHECK(std::isnan(run(s.before, {-800})[0]));
+  CHECK(run(s.after, {-800})[0] == 0.0);
+  CHECK(!std::signbit(run(s.after, {-800})[0]));
+  check_values(s, {-800}, {0}, {-1.5, -0.5, 0.5, 1.5}, 0);
+}

@@ -5,6 +5,7 @@
 #include <queue>
 
 #include "engine/ops/ops_common.hpp"
+#include "interp/scalar_op.hpp"
 
 namespace ember::passes {
 
@@ -334,6 +335,25 @@ std::optional<std::vector<int>> dimshuffle_order(const NodeSpec& n) {
     else return std::nullopt;
   }
   return r;
+}
+
+namespace {
+bool costly_scalar_op(const std::string& name) {
+  if (name == "TrueDiv" || name == "Reciprocal" || name == "Sqrt" || name == "ScalarLoop") return true;
+  const std::optional<interp::ScalarOp> op = interp::scalar_op_from_name(name);
+  return op && !interp::op_info(*op).math.empty();
+}
+}  // namespace
+
+bool costly_elemwise(const NodeSpec& n) {
+  if (!is_op(n, TensorOp::Elemwise)) return false;
+  const nlohmann::json& so = n.attrs.value("scalar_op", nlohmann::json());
+  if (!so.is_object()) return false;
+  const std::string name = so.value("op", "");
+  if (name != "Composite") return costly_scalar_op(name);
+  for (const nlohmann::json& c : so.value("nodes", nlohmann::json::array()))
+    if (c.is_object() && costly_scalar_op(c.value("op", ""))) return true;
+  return false;
 }
 
 std::string elemwise_scalar_op(const NodeSpec& n) {

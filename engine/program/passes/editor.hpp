@@ -95,6 +95,9 @@ bool constant_all(const Editor& e, int v, double x);
 // The scalar op name of an Elemwise node ("" for Composites, ScalarLoops
 // and other ops).
 std::string elemwise_scalar_op(const NodeSpec& n);
+// An Elemwise whose scalar op (or a node of its Composite) costs more than a
+// gather: a math-library call, a division, a square root, a ScalarLoop.
+bool costly_elemwise(const NodeSpec& n);
 
 // A DimShuffle's new_order: axis numbers, -1 for "x"; empty optional when
 // malformed.

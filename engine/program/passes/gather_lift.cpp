@@ -7,30 +7,8 @@
 // range fails in the gather, as before.
 #include "engine/program/passes/editor.hpp"
 #include "engine/program/passes/passes.hpp"
-#include "interp/scalar_op.hpp"
 
 namespace ember::passes {
-
-namespace {
-
-bool costly_op(const std::string& name) {
-  if (name == "TrueDiv" || name == "Reciprocal" || name == "Sqrt" || name == "ScalarLoop") return true;
-  const std::optional<interp::ScalarOp> op = interp::scalar_op_from_name(name);
-  return op && !interp::op_info(*op).math.empty();
-}
-
-// Whether an Elemwise's scalar op (or a node of its Composite) is costly_op.
-bool costly(const nlohmann::json& scalar_op) {
-  if (!scalar_op.is_object()) return false;
-  const std::string name = scalar_op.value("op", "");
-  if (name != "Composite") return costly_op(name);
-  const nlohmann::json& nodes = scalar_op.value("nodes", nlohmann::json::array());
-  for (const nlohmann::json& n : nodes)
-    if (n.is_object() && costly_op(n.value("op", ""))) return true;
-  return false;
-}
-
-}  // namespace
 
 int lift_through_gathers(Editor& e) {
   int rewrites = 0;
@@ -39,7 +17,7 @@ int lift_through_gathers(Editor& e) {
     if (e.removed(k)) continue;
     const NodeSpec& node = e.node(k);
     if (!is_op(node, TensorOp::Elemwise) || node.outputs.size() != 1 ||
-        !costly(node.attrs.value("scalar_op", nlohmann::json())))
+        !costly_elemwise(node))
       continue;
     // One gathered operand; every other one element, so it broadcasts over
     // x as it did over x[idx].

@@ -81,6 +81,9 @@ int simplify(Editor& e);
 int refine_static_shapes(Editor& e);
 // f(x[idx], c...) -> f(x, c...)[idx] for a costly f and an idx longer than x (gather_lift.cpp): run with simplify.
 int lift_through_gathers(Editor& e);
+// switch(m, A, B) with a constant mask m true (or false) at a third of its entries or fewer computes A (or B)
+// there only (mask_branches.cpp): run with simplify.
+int mask_branches(Editor& e);
 int fuse_elementwise(Editor& e);
 int batch_siblings(Editor& e);
 int scalarize(Editor& e);

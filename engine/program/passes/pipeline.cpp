@@ -69,6 +69,7 @@ PassReport run_passes(Graph& g, const Options& o) {
   run("fills", on.simplify, [&] { return grad::sink_fills(e); });
   run("shapes", on.simplify, [&] { return refine_static_shapes(e); });
   run("gathers", on.simplify && !off(config().pass_gathers), [&] { return lift_through_gathers(e); });
+  run("masks", on.simplify && !off(config().pass_masks), [&] { return mask_branches(e); });
   run("fold", on.fold && on.simplify, [&] { return fold_constants(e, o); });
   run("cse", on.cse && on.simplify, [&] { return common_subexpressions(e); });
   run("fuse", on.fuse, [&] { return fuse_elementwise(e); });

@@ -18,6 +18,7 @@
 //   log(softmax(x)) -> log_softmax(x); log(exp(x) / y) -> x - log(y); both
 //     also through Subtensor, advanced indexing and DimShuffle
 //   a * switch(c, 0, y) -> switch(c, 0, a * y) (and with 0 the other branch)
+//   -switch(c, 0, y) -> switch(c, 0, -y)
 //
 // Unlike the other passes these change bits: the result is the accurate
 // value where the original was inf, nan or cancelled, and within a few ulp
@@ -152,6 +153,7 @@ class Stabilizer {
   int log_diff_exp(int x, int y);
   int mul_switch_sink(const std::vector<int>& in);
   int div_switch_sink(const std::vector<int>& in);
+  int neg_switch_sink(int x);
 };
 
 // log1p(x), or log1p(-x) when `minus`, in a form made for it; -1 if none.
@@ -404,7 +406,8 @@ int Stabilizer::mul_switch_sink(const std::vector<int>& in) {
       if (!constant_all(e, sw[branch], 0.0)) continue;
       std::vector<int> factors = in;
       factors[i] = sw[3 - branch];
-      const int prod = ew("Mul", std::move(factors));
+      int prod = mul_switch_sink(factors);  // a switch nested in the branch (a check around a mask)
+      if (prod < 0) prod = ew("Mul", std::move(factors));
       return ew("Switch", branch == 1 ? std::vector<int>{sw[0], sw[1], prod} : std::vector<int>{sw[0], prod, sw[2]});
     }
   }
@@ -419,8 +422,24 @@ int Stabilizer::div_switch_sink(const std::vector<int>& in) {
   if (sw.size() != 3) return -1;
   for (int branch = 1; branch <= 2; ++branch) {
     if (!constant_all(e, sw[branch], 0.0)) continue;
-    const int q = ew("TrueDiv", {sw[3 - branch], in[1]});
+    int q = div_switch_sink({sw[3 - branch], in[1]});  // a switch nested in the branch
+    if (q < 0) q = ew("TrueDiv", {sw[3 - branch], in[1]});
     return ew("Switch", branch == 1 ? std::vector<int>{sw[0], sw[1], q} : std::vector<int>{sw[0], q, sw[2]});
+  }
+  return -1;
+}
+
+// -switch(c, 0, y) -> switch(c, 0, -y) (PyTensor: neg to mul by -1, then
+// local_mul_switch_sink): the untaken branch's 0 stays +0, and the switch
+// keeps moving out through the quotients and products that follow it.
+int Stabilizer::neg_switch_sink(int x) {
+  const std::vector<int> sw = def(x, "Switch");
+  if (sw.size() != 3) return -1;
+  for (int branch = 1; branch <= 2; ++branch) {
+    if (!constant_all(e, sw[branch], 0.0)) continue;
+    int ng = neg_switch_sink(sw[3 - branch]);  // a switch nested in the branch
+    if (ng < 0) ng = ew("Neg", {sw[3 - branch]});
+    return ew("Switch", branch == 1 ? std::vector<int>{sw[0], sw[1], ng} : std::vector<int>{sw[0], ng, sw[2]});
   }
   return -1;
 }
@@ -445,6 +464,7 @@ int Stabilizer::run() {
     else if (s == "Log1p" && in.size() == 1) r = log1p_special(in[0], false);
     else if ((s == "Add" || s == "Sub") && in.size() == 2) r = affine(o);
     else if (s == "Mul" && in.size() >= 2) r = mul_switch_sink(in);
+    else if (s == "Neg" && in.size() == 1) r = neg_switch_sink(in[0]);
     else if (s == "TrueDiv" && in.size() == 2 && (r = div_switch_sink(in)) >= 0) {}
     else if ((s == "TrueDiv" && in.size() == 2) || (s == "Reciprocal" && in.size() == 1)) r = divide(s, in);
     if (r < 0) continue;
