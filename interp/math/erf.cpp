@@ -202,9 +202,13 @@ D erfinv(D y) {
   D a = abs(y);
   B central = a < D(kCentral);
   D q = D(1.0) - a;  // exact for a >= 0.5
-  D xc = newton_erf(inv_central(select(central, y, D(0.0))), select(central, y, D(0.0)));
-  D qt = select(central || !(q > D(0.0)), D(0.25), q);
-  D xt = copysign(newton_erfc(inv_tail(qt), qt), y);
+  // Each path only when a lane takes it (lanes are independent: the same bits).
+  D xc(0.0), xt(0.0);
+  if (xsimd::any(central)) xc = newton_erf(inv_central(select(central, y, D(0.0))), select(central, y, D(0.0)));
+  if (!xsimd::all(central)) {
+    D qt = select(central || !(q > D(0.0)), D(0.25), q);
+    xt = copysign(newton_erfc(inv_tail(qt), qt), y);
+  }
   // Below ~1e-9 the first Taylor term is exact to rounding; avoids underflow in the step.
   D r = select(a < D(1e-9), y * D(0.88622692545275801365), select(central, xc, xt));
   r = select(a == D(1.0), copysign(inf(), y), r);
@@ -218,10 +222,14 @@ D erfcinv(D q) {
   B mid = !(lo || hi);
   D y = D(1.0) - q;
   D ym = select(mid, y, D(0.0));
-  D xm = newton_erf(inv_central(ym), ym);
-  D qt = select(lo && q > D(0.0), q, select(hi && q < D(2.0), D(2.0) - q, D(0.25)));
-  D x0 = inv_tail(qt);
-  D xt = select(qt < D(1e-280), newton_erfc_log(x0, qt), newton_erfc(x0, qt));
+  D xm(0.0), xt(0.0);
+  if (xsimd::any(mid)) xm = newton_erf(inv_central(ym), ym);
+  if (!xsimd::all(mid)) {
+    D qt = select(lo && q > D(0.0), q, select(hi && q < D(2.0), D(2.0) - q, D(0.25)));
+    D x0 = inv_tail(qt);
+    xt = newton_erfc(x0, qt);
+    if (xsimd::any(qt < D(1e-280))) xt = select(qt < D(1e-280), newton_erfc_log(x0, qt), xt);
+  }
   D r = select(mid, xm, select(lo, xt, neg(xt)));
   r = select(q == D(0.0), inf(), select(q == D(2.0), -inf(), r));
   return select(q < D(0.0) || q > D(2.0) || is_nan(q), nan(), r);
