@@ -35,15 +35,16 @@ class Masker {
     const Shape& s = var(v).static_shape;
     return s.ndim == 1 && s.dims[0] == n;
   }
-  // Whether an element-wise node of v's cone (full-length nodes, a few deep) is costly.
-  bool costly_cone(int v, int64_t n, int depth) const {
+  // Whether an element-wise node of v's cone (full-length nodes, a few deep,
+  // each looked at once) is costly.
+  bool costly_cone(int v, int64_t n, int depth, std::set<int>& seen) const {
     const int p = e.producer(v);
-    if (p < 0 || depth == 0 || !full(v, n)) return false;
+    if (p < 0 || depth == 0 || !full(v, n) || !seen.insert(p).second) return false;
     const NodeSpec& node = e.g.nodes[p];
     if (!is_op(node, TensorOp::Elemwise)) return false;
     if (costly_elemwise(node)) return true;
     for (int u : node.inputs)
-      if (costly_cone(e.resolve(u), n, depth - 1)) return true;
+      if (costly_cone(e.resolve(u), n, depth - 1, seen)) return true;
     return false;
   }
   int positions(int mask, bool polarity, const Tensor& m);
@@ -80,7 +81,9 @@ bool Masker::mask_switch(int k) {
   if (few == 0 || few * 3 > n) return false;
   const int branch = polarity ? 1 : 2, a = node.inputs[branch];
   const DType dt = var(a).dtype;
-  if (dt != DType::Float64 || dt != var(out).dtype || !full(a, n) || !costly_cone(a, n, 8)) return false;
+  if (dt != DType::Float64 || dt != var(out).dtype || !full(a, n)) return false;
+  std::set<int> seen;
+  if (!costly_cone(a, n, 8, seen)) return false;
   const int idx = positions(c, polarity, m);
   const Shape fs = line_of(few);
   const int zeros = e.add_constant(dt, os, Array::of<double>(os, std::vector<double>(static_cast<size_t>(n), 0.0)));
