@@ -3,8 +3,9 @@
 // `solve_triangular(L, (x - mu).T)`: A X = B^T column by column is the same
 // system for every column, where the Blockwise would solve 200 systems of 3
 // one call at a time; a batch of matrices (a covariance per group), each
-// broadcast along its group's vectors, is a Blockwise of such solves. Per column the same substitution, but the solver may
-// order a matrix's work differently, so on differentiated graphs only.
+// broadcast along its group's vectors, is a Blockwise of such solves. Per
+// column the same substitution, but the solver may order a matrix's work
+// differently, so on differentiated graphs only.
 #include "engine/program/grad/builder.hpp"
 #include "engine/program/grad/canonicalize.hpp"
 

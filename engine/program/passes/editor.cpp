@@ -374,6 +374,14 @@ Shape line_of(int64_t n) {
   return s;
 }
 
+int mask_positions(Editor& e, const Tensor& m, bool value) {
+  std::vector<int64_t> pos;
+  for (int64_t i = 0; i < m.dim(0); ++i)
+    if (m.at<bool>(i) == value) pos.push_back(i);
+  const Shape s = line_of(static_cast<int64_t>(pos.size()));
+  return e.add_constant(DType::Int64, s, Array::of<int64_t>(s, pos));
+}
+
 bool same_broadcast_pattern(const Shape& a, const Shape& b) {
   if (a.ndim != b.ndim) return false;
   for (int d = 0; d < a.ndim; ++d)

@@ -105,6 +105,9 @@ std::optional<std::vector<int>> dimshuffle_order(const NodeSpec& n);
 
 // The static shape (n,).
 Shape line_of(int64_t n);
+// A new int64 constant of the positions where the 1-d boolean tensor m
+// equals `value`, in order (NumPy's nonzero for true).
+int mask_positions(Editor& e, const Tensor& m, bool value);
 // Element count of a fully static shape, or -1 (a dim unknown, or overflow).
 int64_t static_size(const Shape& s);
 // Flat C-order index of coord in shape s, and back.

@@ -55,11 +55,7 @@ class Masker {
 int Masker::positions(int mask, bool polarity, const Tensor& m) {
   auto [it, fresh] = idx_of_.try_emplace({mask, polarity}, -1);
   if (!fresh) return it->second;
-  std::vector<int64_t> pos;
-  for (int64_t i = 0; i < m.dim(0); ++i)
-    if (m.at<bool>(i) == polarity) pos.push_back(i);
-  const Shape s = line_of(static_cast<int64_t>(pos.size()));
-  it->second = e.add_constant(DType::Int64, s, Array::of<int64_t>(s, pos));
+  it->second = mask_positions(e, m, polarity);
   idx_vars_.insert(it->second);
   return it->second;
 }

@@ -38,7 +38,6 @@ constexpr int64_t kMaxElems = 16;
 // vector code in a few dozen ns; as scalar code its cost grows with both.
 constexpr int64_t kMaxScalarOps = 256;
 
-
 bool small(const VarSpec& v) {
   const int64_t n = static_size(v.static_shape);
   return n >= 1 && n <= kMaxElems;

@@ -180,11 +180,7 @@ int Simplifier::mask_positions(int mask, int64_t dim) {
   if (!e.is_constant(mask) || dim < 0) return -1;
   const Tensor m = e.constant(mask);
   if (m.ndim() != 1 || m.dim(0) != dim) return -1;
-  std::vector<int64_t> pos;
-  for (int64_t i = 0; i < dim; ++i)
-    if (m.at<bool>(i)) pos.push_back(i);
-  const Shape s = line_of(static_cast<int64_t>(pos.size()));
-  return e.add_constant(DType::Int64, s, Array::of<int64_t>(s, pos));
+  return passes::mask_positions(e, m, true);
 }
 
 // x[idx] / inc(x[idx], y) with one integer vector (or a constant boolean

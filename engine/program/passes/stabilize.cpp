@@ -154,6 +154,8 @@ class Stabilizer {
   int mul_switch_sink(const std::vector<int>& in);
   int div_switch_sink(const std::vector<int>& in);
   int neg_switch_sink(int x);
+  template <class F>
+  int into_zero_switch(int x, F&& op);
 };
 
 // log1p(x), or log1p(-x) when `minus`, in a form made for it; -1 if none.
@@ -395,21 +397,33 @@ int Stabilizer::log_diff_exp(int x, int y) {
   return ew("Switch", {none, x, sum});
 }
 
+// x = switch(c, 0, y) (0 in either branch) -> switch(c, 0, op(y)); -1 when
+// x is not one. Each sink below applies itself again inside op, so it also
+// reaches a switch nested in the branch (a parameter check around a mask).
+template <class F>
+int Stabilizer::into_zero_switch(int x, F&& op) {
+  const std::vector<int> sw = def(x, "Switch");
+  if (sw.size() != 3) return -1;
+  for (int branch = 1; branch <= 2; ++branch) {
+    if (!constant_all(e, sw[branch], 0.0)) continue;
+    const int y = op(sw[3 - branch]);
+    return ew("Switch", branch == 1 ? std::vector<int>{sw[0], sw[1], y} : std::vector<int>{sw[0], y, sw[2]});
+  }
+  return -1;
+}
+
 // a * switch(c, 0, y) -> switch(c, 0, a * y): where the switch gives 0, an
 // infinite a (or its gradient) would make nan of it. Operands and so the
 // output's shape are the same; the constant 0 is the switch's own.
 int Stabilizer::mul_switch_sink(const std::vector<int>& in) {
   for (size_t i = 0; i < in.size(); ++i) {
-    const std::vector<int> sw = def(in[i], "Switch");
-    if (sw.size() != 3) continue;
-    for (int branch = 1; branch <= 2; ++branch) {
-      if (!constant_all(e, sw[branch], 0.0)) continue;
+    const int r = into_zero_switch(in[i], [&](int y) {
       std::vector<int> factors = in;
-      factors[i] = sw[3 - branch];
-      int prod = mul_switch_sink(factors);  // a switch nested in the branch (a check around a mask)
-      if (prod < 0) prod = ew("Mul", std::move(factors));
-      return ew("Switch", branch == 1 ? std::vector<int>{sw[0], sw[1], prod} : std::vector<int>{sw[0], prod, sw[2]});
-    }
+      factors[i] = y;
+      const int prod = mul_switch_sink(factors);
+      return prod >= 0 ? prod : ew("Mul", std::move(factors));
+    });
+    if (r >= 0) return r;
   }
   return -1;
 }
@@ -418,30 +432,20 @@ int Stabilizer::mul_switch_sink(const std::vector<int>& in) {
 // local_div_switch_sink: the gradient of an untaken branch stays 0 through
 // the quotients of a derivative rule (d log(u) = du / u with u infinite).
 int Stabilizer::div_switch_sink(const std::vector<int>& in) {
-  const std::vector<int> sw = def(in[0], "Switch");
-  if (sw.size() != 3) return -1;
-  for (int branch = 1; branch <= 2; ++branch) {
-    if (!constant_all(e, sw[branch], 0.0)) continue;
-    int q = div_switch_sink({sw[3 - branch], in[1]});  // a switch nested in the branch
-    if (q < 0) q = ew("TrueDiv", {sw[3 - branch], in[1]});
-    return ew("Switch", branch == 1 ? std::vector<int>{sw[0], sw[1], q} : std::vector<int>{sw[0], q, sw[2]});
-  }
-  return -1;
+  return into_zero_switch(in[0], [&](int y) {
+    const int q = div_switch_sink({y, in[1]});
+    return q >= 0 ? q : ew("TrueDiv", {y, in[1]});
+  });
 }
 
 // -switch(c, 0, y) -> switch(c, 0, -y) (PyTensor: neg to mul by -1, then
 // local_mul_switch_sink): the untaken branch's 0 stays +0, and the switch
 // keeps moving out through the quotients and products that follow it.
 int Stabilizer::neg_switch_sink(int x) {
-  const std::vector<int> sw = def(x, "Switch");
-  if (sw.size() != 3) return -1;
-  for (int branch = 1; branch <= 2; ++branch) {
-    if (!constant_all(e, sw[branch], 0.0)) continue;
-    int ng = neg_switch_sink(sw[3 - branch]);  // a switch nested in the branch
-    if (ng < 0) ng = ew("Neg", {sw[3 - branch]});
-    return ew("Switch", branch == 1 ? std::vector<int>{sw[0], sw[1], ng} : std::vector<int>{sw[0], ng, sw[2]});
-  }
-  return -1;
+  return into_zero_switch(x, [&](int y) {
+    const int ng = neg_switch_sink(y);
+    return ng >= 0 ? ng : ew("Neg", {y});
+  });
 }
 
 int Stabilizer::run() {
