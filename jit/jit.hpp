@@ -31,8 +31,9 @@ static_assert(kCellBytes % 64 == 0 && kBlock % 16 == 0);
 inline int32_t cell_index(const interp::Bytecode& bc, int32_t slot) {
   return slot >= bc.first_reg() ? slot - bc.first_reg() : bc.num_regs + (slot - bc.num_consts());
 }
-// Lanes per vector of generated code. Lane i of a cell is at byte
-// 8*(i/W)*W + size*(i%W): float32 lanes fill the first half of a group.
+// Lanes per vector of generated code (4, 8 or 16: a power of two). Lane i
+// of a cell is at byte 8*(i/W)*W + size*(i%W): float32 lanes fill the first
+// half of a group.
 int lanes(int tier);
 
 // A kernel's scratch layout. Block kernels: lanes(tier) lanes, cells
@@ -116,7 +117,7 @@ std::vector<int8_t> one_element_stores(const interp::Bytecode& bc);
 bool loop_compilable(const interp::Bytecode& bc, int carried, bool until);
 
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
-// of m elements. The chunk ABI (codegen version "codegen-17"):
+// of m elements. The chunk ABI (codegen version "codegen-18"):
 //   void chunk(int64_t m, char* scratch, const char* const* in)
 // - 0 < m <= kBlock (m == 1 for one-element kernels); every piece of a kernel gets the same m, scratch and
 //   in for a block, in order. The chunk computes ceil(m / W) groups of

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "interp/config.hpp"
@@ -510,8 +511,8 @@ void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedP
     int64_t m = std::min(kBlock, n - base);
     // Cutting a small block in two costs a second pass of every chunk (and
     // math call) more than gathering it: at n = 20, W = 8 that was 25 % slower.
-    if (any_direct && m >= kMinCut) m -= m % w;
-    const bool whole = m % w == 0;
+    if (any_direct && m >= kMinCut) m &= ~int64_t{w - 1};  // lanes are a power of two (lanes())
+    const bool whole = (m & (w - 1)) == 0;
     for (size_t j = 0; j < ni; ++j) {
       const int64_t es = static_cast<int64_t>(dtype_size(x[j].dt));
       const char* src = static_cast<const char*>(in[j].data) + base * in[j].stride * es;
@@ -589,32 +590,71 @@ static void leaf_starts(int64_t n, std::vector<int64_t>& first) {
 // lookup in a shared library), with the tree's leaves for its last n (a
 // node's calls repeat it).
 struct SumBuffers {
+  // The tree's leaves and plan for one n. A thread keeps those of its last
+  // few n: the Elemwise+Sum steps of one program alternate between theirs.
+  struct Tree {
+    int64_t n = -1;
+    std::vector<int64_t> first, events;
+    // A call of one chunk: tree()'s combinations of the leaf values, in its
+    // order, as (l, r): val[l] = val[l] + val[r]. No recursion per call.
+    std::vector<std::pair<int32_t, int32_t>> plan;
+  };
+  static constexpr int kTrees = 4;
+  Tree trees[kTrees];
+  int next = 0;
   int64_t n = -1;
-  std::vector<int64_t> first, events;
+  const std::vector<int64_t>* first = nullptr;
+  const std::vector<int64_t>* events = nullptr;
+  const std::vector<std::pair<int32_t, int32_t>>* plan = nullptr;
   std::vector<double> lanes, val, part;
   std::vector<double> rows;  // run_row_sums: per summed output and row, a leaf's 8 lanes and tail group
   std::vector<const char*> ip;
 
   void for_n(int64_t len) {
     if (len == n) return;
-    first.clear();
-    events.clear();
-    leaf_starts(len, first);
-    for (int64_t f : first) events.push_back(f * 8);
-    if (len % 8) events.push_back((len - len % 8) * 8 + 1);
-    events.push_back(INT64_MAX);
-    val.resize(first.size());
+    Tree* t = nullptr;
+    for (Tree& c : trees)
+      if (c.n == len) t = &c;
+    if (!t) {
+      t = &trees[next];
+      next = (next + 1) % kTrees;
+      t->first.clear();
+      t->events.clear();
+      leaf_starts(len, t->first);
+      for (int64_t f : t->first) t->events.push_back(f * 8);
+      if (len % 8) t->events.push_back((len - len % 8) * 8 + 1);
+      t->events.push_back(INT64_MAX);
+      t->plan.clear();
+      if (len <= reduce::kChunk) {
+        int32_t at = 0;
+        plan_tree(len, at, t->plan);
+      }
+      t->n = len;
+    }
+    first = &t->first;
+    events = &t->events;
+    plan = &t->plan;
+    if (val.size() < first->size()) val.resize(first->size());
     n = len;
+  }
+  // tree(m) over the leaves from index `at` on: appends its combinations,
+  // returns the index its value ends in.
+  static int32_t plan_tree(int64_t m, int32_t& at, std::vector<std::pair<int32_t, int32_t>>& out) {
+    if (m <= reduce::kLeaf) return at++;
+    const int64_t m2 = reduce::split_point(m);
+    const int32_t l = plan_tree(m2, at, out), r = plan_tree(m - m2, at, out);
+    out.emplace_back(l, r);
+    return l;
   }
   // Per summed output: a dummy slot (the flush at the first leaf), a slot per
   // leaf, then the tail group.
-  size_t per() const { return (first.size() + 1) * 8 + 8; }
+  size_t per() const { return (first->size() + 1) * 8 + 8; }
   // Points the control cell at each summed output's leaf lanes.
   void set_lanes(char* ctl, size_t ns) {
     if (lanes.size() < ns * per()) lanes.resize(ns * per());
     for (size_t q = 0; q < ns; ++q) {
       double* l = lanes.data() + q * per();
-      double* t = l + (first.size() + 1) * 8;
+      double* t = l + (first->size() + 1) * 8;
       std::memcpy(ctl + 24 + 16 * q, &l, 8);
       std::memcpy(ctl + 32 + 16 * q, &t, 8);
     }
@@ -628,13 +668,17 @@ struct SumBuffers {
   }
   // The sum of summed output q (accumulator cell acc) after a call over n.
   double sum(size_t q, const double* acc) {
-    const size_t nl = first.size();
+    const size_t nl = first->size();
     const double* l = lanes.data() + q * per();
     // Leaf i's lanes at slot i + 1; the last leaf's are still the accumulator.
     for (size_t i = 0; i + 1 < nl; ++i) val[i] = reduce::combine_lanes<reduce::Rop::Add, double>(l + (i + 1) * 8);
     const double v = leaf_value(acc, l + (nl + 1) * 8, n % 8);
     val[nl - 1] = v;
     if (n <= reduce::kLeaf) return v;  // one leaf: the tree is that leaf
+    if (n <= reduce::kChunk) {
+      for (const auto& [a, b] : *plan) val[a] = val[a] + val[b];
+      return val[0];
+    }
     // The tree over each chunk's leaves, then over the chunks' partials.
     size_t at = 0;
     part.clear();
@@ -681,7 +725,7 @@ void JitKernel::run_sums(const ElemKernel* self, int64_t n, const interp::Stride
   if (b.ip.size() < nip) b.ip.resize(nip);
   const char** ip = b.ip.data();
   for (const int32_t j : k->direct_outs_) ip[ni + j] = s + k->outs_[j].cell;
-  SumState st{b.events.data(), 0, ctl};
+  SumState st{b.events->data(), 0, ctl};
   run_blocks(k, n, in, out, ip, s, &st);
   for (size_t q = 0; q < ns; ++q) {
     const int32_t j = k->summed_[q];
@@ -741,7 +785,7 @@ bool JitKernel::run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, co
       }
     }
     // Each row is a call over n elements from the first leaf (run_blocks).
-    const int64_t* ev = b.events.data();
+    const int64_t* ev = b.events->data();
     std::memcpy(ctl, &ev, 8);
     std::memcpy(ctl + 8, &zero, 8);
     std::memcpy(ctl + 16, &zero, 8);
