@@ -151,10 +151,20 @@ class Gen {
       }
     }
 
+    // Block kernels: a Sigmoid whose argument's negation a later Sigmoid of
+    // the chunk takes makes both results in one call (sigmoid_partner); the
+    // later one's waits in a temporary until its place.
+    std::vector<char> later(bc_.code.size(), 0);
     for (const auto& [k, e] : runs) {
-      if (!is_math(bc_.code[k])) emit_run(k, e);
-      else if (e - k == 1) emit_math(bc_.code[k]);
-      else emit_math_batch(k, e);
+      if (later[k]) copy_cell(tmp_off(3), cell_off(bc_.code[k].d));
+      else if (!is_math(bc_.code[k])) emit_run(k, e);
+      else if (e - k > 1) emit_math_batch(k, e);
+      else if (const int j = W > 1 ? sigmoid_partner(k, hi) : -1; j >= 0) {
+        emit_sigmoid_pm(bc_.code[k]);
+        later[j] = 1;
+      } else {
+        emit_math(bc_.code[k]);
+      }
     }
     if (W == 1 && hi == static_cast<int>(bc_.code.size())) store_one_element_outputs(in);
     B.CreateRetVoid();
@@ -506,6 +516,43 @@ class Gen {
         store(v, at(cell_off(bc_.code[i].d), g));
       }
     });
+  }
+
+  // The last instruction before `before` that defines slot s, or -1.
+  int last_def(int32_t s, int before) const {
+    for (int i = before - 1; i >= 0; --i)
+      if (bc_.code[i].d == s) return i;
+    return -1;
+  }
+  // The next math call j < hi after instruction k, when both are float64
+  // Sigmoids and j's argument is Neg of k's (its value at k): no math call
+  // between them, so the temporary holding j's result survives until j.
+  // -1 when there is none.
+  int sigmoid_partner(int k, int hi) const {
+    const uint16_t sig = interp::opcode_of(interp::ScalarOp::Sigmoid, Cls::F64);
+    const uint16_t negop = interp::opcode_of(interp::ScalarOp::Neg, Cls::F64);
+    const Instr& a = bc_.code[k];
+    if (a.op != sig || a.a < bc_.num_consts() || is_uniform(a.a)) return -1;
+    for (int j = k + 1; j < hi; ++j) {
+      const Instr& b = bc_.code[j];
+      if (!is_math(b)) continue;
+      // The first math call after k: b's argument made by a Neg of a.a
+      // that reads a.a's value at k (a.a not redefined between the reads).
+      const int n = b.op == sig && b.a >= bc_.first_reg() ? last_def(b.a, j) : -1;
+      if (n < 0 || bc_.code[n].op != negop || bc_.code[n].a != a.a) return -1;
+      return (n > k ? last_def(a.a, n) < k : last_def(a.a, k) < n) ? j : -1;
+    }
+    return -1;
+  }
+  // x = Sigmoid(p) and its partner's Sigmoid(-p), into the temporary tmp_off(3).
+  void emit_sigmoid_pm(const Instr& x) {
+    Value* p = is_input(x.a) ? in_base_[x.a - bc_.num_consts()] : B.CreateConstGEP1_64(i8, scratch_, cell_off(x.a));
+    std::vector<Type*> pts{s64, ptr, ptr, ptr};
+    FunctionCallee fn = M.getOrInsertFunction("ember_math_sigmoid_pm", FunctionType::get(Type::getVoidTy(C), pts, false));
+    B.CreateCall(fn, {m_, p, B.CreateConstGEP1_64(i8, scratch_, cell_off(x.d)), B.CreateConstGEP1_64(i8, scratch_, tmp_off(3))});
+  }
+  void copy_cell(uint64_t from, uint64_t to) {
+    loop([&](Value* g) { store(load(f64, at(from, g)), at(to, g)); });
   }
 
   // The math library's array entry for opcode: void ember_math_<f>(i64 n, ptr x.., ptr y).

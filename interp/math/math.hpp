@@ -24,6 +24,10 @@ namespace ember::math {
 #undef EMBER_MATH_ROW2
 #undef EMBER_MATH_ROW3
 
+// Two results computed together (the JIT pairs the calls): rx = sigmoid(x),
+// rn = sigmoid(-x), the bits of each one's own call. Outputs may alias x.
+void sigmoid_pm(int64_t n, const double* x, double* rx, double* rn);
+
 // Scalar conveniences over the same code (tests, constant folding).
 #define EMBER_MATH_ROW1(f) inline double f(double x) { double y; f(1, &x, &y); return y; }
 #define EMBER_MATH_ROW2(f) inline double f(double a, double b) { double y; f(1, &a, &b, &y); return y; }
@@ -49,6 +53,7 @@ extern "C" {
 #undef EMBER_MATH_ROW1
 #undef EMBER_MATH_ROW2
 #undef EMBER_MATH_ROW3
+void ember_math_sigmoid_pm(int64_t n, const double* x, double* rx, double* rn);
 }
 
 namespace ember::math {

@@ -34,6 +34,10 @@ D asinh(D x);
 D acosh(D x);
 D atanh(D x);
 D sigmoid(D x);
+// sigmoid(x) and sigmoid(-x) (a logistic's two tails, -x by sign flip as
+// the Neg op) at once: one exp and one reciprocal serve both. The bits of
+// the two sigmoid calls.
+void sigmoid_pm(D x, D& rx, D& rn);
 D softplus(D x);
 D log1mexp(D x);
 D pow(D x, D y);
@@ -110,15 +114,19 @@ inline void two_prod(D a, D b, D& p, D& e) {
 // The residual splits q and dhi at 21 bits by masking (cheaper than Dekker's
 // multiply): every partial product is exact but the last (lo*lo, ~2^-42 of
 // q*dhi), whose rounding (~2^-95 relative) is far below what the correction needs.
-inline D div_dd(D num, D dhi, D dlo) {
-  D inv = D(1.0) / dhi;
+// div_dd with the parts that depend on the divisor alone given: inv =
+// 1/dhi, dh = trunc32(dhi), dl = dhi - dh (several quotients by one divisor).
+inline D div_dd_by(D num, D dhi, D dlo, D inv, D dh, D dl) {
   D q = num * inv;
   D qh = trunc32(q), ql = q - qh;
-  D dh = trunc32(dhi), dl = dhi - dh;
   D p = q * dhi;
   D pe = ((qh * dh - p) + qh * dl + ql * dh) + ql * dl;
   D r = ((num - p) - pe) - q * dlo;
   return q + r * inv;
+}
+inline D div_dd(D num, D dhi, D dlo) {
+  D dh = trunc32(dhi);
+  return div_dd_by(num, dhi, dlo, D(1.0) / dhi, dh, dhi - dh);
 }
 
 // Polynomial c0 + x*(c1 + x*(c2 + ...)), Horner without FMA.

@@ -1402,3 +1402,64 @@ TEST_CASE("jit_row_sums_match_the_interpreters_rows_summed_bitwise", "[jit]") {
   }
 }
 #endif
+
+#ifdef EMBER_WITH_JIT
+#include "interp/math/math.hpp"
+// A logistic's two tails, sigmoid(x) and sigmoid(-x), come from one call of
+// math::sigmoid_pm in tier-2 block code (jit/codegen.cpp: sigmoid_partner).
+// Both must keep the bits of their own sigmoid calls: the pair function
+// itself, at every length around the batch widths, and the kernels that use
+// it, whether the negated value is a register or an input's negation.
+TEST_CASE("jit_a_sigmoid_and_the_sigmoid_of_its_negation_keep_the_bits_of_two_calls", "[jit]") {
+  REQUIRE_JIT();
+  auto same = [](double a, double b) { return std::memcmp(&a, &b, 8) == 0; };
+  std::vector<double> x = test::special_doubles();
+  std::mt19937_64 rng(47);
+  for (int i = 0; i < 2000; ++i) x.push_back(std::ldexp(double(int64_t(rng() % 2000001) - 1000000), int(rng() % 30) - 24));
+  for (double v : {-37.0, 37.0, -745.2, 745.2, -709.8, 709.8, 1e-17, -1e-17}) x.push_back(v);
+  for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{13}, static_cast<int64_t>(x.size())}) {
+    std::vector<double> rx(n), rn(n);
+    math::sigmoid_pm(n, x.data(), rx.data(), rn.data());
+    for (int64_t i = 0; i < n; ++i) {
+      INFO("x " << x[i]);
+      REQUIRE(same(rx[i], math::sigmoid(x[i])));
+      REQUIRE(same(rn[i], math::sigmoid(-x[i])));
+    }
+  }
+  using interp::ScalarOp;
+  for (const bool from_input : {false, true}) {
+    Composite c;
+    c.inputs = {DType::Float64, DType::Float64};
+    int at = 0;  // the value negated: input 0, or t0 = in0 - in1
+    if (!from_input) {
+      c.nodes.push_back({ScalarOp::Sub, DType::Float64, {0, 1}});
+      at = 2;
+    }
+    const int base = 2 + static_cast<int>(c.nodes.size());
+    c.nodes.push_back({ScalarOp::Sigmoid, DType::Float64, {at}});
+    c.nodes.push_back({ScalarOp::Neg, DType::Float64, {at}});
+    c.nodes.push_back({ScalarOp::Sigmoid, DType::Float64, {base + 1}});
+    c.nodes.push_back({ScalarOp::Mul, DType::Float64, {base, base + 2}});
+    c.outputs = {base, base + 2, base + 3};
+    REQUIRE(c.validate() == "");
+    auto vm = Interpreted::compile(c);
+    const Bytecode& bc = vm->bytecode();
+    jit::KernelSpec spec;
+    jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec)}, 2, spec,
+                      vm);
+    const int64_t n = static_cast<int64_t>(x.size());
+    std::vector<double> y(n);
+    for (int64_t i = 0; i < n; ++i) y[i] = x[(i * 7 + 3) % n];
+    std::vector<double> a(3 * n), b(3 * n);
+    interp::StridedPtr in[2] = {{x.data(), 1}, {y.data(), 1}};
+    interp::StridedPtr oa[3] = {{a.data(), 1}, {a.data() + n, 1}, {a.data() + 2 * n, 1}};
+    interp::StridedPtr ob[3] = {{b.data(), 1}, {b.data() + n, 1}, {b.data() + 2 * n, 1}};
+    vm->run(n, in, oa);
+    jk.run(n, in, ob);
+    for (int64_t i = 0; i < 3 * n; ++i) {
+      INFO("from input " << from_input << " element " << i);
+      REQUIRE(same(a[i], b[i]));
+    }
+  }
+}
+#endif
