@@ -587,11 +587,10 @@ static void leaf_starts(int64_t n, std::vector<int64_t>& first) {
 }
 
 // One thread's buffers for summed calls (one thread_local: each costs a
-// lookup in a shared library), with the tree's leaves for its last n (a
-// node's calls repeat it).
+// lookup in a shared library), with the trees of its last few lengths.
 struct SumBuffers {
-  // The tree's leaves and plan for one n. A thread keeps those of its last
-  // few n: the Elemwise+Sum steps of one program alternate between theirs.
+  // The tree's leaves and plan for one n. A node's calls repeat its n, and
+  // the Elemwise+Sum steps of one program alternate between theirs.
   struct Tree {
     int64_t n = -1;
     std::vector<int64_t> first, events;
