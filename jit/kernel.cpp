@@ -601,16 +601,13 @@ struct SumBuffers {
   static constexpr int kTrees = 4;
   Tree trees[kTrees];
   int next = 0;
-  int64_t n = -1;
-  const std::vector<int64_t>* first = nullptr;
-  const std::vector<int64_t>* events = nullptr;
-  const std::vector<std::pair<int32_t, int32_t>>* plan = nullptr;
+  const Tree* tree = nullptr;  // the current call's (for_n)
   std::vector<double> lanes, val, part;
   std::vector<double> rows;  // run_row_sums: per summed output and row, a leaf's 8 lanes and tail group
   std::vector<const char*> ip;
 
   void for_n(int64_t len) {
-    if (len == n) return;
+    if (tree && tree->n == len) return;
     Tree* t = nullptr;
     for (Tree& c : trees)
       if (c.n == len) t = &c;
@@ -630,11 +627,8 @@ struct SumBuffers {
       }
       t->n = len;
     }
-    first = &t->first;
-    events = &t->events;
-    plan = &t->plan;
-    if (val.size() < first->size()) val.resize(first->size());
-    n = len;
+    tree = t;
+    if (val.size() < t->first.size()) val.resize(t->first.size());
   }
   // tree(m) over the leaves from index `at` on: appends its combinations,
   // returns the index its value ends in.
@@ -647,13 +641,13 @@ struct SumBuffers {
   }
   // Per summed output: a dummy slot (the flush at the first leaf), a slot per
   // leaf, then the tail group.
-  size_t per() const { return (first->size() + 1) * 8 + 8; }
+  size_t per() const { return (tree->first.size() + 1) * 8 + 8; }
   // Points the control cell at each summed output's leaf lanes.
   void set_lanes(char* ctl, size_t ns) {
     if (lanes.size() < ns * per()) lanes.resize(ns * per());
     for (size_t q = 0; q < ns; ++q) {
       double* l = lanes.data() + q * per();
-      double* t = l + (first->size() + 1) * 8;
+      double* t = l + (tree->first.size() + 1) * 8;
       std::memcpy(ctl + 24 + 16 * q, &l, 8);
       std::memcpy(ctl + 32 + 16 * q, &t, 8);
     }
@@ -667,7 +661,8 @@ struct SumBuffers {
   }
   // The sum of summed output q (accumulator cell acc) after a call over n.
   double sum(size_t q, const double* acc) {
-    const size_t nl = first->size();
+    const int64_t n = tree->n;
+    const size_t nl = tree->first.size();
     const double* l = lanes.data() + q * per();
     // Leaf i's lanes at slot i + 1; the last leaf's are still the accumulator.
     for (size_t i = 0; i + 1 < nl; ++i) val[i] = reduce::combine_lanes<reduce::Rop::Add, double>(l + (i + 1) * 8);
@@ -675,7 +670,7 @@ struct SumBuffers {
     val[nl - 1] = v;
     if (n <= reduce::kLeaf) return v;  // one leaf: the tree is that leaf
     if (n <= reduce::kChunk) {
-      for (const auto& [a, b] : *plan) val[a] = val[a] + val[b];
+      for (const auto& [a, b] : tree->plan) val[a] = val[a] + val[b];
       return val[0];
     }
     // The tree over each chunk's leaves, then over the chunks' partials.
@@ -724,7 +719,7 @@ void JitKernel::run_sums(const ElemKernel* self, int64_t n, const interp::Stride
   if (b.ip.size() < nip) b.ip.resize(nip);
   const char** ip = b.ip.data();
   for (const int32_t j : k->direct_outs_) ip[ni + j] = s + k->outs_[j].cell;
-  SumState st{b.events->data(), 0, ctl};
+  SumState st{b.tree->events.data(), 0, ctl};
   run_blocks(k, n, in, out, ip, s, &st);
   for (size_t q = 0; q < ns; ++q) {
     const int32_t j = k->summed_[q];
@@ -784,7 +779,7 @@ bool JitKernel::run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, co
       }
     }
     // Each row is a call over n elements from the first leaf (run_blocks).
-    const int64_t* ev = b.events->data();
+    const int64_t* ev = b.tree->events.data();
     std::memcpy(ctl, &ev, 8);
     std::memcpy(ctl + 8, &zero, 8);
     std::memcpy(ctl + 16, &zero, 8);
