@@ -47,7 +47,7 @@ int64_t div_ops() {
 class Gen {
  public:
   Gen(LLVMContext& c, Module& m, const Bytecode& bc, const Layout& l, const std::vector<bool>& uniform, bool isolate,
-      bool const_mem, const std::vector<bool>& summed)
+      bool const_mem, const std::vector<bool>& summed, const std::vector<bool>& packed)
       : C(c),
         M(m),
         B(c),
@@ -57,6 +57,7 @@ class Gen {
         align_(std::min<uint64_t>(kCellAlign, cell_bytes_)),
         uniform_(uniform),
         summed_(summed),
+        packed_(packed),
         isolate_(isolate),
         const_mem_(const_mem) {
     const auto ec = ElementCount::getFixed(W);
@@ -275,10 +276,25 @@ class Gen {
       return u;
     }
     // An input may be the caller's memory: only 8-byte aligned.
-    Value* v = is_input(s) ? B.CreateAlignedLoad(cls_ty(c), B.CreateGEP(i8, in_base_[s - bc_.num_consts()], goff_), Align(8))
-                           : load(cls_ty(c), at(cell_off(s), g));
+    Value* v = is_packed(s)  ? read_packed(s, c)
+               : is_input(s) ? B.CreateAlignedLoad(cls_ty(c), B.CreateGEP(i8, in_base_[s - bc_.num_consts()], goff_), Align(8))
+                             : load(cls_ty(c), at(cell_off(s), g));
     vals_[s] = v;
     return v;
+  }
+
+  bool is_packed(int32_t s) const {
+    const size_t j = static_cast<size_t>(s - bc_.num_consts());
+    return is_input(s) && j < packed_.size() && packed_[j];
+  }
+  // A packed bool input (packed_inputs): W bytes at byte W * group, each
+  // lane 1 where its byte is nonzero, as the VM's widening gives.
+  Value* read_packed(int32_t s, Cls c) {
+    if (c != Cls::I64) throw std::runtime_error("packed input read as float");
+    Value* p = B.CreateGEP(i8, in_base_[s - bc_.num_consts()], B.CreateLShr(goff_, 3));
+    Type* bytes = VectorType::get(i8, ElementCount::getFixed(W));
+    Value* b = B.CreateAlignedLoad(bytes, p, Align(1));
+    return B.CreateZExt(B.CreateICmpNE(b, Constant::getNullValue(bytes)), i64);
   }
 
   // Emits `for (off = 0; off < end; off += 8W) body(scratch + off)`; end >= 8W.
@@ -932,6 +948,7 @@ class Gen {
   const uint64_t cell_bytes_, align_;  // Layout: bytes between cells; alignment of a group
   const std::vector<bool>& uniform_;
   const std::vector<bool>& summed_;  // KernelSpec::summed
+  const std::vector<bool>& packed_;  // packed_inputs
   const bool isolate_;
   const bool const_mem_;  // tier 1: vector constants loaded from globals
   Type *f64, *f32, *i64, *s64, *i8, *ptr;
@@ -957,10 +974,10 @@ class Gen {
 
 std::unique_ptr<Module> emit_chunk(LLVMContext& ctx, const Bytecode& bc, int lo, int hi, const std::string& name,
                                    const Layout& layout, const std::vector<bool>& uniform, int max_run, bool isolate,
-                                   bool const_mem, const std::vector<bool>& summed) {
+                                   bool const_mem, const std::vector<bool>& summed, const std::vector<bool>& packed) {
   if (!summed.empty() && layout.lanes != 8) throw std::runtime_error("summed outputs need 8 lanes");
   auto m = std::make_unique<Module>(name, ctx);
-  Gen(ctx, *m, bc, layout, uniform, isolate, const_mem, summed).run(lo, hi, name, max_run);
+  Gen(ctx, *m, bc, layout, uniform, isolate, const_mem, summed, packed).run(lo, hi, name, max_run);
   return m;
 }
 

@@ -23,10 +23,12 @@ namespace ember::jit {
 // the head of its own basic block. `const_mem` (tier 1) loads vector
 // constants from constant globals: FastISel cannot materialize them.
 // `summed` (empty or per output): outputs summed in the chunk (KernelSpec).
+// `packed` (empty or per input): inputs read as bytes (packed_inputs).
 std::unique_ptr<llvm::Module> emit_chunk(llvm::LLVMContext& ctx, const interp::Bytecode& bc, int lo, int hi,
                                          const std::string& name, const Layout& layout,
                                          const std::vector<bool>& uniform, int max_run, bool isolate,
-                                         bool const_mem, const std::vector<bool>& summed = {});
+                                         bool const_mem, const std::vector<bool>& summed = {},
+                                         const std::vector<bool>& packed = {});
 
 // Adds `void name(i64 steps, char* scratch, const char* const* ops)` to m:
 // a ScalarLoop of one element whose body is m's one-element function

@@ -101,6 +101,13 @@ std::vector<bool> summable_outputs(const interp::Bytecode& bc);
 std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element,
                                 const std::vector<bool>& summed = {});
 
+// Inputs a block kernel of tier 2 reads as bytes: bool inputs, not uniform
+// and not an output themselves. Their cell (or the caller's contiguous
+// array) holds the bytes as they are, element i at byte i, and the chunk
+// tests them against zero; widening each mask to 8 bytes a call cost more
+// than the step's arithmetic on small models. Empty when there is none.
+std::vector<bool> packed_inputs(const interp::Bytecode& bc, int tier, const KernelSpec& spec);
+
 // One-element kernels: the outputs the chunk holding the last instruction
 // stores itself, through the pointer at in[kOneElementInStride * (ninputs + j)],
 // after everything else it does: float64 and int64 outputs held in a
@@ -117,7 +124,7 @@ std::vector<int8_t> one_element_stores(const interp::Bytecode& bc);
 bool loop_compilable(const interp::Bytecode& bc, int carried, bool until);
 
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
-// of m elements. The chunk ABI (codegen version "codegen-19"):
+// of m elements. The chunk ABI (codegen version "codegen-20"):
 //   void chunk(int64_t m, char* scratch, const char* const* in)
 // - 0 < m <= kBlock (m == 1 for one-element kernels); every piece of a kernel gets the same m, scratch and
 //   in for a block, in order. The chunk computes ceil(m / W) groups of
@@ -140,10 +147,12 @@ bool loop_compilable(const interp::Bytecode& bc, int carried, bool until);
 // - in[k], for every k < bc.inputs.size() (a chunk loads only the inputs it
 //   reads): the lane base of input k for this block, in its class's cell
 //   layout: lane i at byte 8W*(i/W) + size*(i%W), size 8 for the F64 and
-//   I64 classes, 4 for F32. Only 8-byte alignment may be assumed. It is
+//   I64 classes, 4 for F32; a packed input (packed_inputs) has byte i at
+//   byte i. Only 8-byte alignment may be assumed (none for packed). It is
 //   either input k's own scratch cell (JitKernel gathered, widened or
 //   splatted it there) or, when the input is contiguous float64 / int64,
-//   8-byte aligned and m % W == 0, the caller's memory at this block's first
+//   8-byte aligned and m % W == 0 (packed: contiguous and m % W == 0), the
+//   caller's memory at this block's first
 //   element (float32 never: no caller array has the F32 cell layout). The
 //   chunk never writes through in[k]; the caller's memory behind in[k] may
 //   be an output buffer (an in-place op), which the caller writes only
@@ -246,6 +255,7 @@ class JitKernel : public interp::ElemKernel {
     interp::Cell k;
     int in;
     bool uniform = false;  // inputs: KernelSpec::uniform
+    bool packed = false;   // inputs: packed_inputs
     int64_t es = 0;        // inputs: element bytes
   };
   // Where output o's lanes are after a chunk: an input's, its cell, or

@@ -1,6 +1,7 @@
 // JitKernel: the block driver around compiled pieces. No LLVM here. It
 // gathers each block's inputs into scratch cells (widened to their register
-// class, as the VM's gather), runs the pieces, and scatters the outputs.
+// class, as the VM's gather, or bool bytes as they are), runs the pieces, and
+// scatters the outputs.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -79,6 +80,17 @@ void gather(DType dt, const char* p, int64_t stride, int64_t m, char* cell, int 
       interp::widen_bool(reinterpret_cast<const uint8_t*>(p), stride, m, r);
       break;
   }
+}
+
+// An input's m elements into its cell: a packed input's bytes as they are
+// (packed_inputs), any other widened to its class (gather).
+void gather_in(bool packed, DType dt, const char* p, int64_t stride, int64_t m, char* cell, int w) {
+  if (!packed) return gather(dt, p, stride, m, cell, w);
+  if (stride == 1) {
+    std::memcpy(cell, p, static_cast<size_t>(m));
+    return;
+  }
+  for (int64_t i = 0; i < m; ++i) cell[i] = p[i * stride];
 }
 
 template <class T> void narrow_int(const int64_t* r, int64_t m, char* p, int64_t stride) {
@@ -186,6 +198,20 @@ std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element, co
   return d;
 }
 
+std::vector<bool> packed_inputs(const interp::Bytecode& bc, int tier, const KernelSpec& spec) {
+  std::vector<bool> p;
+  if (tier < 2 || spec.one_element) return p;
+  for (size_t k = 0; k < bc.inputs.size(); ++k) {
+    if (bc.inputs[k] != DType::Bool || spec.is_uniform(k)) continue;
+    const int32_t slot = bc.num_consts() + static_cast<int32_t>(k);
+    if (std::any_of(bc.outputs.begin(), bc.outputs.end(), [&](const interp::OutputRef& o) { return o.slot == slot; }))
+      continue;
+    if (p.empty()) p.assign(bc.inputs.size(), false);
+    p[k] = true;
+  }
+  return p;
+}
+
 std::vector<int8_t> one_element_stores(const interp::Bytecode& bc) {
   std::vector<int8_t> d(bc.outputs.size(), 0);
   for (size_t j = 0; j < bc.outputs.size(); ++j) {
@@ -227,9 +253,10 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
   }
   plain_ins_ = std::all_of(bc.inputs.begin(), bc.inputs.end(),
                            [](DType t) { return t == DType::Float64 || t == DType::Int64; });
+  const std::vector<bool> packed = packed_inputs(bc, tier, spec);
   for (size_t k = 0; k < bc.inputs.size(); ++k) {
     ins_.push_back({bc.inputs[k], static_cast<int64_t>(bc.num_regs + k) * cell_bytes_, {}, -1, spec.is_uniform(k),
-                    static_cast<int64_t>(dtype_size(bc.inputs[k]))});
+                    k < packed.size() && packed[k], static_cast<int64_t>(dtype_size(bc.inputs[k]))});
     any_uniform_ |= spec.is_uniform(k);
   }
   if (any_uniform_ && !fallback_) throw std::invalid_argument("JitKernel: uniform inputs need a fallback kernel");
@@ -317,6 +344,10 @@ bool inplace_on() {
 inline bool in_place_layout(DType dt, const void* p, int64_t stride) {
   return stride == 1 && (dt == DType::Float64 || dt == DType::Int64) && reinterpret_cast<uintptr_t>(p) % 8 == 0;
 }
+// The same for a packed input (packed_inputs): contiguous bytes.
+inline bool in_place_layout(bool packed, DType dt, const void* p, int64_t stride) {
+  return packed ? stride == 1 : in_place_layout(dt, p, stride);
+}
 
 // Lane 0 of a cell (or the constant k) to one output element, as scatter() does.
 inline void store_one(DType dt, const char* cell, const interp::Cell& k, void* p) {
@@ -400,7 +431,8 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
       for (const Piece& p : k->pieces_) p.fn(1, s, reinterpret_cast<const char* const*>(sp));
     } else {
       for (size_t j = 0; j < ni; ++j) {
-        load_one(x[j].dt, in[j].data, s + x[j].cell);
+        if (x[j].packed) gather_in(true, x[j].dt, static_cast<const char*>(in[j].data), 1, 1, s + x[j].cell, k->lanes_);
+        else load_one(x[j].dt, in[j].data, s + x[j].cell);
         ip[j] = s + x[j].cell;
       }
       for (const Piece& p : k->pieces_) p.fn(1, s, ip);
@@ -458,7 +490,7 @@ void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedP
   // read past the caller's array); the last < w elements are gathered.
   constexpr int64_t kMinCut = 64;
   const bool inplace = inplace_on();
-  auto direct = [&](size_t j) { return inplace && in_place_layout(x[j].dt, in[j].data, in[j].stride); };
+  auto direct = [&](size_t j) { return inplace && in_place_layout(x[j].packed, x[j].dt, in[j].data, in[j].stride); };
   // Direct outputs go straight to the caller's array when it is contiguous
   // float64, aligned and shares no byte with an input (a chunk stores an
   // output before later instructions read the inputs).
@@ -505,7 +537,8 @@ void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedP
     }
     // Broadcast inputs: filled once per call (generated code never writes
     // an input); the first block is the largest.
-    if (in[j].stride == 0) gather(x[j].dt, static_cast<const char*>(in[j].data), 0, std::min(n, kBlock), s + x[j].cell, w);
+    if (in[j].stride == 0)
+      gather_in(x[j].packed, x[j].dt, static_cast<const char*>(in[j].data), 0, std::min(n, kBlock), s + x[j].cell, w);
   }
   for (int64_t base = 0; base < n;) {
     int64_t m = std::min(kBlock, n - base);
@@ -523,7 +556,7 @@ void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedP
       } else if (whole && direct(j)) {
         ip[j] = src;
       } else {
-        gather(x[j].dt, src, in[j].stride, m, s + x[j].cell, w);
+        gather_in(x[j].packed, x[j].dt, src, in[j].stride, m, s + x[j].cell, w);
         ip[j] = s + x[j].cell;
       }
     }
@@ -760,7 +793,7 @@ bool JitKernel::run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, co
   for (size_t j = 0; j < ni; ++j) {
     // Inputs one row repeats (a (1, n) operand): gathered once.
     if (x[j].uniform || in[j].row_stride != 0) continue;
-    gather(x[j].dt, static_cast<const char*>(in[j].data), in[j].stride, n, s + x[j].cell, w);
+    gather_in(x[j].packed, x[j].dt, static_cast<const char*>(in[j].data), in[j].stride, n, s + x[j].cell, w);
     ip[j] = s + x[j].cell;
   }
   for (int64_t r = 0; r < rows; ++r) {
@@ -770,11 +803,11 @@ bool JitKernel::run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, co
         ip[j] = one_lane(x[j].dt, src, s + x[j].cell);
       } else if (in[j].row_stride == 0) {
         // gathered above
-      } else if (inplace && in_place_layout(x[j].dt, src, in[j].stride) &&
+      } else if (inplace && in_place_layout(x[j].packed, x[j].dt, src, in[j].stride) &&
                  (whole || (r + 1 < rows && in[j].row_stride >= n && padded - in[j].row_stride < n))) {
         ip[j] = src;
       } else {
-        gather(x[j].dt, src, in[j].stride, n, s + x[j].cell, w);
+        gather_in(x[j].packed, x[j].dt, src, in[j].stride, n, s + x[j].cell, w);
         ip[j] = s + x[j].cell;
       }
     }

@@ -226,4 +226,71 @@ TEST_CASE("jit_output_stored_in_place_before_a_later_read_of_its_input_matches_i
     }
   }
 }
+// Switch on a bool mask, And of two masks, the mask as a number: tier 2
+// reads bool inputs as bytes (packed_inputs), tier 1 widened.
+Composite masks() {
+  Composite c;
+  c.inputs = {DType::Bool, DType::Float64, DType::Bool};
+  c.constants.push_back({DType::Float64, -1.0, 0});
+  c.nodes.push_back({ScalarOp::Switch, DType::Float64, {0, 1, 3}});  // 4
+  c.nodes.push_back({ScalarOp::And, DType::Bool, {0, 2}});           // 5
+  c.nodes.push_back({ScalarOp::Cast, DType::Float64, {2}});          // 6
+  c.nodes.push_back({ScalarOp::Add, DType::Float64, {6, 4}});        // 7
+  c.outputs = {4, 5, 7};
+  return c;
+}
+
+TEST_CASE("jit_bool_masks_read_as_bytes_match_interpreter", "[jit]") {
+  REQUIRE_JIT();
+  const Composite c = masks();
+  auto vm = Interpreted::compile(c);
+  const std::vector<bool> packed = jit::packed_inputs(vm->bytecode(), 2, {});
+  REQUIRE(packed.size() == 3);
+  CHECK((packed[0] && !packed[1] && packed[2]));
+  CHECK(jit::packed_inputs(vm->bytecode(), 1, {}).empty());
+  CHECK(check(c, {1, 1, 1}, 9) == "");
+  CHECK(check(c, {3, 1, 0}, 10) == "");
+  CHECK(check(c, {0, 2, 1}, 11) == "");
+  // A mask that is also an output stays widened.
+  Composite d = masks();
+  d.outputs = {4, 0};
+  auto vd = Interpreted::compile(d);
+  const std::vector<bool> pd = jit::packed_inputs(vd->bytecode(), 2, {});
+  CHECK((pd.size() == 3 && !pd[0] && pd[2]));
+  CHECK(check(d, {1, 1, 1}, 12) == "");
+}
+
+TEST_CASE("jit_bool_mask_bytes_other_than_one_are_true", "[jit]") {
+  REQUIRE_JIT();
+  const Composite c = masks();
+  auto vm = Interpreted::compile(c);
+  const Bytecode& bc = vm->bytecode();
+  jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2)}, 2);
+  for (int64_t n : kSizes) {
+    std::vector<uint8_t> m0(n), m2(n);
+    std::vector<double> x(n);
+    const uint8_t bytes[] = {0, 1, 2, 255, 0, 128};
+    for (int64_t i = 0; i < n; ++i) {
+      m0[i] = bytes[i % 6];
+      m2[i] = bytes[(i / 3) % 6];
+      x[i] = 0.5 * double(i);
+    }
+    std::vector<double> a0(n), b0(n), a2(n), b2(n);
+    std::vector<uint8_t> a1(n), b1(n);
+    StridedPtr in[3] = {{m0.data(), 1}, {x.data(), 1}, {m2.data(), 1}};
+    StridedPtr o1[3] = {{a0.data(), 1}, {a1.data(), 1}, {a2.data(), 1}};
+    StridedPtr o2[3] = {{b0.data(), 1}, {b1.data(), 1}, {b2.data(), 1}};
+    vm->run(n, in, o1);
+    jk.run(n, in, o2);
+    INFO("n " << n);
+    CHECK(std::memcmp(a0.data(), b0.data(), n * 8) == 0);
+    CHECK(std::memcmp(a1.data(), b1.data(), n) == 0);
+    CHECK(std::memcmp(a2.data(), b2.data(), n * 8) == 0);
+    // Independently: mask bytes 2 and 255 are true, and true casts to 1.
+    if (n > 3) {
+      CHECK(b0[2] == x[2]);
+      CHECK(b2[3] == 1.0 + x[3]);
+    }
+  }
+}
 #endif
