@@ -152,20 +152,17 @@ class Gen {
       }
     }
 
-    // Block kernels: a Sigmoid whose argument's negation a later Sigmoid of
-    // the chunk takes makes both results in one call (sigmoid_partner); the
-    // later one's waits in a temporary until its place.
-    std::vector<char> later(bc_.code.size(), 0);
+    // Block kernels: Softplus and Sigmoid calls of x and -x in a row make
+    // their results in one call (logistic_group); the later ones' wait in
+    // temporaries until their places.
+    std::vector<int8_t> later(bc_.code.size(), -1);  // the temporary holding this call's result
+    int group[4];
     for (const auto& [k, e] : runs) {
-      if (later[k]) copy_cell(tmp_off(3), cell_off(bc_.code[k].d));
+      if (later[k] >= 0) copy_cell(tmp_off(later[k]), cell_off(bc_.code[k].d));
       else if (!is_math(bc_.code[k])) emit_run(k, e);
       else if (e - k > 1) emit_math_batch(k, e);
-      else if (const int j = W > 1 ? sigmoid_partner(k, hi) : -1; j >= 0) {
-        emit_sigmoid_pm(bc_.code[k]);
-        later[j] = 1;
-      } else {
-        emit_math(bc_.code[k]);
-      }
+      else if (W > 1 && logistic_group(k, hi, group)) emit_logistic(k, group, later);
+      else emit_math(bc_.code[k]);
     }
     if (W == 1 && hi == static_cast<int>(bc_.code.size())) store_one_element_outputs(in);
     B.CreateRetVoid();
@@ -540,32 +537,64 @@ class Gen {
       if (bc_.code[i].d == s) return i;
     return -1;
   }
-  // The next math call j < hi after instruction k, when both are float64
-  // Sigmoids and j's argument is Neg of k's (its value at k): no math call
-  // between them, so the temporary holding j's result survives until j.
-  // -1 when there is none.
-  int sigmoid_partner(int k, int hi) const {
-    const uint16_t sig = interp::opcode_of(interp::ScalarOp::Sigmoid, Cls::F64);
+  // The math calls math::logistic makes with instruction k, a float64
+  // Softplus or Sigmoid of x (not a constant, not uniform): the math calls
+  // right after k, each a float64 Softplus or Sigmoid of x or of -x (their
+  // values at k) in a role (math::logistic's outputs: softplus(x),
+  // softplus(-x), sigmoid(x), sigmoid(-x)) none before it took. No other math
+  // call lies between them, so the temporaries holding their results
+  // survive. at[role]: the instruction, or -1. Whether there are two or more.
+  bool logistic_group(int k, int hi, int at[4]) const {
+    const uint16_t sp = interp::opcode_of(interp::ScalarOp::Softplus, Cls::F64);
+    const uint16_t sg = interp::opcode_of(interp::ScalarOp::Sigmoid, Cls::F64);
     const uint16_t negop = interp::opcode_of(interp::ScalarOp::Neg, Cls::F64);
+    auto role = [&](uint16_t op) { return op == sp ? 0 : op == sg ? 2 : -1; };
     const Instr& a = bc_.code[k];
-    if (a.op != sig || a.a < bc_.num_consts() || is_uniform(a.a)) return -1;
+    if (role(a.op) < 0 || a.a < bc_.num_consts() || is_uniform(a.a)) return false;
+    std::fill(at, at + 4, -1);
+    at[role(a.op)] = k;
+    int members = 1;
+    // When x is made by a Neg of u (at n0), u is -x while it keeps that value.
+    const int n0 = a.a >= bc_.first_reg() ? last_def(a.a, k) : -1;
+    const int32_t u = n0 >= 0 && bc_.code[n0].op == negop ? bc_.code[n0].a : -1;
     for (int j = k + 1; j < hi; ++j) {
       const Instr& b = bc_.code[j];
       if (!is_math(b)) continue;
-      // The first math call after k: b's argument made by a Neg of a.a
-      // that reads a.a's value at k (a.a not redefined between the reads).
-      const int n = b.op == sig && b.a >= bc_.first_reg() ? last_def(b.a, j) : -1;
-      if (n < 0 || bc_.code[n].op != negop || bc_.code[n].a != a.a) return -1;
-      return (n > k ? last_def(a.a, n) < k : last_def(a.a, k) < n) ? j : -1;
+      const int r = role(b.op);
+      if (r < 0) break;
+      int neg = -1;
+      if (b.a == a.a && last_def(a.a, j) < k) {
+        neg = 0;
+      } else if (const int n = b.a >= bc_.first_reg() ? last_def(b.a, j) : -1;
+                 n >= 0 && bc_.code[n].op == negop && bc_.code[n].a == a.a &&
+                 (n > k ? last_def(a.a, n) < k : last_def(a.a, k) < n)) {
+        neg = 1;  // a Neg that reads x's value at k
+      } else if (u >= 0 && b.a == u && last_def(u, j) < n0) {
+        neg = 1;
+      }
+      if (neg < 0 || at[r + neg] >= 0) break;
+      at[r + neg] = j;
+      ++members;
     }
-    return -1;
+    return members >= 2;
   }
-  // x = Sigmoid(p) and its partner's Sigmoid(-p), into the temporary tmp_off(3).
-  void emit_sigmoid_pm(const Instr& x) {
+  // The group's call at k: k's result to its cell, each later member's to a
+  // temporary (later[j]) until its place.
+  void emit_logistic(int k, const int at[4], std::vector<int8_t>& later) {
+    const Instr& x = bc_.code[k];
     Value* p = is_input(x.a) ? in_base_[x.a - bc_.num_consts()] : B.CreateConstGEP1_64(i8, scratch_, cell_off(x.a));
-    std::vector<Type*> pts{s64, ptr, ptr, ptr};
-    FunctionCallee fn = M.getOrInsertFunction("ember_math_sigmoid_pm", FunctionType::get(Type::getVoidTy(C), pts, false));
-    B.CreateCall(fn, {m_, p, B.CreateConstGEP1_64(i8, scratch_, cell_off(x.d)), B.CreateConstGEP1_64(i8, scratch_, tmp_off(3))});
+    std::vector<Value*> args{m_, p};
+    int8_t t = 1;
+    for (int r = 0; r < 4; ++r) {
+      if (at[r] < 0) {
+        args.push_back(ConstantPointerNull::get(PointerType::get(C, 0)));
+        continue;
+      }
+      if (at[r] != k) later[at[r]] = t++;
+      args.push_back(B.CreateConstGEP1_64(i8, scratch_, at[r] == k ? cell_off(x.d) : tmp_off(later[at[r]])));
+    }
+    std::vector<Type*> pts{s64, ptr, ptr, ptr, ptr, ptr};
+    B.CreateCall(M.getOrInsertFunction("ember_math_logistic", FunctionType::get(Type::getVoidTy(C), pts, false)), args);
   }
   void copy_cell(uint64_t from, uint64_t to) {
     loop([&](Value* g) { store(load(f64, at(from, g)), at(to, g)); });

@@ -124,7 +124,7 @@ std::vector<int8_t> one_element_stores(const interp::Bytecode& bc);
 bool loop_compilable(const interp::Bytecode& bc, int carried, bool until);
 
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
-// of m elements. The chunk ABI (codegen version "codegen-20"):
+// of m elements. The chunk ABI (codegen version "codegen-21"):
 //   void chunk(int64_t m, char* scratch, const char* const* in)
 // - 0 < m <= kBlock (m == 1 for one-element kernels); every piece of a kernel gets the same m, scratch and
 //   in for a block, in order. The chunk computes ceil(m / W) groups of

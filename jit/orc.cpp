@@ -188,7 +188,7 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
                                                JITSymbolFlags::Exported | JITSymbolFlags::Callable};
   };
   for (const math::Entry& e : math::kEntries) add(("ember_math_" + std::string(e.name)).c_str(), e.address());
-  add("ember_math_sigmoid_pm", &ember_math_sigmoid_pm);
+  add("ember_math_logistic", &ember_math_logistic);
   add("ember_jit_ipow", &ember_jit_ipow);
   add("fmod", static_cast<double (*)(double, double)>(&::fmod));
   add("fmodf", static_cast<float (*)(float, float)>(&::fmodf));

@@ -14,26 +14,39 @@ D sigmoid(D x) {
   return select(is_nan(x), x, y);
 }
 
-void sigmoid_pm(D x, D& rx, D& rn) {
-  // sigmoid's steps for x and y = -x, whose |y| is |x|: each shared value once.
-  const D y = neg(x);
-  D e = exp_inline(neg(abs(x)));
-  D s = D(1.0) + e;
-  D se = (D(1.0) - s) + e;
-  D inv = D(1.0) / s, dh = trunc32(s), dl = s - dh;
-  rx = select(is_nan(x), x, div_dd_by(select(x < D(0.0), e, D(1.0)), s, se, inv, dh, dl));
-  rn = select(is_nan(y), y, div_dd_by(select(y < D(0.0), e, D(1.0)), s, se, inv, dh, dl));
+// softplus(x) from e = exp(-|x|) and l = log1p(e) (l is read only for
+// -37 <= x < 18): PyTensor's regions, with x + log1p(exp(-x)) for 0 <= x < 18
+// so that x and -x share one exp and one log1p.
+static D softplus_of(D x, D e, D l) {
+  D y = select(x < D(-37.0), e, select(x < D(0.0), l, select(x < D(18.0), x + l, select(x < D(33.3), x + e, x))));
+  return select(is_nan(x), x, y);
 }
 
 D softplus(D x) {
-  // One exp serves both exp(x) (x < 18) and exp(-x) (x >= 18); log1p runs
-  // only if some lane needs it (lanes stay independent: same bits).
-  B lo = x < D(18.0);
-  D ex = exp_inline(select(lo, x, neg(x)));
-  B mid = x >= D(-37.0) && lo;
-  D l1p = xsimd::any(mid) ? log1p_inline(ex) : ex;
-  D y = select(x < D(-37.0), ex, select(lo, l1p, select(x < D(33.3), x + ex, x)));
-  return select(is_nan(x), x, y);
+  D e = exp_inline(neg(abs(x)));
+  // log1p only if some lane needs it (lanes stay independent: same bits).
+  D l = xsimd::any(x >= D(-37.0) && x < D(18.0)) ? log1p_inline(e) : e;
+  return softplus_of(x, e, l);
+}
+
+void logistic(D x, D* sp, D* spn, D* sg, D* sgn) {
+  // The steps of softplus and sigmoid for x and y = -x, whose |y| is |x|:
+  // each shared value once.
+  const D y = neg(x);
+  D e = exp_inline(neg(abs(x)));
+  if (sp || spn) {
+    B need = (x >= D(-37.0) && x < D(18.0)) || (y >= D(-37.0) && y < D(18.0));
+    D l = xsimd::any(need) ? log1p_inline(e) : e;
+    if (sp) *sp = softplus_of(x, e, l);
+    if (spn) *spn = softplus_of(y, e, l);
+  }
+  if (sg || sgn) {
+    D s = D(1.0) + e;
+    D se = (D(1.0) - s) + e;
+    D inv = D(1.0) / s, dh = trunc32(s), dl = s - dh;
+    if (sg) *sg = select(is_nan(x), x, div_dd_by(select(x < D(0.0), e, D(1.0)), s, se, inv, dh, dl));
+    if (sgn) *sgn = select(is_nan(y), y, div_dd_by(select(y < D(0.0), e, D(1.0)), s, se, inv, dh, dl));
+  }
 }
 
 D log1mexp(D x) {
@@ -53,27 +66,31 @@ D xlogy0(D x, D y) { return select(x == D(0.0), D(0.0), x * log(y)); }
 
 EMBER_MATH_ARRAY1(sigmoid)
 
-// rx[i] = sigmoid(x[i]), rn[i] = sigmoid(-x[i]); outputs may alias x exactly.
-EMBER_MATH_WIDE_DECL(sigmoid_pm, int64_t, const double*, double*, double*)
+// y[0..3][i]: softplus(x[i]), softplus(-x[i]), sigmoid(x[i]), sigmoid(-x[i]),
+// each only where y[k] is not null; outputs may alias x exactly.
+EMBER_MATH_WIDE_DECL(logistic, int64_t, const double*, double*, double*, double*, double*)
 EMBER_MATH_FLATTEN
-void ember::math::sigmoid_pm(int64_t n, const double* x, double* rx, double* rn) {
-  EMBER_MATH_TO_WIDE(sigmoid_pm, n, x, rx, rn)
+void ember::math::logistic(int64_t n, const double* x, double* sp, double* spn, double* sg, double* sgn) {
+  EMBER_MATH_TO_WIDE(logistic, n, x, sp, spn, sg, sgn)
   using detail::W;
-  simd::D a, b;
+  double* y[4] = {sp, spn, sg, sgn};
+  simd::D r[4];
+  simd::D* want[4];
+  for (int k = 0; k < 4; ++k) want[k] = y[k] ? &r[k] : nullptr;
   int64_t i = 0;
   for (; i + W <= n; i += W) {
-    simd::sigmoid_pm(simd::D::load_unaligned(x + i), a, b);
-    a.store_unaligned(rx + i);
-    b.store_unaligned(rn + i);
+    simd::logistic(simd::D::load_unaligned(x + i), want[0], want[1], want[2], want[3]);
+    for (int k = 0; k < 4; ++k)
+      if (y[k]) r[k].store_unaligned(y[k] + i);
   }
   if (i < n) {
-    simd::sigmoid_pm(detail::load_tail(x + i, n - i), a, b);
-    detail::store_tail(a, rx + i, n - i);
-    detail::store_tail(b, rn + i, n - i);
+    simd::logistic(detail::load_tail(x + i, n - i), want[0], want[1], want[2], want[3]);
+    for (int k = 0; k < 4; ++k)
+      if (y[k]) detail::store_tail(r[k], y[k] + i, n - i);
   }
 }
-EMBER_MATH_C_ENTRY(ember_math_sigmoid_pm(int64_t n, const double* x, double* rx, double* rn),
-                   sigmoid_pm(n, x, rx, rn))
+EMBER_MATH_C_ENTRY(ember_math_logistic(int64_t n, const double* x, double* sp, double* spn, double* sg, double* sgn),
+                   logistic(n, x, sp, spn, sg, sgn))
 EMBER_MATH_ARRAY1(softplus)
 EMBER_MATH_ARRAY1(log1mexp)
 EMBER_MATH_ARRAY1(xlogx)

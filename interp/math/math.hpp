@@ -24,9 +24,10 @@ namespace ember::math {
 #undef EMBER_MATH_ROW2
 #undef EMBER_MATH_ROW3
 
-// Two results computed together (the JIT pairs the calls): rx = sigmoid(x),
-// rn = sigmoid(-x), the bits of each one's own call. Outputs may alias x.
-void sigmoid_pm(int64_t n, const double* x, double* rx, double* rn);
+// Up to four results computed together (the JIT groups the calls):
+// softplus(x), softplus(-x), sigmoid(x), sigmoid(-x), each where its
+// pointer is not null, with the bits of its own call. Outputs may alias x.
+void logistic(int64_t n, const double* x, double* sp, double* spn, double* sg, double* sgn);
 
 // Scalar conveniences over the same code (tests, constant folding).
 #define EMBER_MATH_ROW1(f) inline double f(double x) { double y; f(1, &x, &y); return y; }
@@ -53,7 +54,7 @@ extern "C" {
 #undef EMBER_MATH_ROW1
 #undef EMBER_MATH_ROW2
 #undef EMBER_MATH_ROW3
-void ember_math_sigmoid_pm(int64_t n, const double* x, double* rx, double* rn);
+void ember_math_logistic(int64_t n, const double* x, double* sp, double* spn, double* sg, double* sgn);
 }
 
 namespace ember::math {

@@ -34,11 +34,11 @@ D asinh(D x);
 D acosh(D x);
 D atanh(D x);
 D sigmoid(D x);
-// sigmoid(x) and sigmoid(-x) (a logistic's two tails, -x by sign flip as
-// the Neg op) at once: one exp and one reciprocal serve both. The bits of
-// the two sigmoid calls.
-void sigmoid_pm(D x, D& rx, D& rn);
 D softplus(D x);
+// softplus(x), softplus(-x), sigmoid(x), sigmoid(-x) (-x by sign flip, as
+// the Neg op) at once, each where its pointer is not null: one exp, one
+// log1p and one reciprocal serve them all. The bits of each one's own call.
+void logistic(D x, D* sp, D* spn, D* sg, D* sgn);
 D log1mexp(D x);
 D pow(D x, D y);
 D xlogx(D x);

@@ -1405,42 +1405,70 @@ TEST_CASE("jit_row_sums_match_the_interpreters_rows_summed_bitwise", "[jit]") {
 
 #ifdef EMBER_WITH_JIT
 #include "interp/math/math.hpp"
-// A logistic's two tails, sigmoid(x) and sigmoid(-x), come from one call of
-// math::sigmoid_pm in tier-2 block code (jit/codegen.cpp: sigmoid_partner).
-// Both must keep the bits of their own sigmoid calls: the pair function
-// itself, at every length around the batch widths, and the kernels that use
-// it, whether the negated value is a register or an input's negation.
-TEST_CASE("jit_a_sigmoid_and_the_sigmoid_of_its_negation_keep_the_bits_of_two_calls", "[jit]") {
+// softplus and sigmoid of x and of -x (a Bernoulli-logit likelihood and its
+// gradient) come from one call of math::logistic in tier-2 block code
+// (jit/codegen.cpp: logistic_group). Each must keep the bits of its own
+// call: the group function itself, for every subset of its outputs at every
+// length around the batch widths, and the kernels that use it, whether -x is
+// a Neg of x or x a Neg of an input.
+TEST_CASE("jit_softplus_and_sigmoid_of_a_value_and_its_negation_keep_the_bits_of_their_own_calls", "[jit]") {
   REQUIRE_JIT();
   auto same = [](double a, double b) { return std::memcmp(&a, &b, 8) == 0; };
   std::vector<double> x = test::special_doubles();
   std::mt19937_64 rng(47);
   for (int i = 0; i < 2000; ++i) x.push_back(std::ldexp(double(int64_t(rng() % 2000001) - 1000000), int(rng() % 30) - 24));
-  for (double v : {-37.0, 37.0, -745.2, 745.2, -709.8, 709.8, 1e-17, -1e-17}) x.push_back(v);
+  for (double v : {-37.0, 37.0, 18.0, -18.0, 33.3, -33.3, -745.2, 745.2, -709.8, 709.8, 1e-17, -1e-17, 0.0, -0.0})
+    x.push_back(v);
   for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{13}, static_cast<int64_t>(x.size())}) {
-    std::vector<double> rx(n), rn(n);
-    math::sigmoid_pm(n, x.data(), rx.data(), rn.data());
-    for (int64_t i = 0; i < n; ++i) {
-      INFO("x " << x[i]);
-      REQUIRE(same(rx[i], math::sigmoid(x[i])));
-      REQUIRE(same(rn[i], math::sigmoid(-x[i])));
+    for (int mask : {15, 1, 2, 4, 8, 5, 10, 3, 12}) {
+      std::vector<double> r[4];
+      double* p[4];
+      for (int k = 0; k < 4; ++k) {
+        r[k].assign(n, 0.0);
+        p[k] = mask >> k & 1 ? r[k].data() : nullptr;
+      }
+      math::logistic(n, x.data(), p[0], p[1], p[2], p[3]);
+      for (int64_t i = 0; i < n; ++i) {
+        INFO("x " << x[i] << " outputs " << mask);
+        if (p[0]) REQUIRE(same(r[0][i], math::softplus(x[i])));
+        if (p[1]) REQUIRE(same(r[1][i], math::softplus(-x[i])));
+        if (p[2]) REQUIRE(same(r[2][i], math::sigmoid(x[i])));
+        if (p[3]) REQUIRE(same(r[3][i], math::sigmoid(-x[i])));
+      }
     }
   }
   using interp::ScalarOp;
-  for (const bool from_input : {false, true}) {
+  // 0: sigmoid(t), sigmoid(-t), t = in0 - in1; 1: the same of in0;
+  // 2: softplus(in0), softplus(-in0), sigmoid(-in0) (PyMC's Bernoulli-logit);
+  // 3: softplus(t), softplus(in0), sigmoid(in0), t = -in0 (x a Neg of an input);
+  // 4: softplus(in0), exp(in0), sigmoid(in0) (another call between: no group).
+  for (int shape = 0; shape < 5; ++shape) {
     Composite c;
     c.inputs = {DType::Float64, DType::Float64};
-    int at = 0;  // the value negated: input 0, or t0 = in0 - in1
-    if (!from_input) {
-      c.nodes.push_back({ScalarOp::Sub, DType::Float64, {0, 1}});
-      at = 2;
+    auto add = [&](ScalarOp op, std::vector<int> args) {
+      c.nodes.push_back({op, DType::Float64, args});
+      return 1 + static_cast<int>(c.nodes.size());
+    };
+    std::vector<int> outs;
+    if (shape <= 1) {
+      const int at = shape == 0 ? add(ScalarOp::Sub, {0, 1}) : 0;
+      const int s1 = add(ScalarOp::Sigmoid, {at});
+      const int s2 = add(ScalarOp::Sigmoid, {add(ScalarOp::Neg, {at})});
+      outs = {s1, s2, add(ScalarOp::Mul, {s1, s2})};
+    } else if (shape == 2) {
+      const int a = add(ScalarOp::Softplus, {0});
+      const int t = add(ScalarOp::Neg, {0});
+      const int b = add(ScalarOp::Softplus, {t});
+      const int g = add(ScalarOp::Sigmoid, {t});
+      outs = {a, b, add(ScalarOp::Mul, {g, 1})};
+    } else if (shape == 3) {
+      const int a = add(ScalarOp::Softplus, {add(ScalarOp::Neg, {0})});
+      const int b = add(ScalarOp::Softplus, {0});
+      outs = {add(ScalarOp::Sub, {b, a}), add(ScalarOp::Sigmoid, {0})};
+    } else {
+      outs = {add(ScalarOp::Softplus, {0}), add(ScalarOp::Exp, {0}), add(ScalarOp::Sigmoid, {0})};
     }
-    const int base = 2 + static_cast<int>(c.nodes.size());
-    c.nodes.push_back({ScalarOp::Sigmoid, DType::Float64, {at}});
-    c.nodes.push_back({ScalarOp::Neg, DType::Float64, {at}});
-    c.nodes.push_back({ScalarOp::Sigmoid, DType::Float64, {base + 1}});
-    c.nodes.push_back({ScalarOp::Mul, DType::Float64, {base, base + 2}});
-    c.outputs = {base, base + 2, base + 3};
+    c.outputs = outs;
     REQUIRE(c.validate() == "");
     auto vm = Interpreted::compile(c);
     const Bytecode& bc = vm->bytecode();
@@ -1448,16 +1476,20 @@ TEST_CASE("jit_a_sigmoid_and_the_sigmoid_of_its_negation_keep_the_bits_of_two_ca
     jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec)}, 2, spec,
                       vm);
     const int64_t n = static_cast<int64_t>(x.size());
+    const size_t no = outs.size();
     std::vector<double> y(n);
     for (int64_t i = 0; i < n; ++i) y[i] = x[(i * 7 + 3) % n];
-    std::vector<double> a(3 * n), b(3 * n);
+    std::vector<double> a(no * n), b(no * n);
     interp::StridedPtr in[2] = {{x.data(), 1}, {y.data(), 1}};
-    interp::StridedPtr oa[3] = {{a.data(), 1}, {a.data() + n, 1}, {a.data() + 2 * n, 1}};
-    interp::StridedPtr ob[3] = {{b.data(), 1}, {b.data() + n, 1}, {b.data() + 2 * n, 1}};
-    vm->run(n, in, oa);
-    jk.run(n, in, ob);
-    for (int64_t i = 0; i < 3 * n; ++i) {
-      INFO("from input " << from_input << " element " << i);
+    std::vector<interp::StridedPtr> oa, ob;
+    for (size_t j = 0; j < no; ++j) {
+      oa.push_back({a.data() + j * n, 1});
+      ob.push_back({b.data() + j * n, 1});
+    }
+    vm->run(n, in, oa.data());
+    jk.run(n, in, ob.data());
+    for (int64_t i = 0; i < static_cast<int64_t>(no) * n; ++i) {
+      INFO("shape " << shape << " element " << i);
       REQUIRE(same(a[i], b[i]));
     }
   }
