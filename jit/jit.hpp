@@ -101,11 +101,13 @@ std::vector<bool> summable_outputs(const interp::Bytecode& bc);
 std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element,
                                 const std::vector<bool>& summed = {});
 
-// Inputs a block kernel of tier 2 reads as bytes: bool inputs, not uniform
-// and not an output themselves. Their cell (or the caller's contiguous
-// array) holds the bytes as they are, element i at byte i, and the chunk
-// tests them against zero; widening each mask to 8 bytes a call cost more
-// than the step's arithmetic on small models. Empty when there is none.
+// Inputs a kernel reads as bytes: bool inputs, not uniform and not an
+// output themselves, of one-element kernels and tier-2 block kernels (the
+// LLVM code generator's). Their cell (or the caller's contiguous array, or
+// a one-element call's operand) holds the bytes as they are, element i at
+// byte i, and the chunk tests them against zero; widening each mask to 8
+// bytes a call cost more than the step's arithmetic on small models, and a
+// one-element call passes its operands as given. Empty when there is none.
 std::vector<bool> packed_inputs(const interp::Bytecode& bc, int tier, const KernelSpec& spec);
 
 // One-element kernels: the outputs the chunk holding the last instruction
@@ -124,7 +126,7 @@ std::vector<int8_t> one_element_stores(const interp::Bytecode& bc);
 bool loop_compilable(const interp::Bytecode& bc, int carried, bool until);
 
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
-// of m elements. The chunk ABI (codegen version "codegen-21"):
+// of m elements. The chunk ABI (codegen version "codegen-22"):
 //   void chunk(int64_t m, char* scratch, const char* const* in)
 // - 0 < m <= kBlock (m == 1 for one-element kernels); every piece of a kernel gets the same m, scratch and
 //   in for a block, in order. The chunk computes ceil(m / W) groups of
@@ -278,7 +280,7 @@ class JitKernel : public interp::ElemKernel {
   size_t scratch_;
   int tier_, lanes_;
   bool one_, any_uniform_ = false;
-  bool plain_ins_ = false;  // every input float64 or int64: one-element calls pass their operands as given
+  bool plain_ins_ = false;  // every input float64, int64 or packed: one-element calls pass their operands as given
   std::shared_ptr<const interp::ElemKernel> fallback_;
 };
 

@@ -200,7 +200,7 @@ std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element, co
 
 std::vector<bool> packed_inputs(const interp::Bytecode& bc, int tier, const KernelSpec& spec) {
   std::vector<bool> p;
-  if (tier < 2 || spec.one_element) return p;
+  if (tier < 2 && !spec.one_element) return p;  // tier-1 block code may be the direct emitter's
   for (size_t k = 0; k < bc.inputs.size(); ++k) {
     if (bc.inputs[k] != DType::Bool || spec.is_uniform(k)) continue;
     const int32_t slot = bc.num_consts() + static_cast<int32_t>(k);
@@ -251,9 +251,10 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
     fn_row_sums = &run_row_sums;
     summed = is_summed_.data();
   }
-  plain_ins_ = std::all_of(bc.inputs.begin(), bc.inputs.end(),
-                           [](DType t) { return t == DType::Float64 || t == DType::Int64; });
   const std::vector<bool> packed = packed_inputs(bc, tier, spec);
+  plain_ins_ = true;
+  for (size_t k = 0; k < bc.inputs.size(); ++k)
+    plain_ins_ &= bc.inputs[k] == DType::Float64 || bc.inputs[k] == DType::Int64 || (k < packed.size() && packed[k]);
   for (size_t k = 0; k < bc.inputs.size(); ++k) {
     ins_.push_back({bc.inputs[k], static_cast<int64_t>(bc.num_regs + k) * cell_bytes_, {}, -1, spec.is_uniform(k),
                     k < packed.size() && packed[k], static_cast<int64_t>(dtype_size(bc.inputs[k]))});
@@ -416,7 +417,8 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
       // copies from an input, and every pointer read or written 8-byte aligned.
       if (k->plain_ins_ && out == in + ni && !k->caller_copies_) {
         uintptr_t low = 0;
-        for (size_t j = 0; j < ni; ++j) low |= reinterpret_cast<uintptr_t>(in[j].data);
+        for (size_t j = 0; j < ni; ++j)
+          if (!x[j].packed) low |= reinterpret_cast<uintptr_t>(in[j].data);
         for (const int32_t j : k->chunk_outs_) low |= reinterpret_cast<uintptr_t>(out[j].data);
         if (low % 8 == 0) return run_table(self, in);
       }
@@ -426,7 +428,8 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
       static thread_local std::vector<interp::StridedPtr> big_sp;
       if (ni + no > 64 && big_sp.size() < ni + no) big_sp.resize(ni + no);
       interp::StridedPtr* sp = ni + no > 64 ? big_sp.data() : small_sp;
-      for (size_t j = 0; j < ni; ++j) sp[j].data = const_cast<char*>(one_lane(x[j].dt, in[j].data, s + x[j].cell));
+      for (size_t j = 0; j < ni; ++j)
+        sp[j].data = x[j].packed ? in[j].data : const_cast<char*>(one_lane(x[j].dt, in[j].data, s + x[j].cell));
       for (const int32_t j : k->chunk_outs_) sp[ni + j].data = s + k->out_cell_at(j);
       for (const Piece& p : k->pieces_) p.fn(1, s, reinterpret_cast<const char* const*>(sp));
     } else {

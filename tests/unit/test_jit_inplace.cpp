@@ -293,4 +293,43 @@ TEST_CASE("jit_bool_mask_bytes_other_than_one_are_true", "[jit]") {
     }
   }
 }
+TEST_CASE("jit_one_element_kernels_read_bool_operands_as_given", "[jit]") {
+  REQUIRE_JIT();
+  // A one-element call passes its bool operands' bytes as they are: at any
+  // address, any nonzero byte true, through the caller's table (fn_table).
+  const Composite c = masks();
+  auto vm = Interpreted::compile(c);
+  const Bytecode& bc = vm->bytecode();
+  jit::KernelSpec spec;
+  spec.one_element = true;
+  const std::vector<bool> packed = jit::packed_inputs(bc, 1, spec);
+  CHECK((packed.size() == 3 && packed[0] && !packed[1] && packed[2]));
+  for (int tier : {1, 2}) {
+    jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), tier, nullptr, false, spec)},
+                      tier, spec);
+    REQUIRE(jk.fn_table);
+    alignas(8) unsigned char bytes[16] = {};
+    for (unsigned char m0 : {0, 1, 2, 255})
+      for (unsigned char m2 : {0, 1, 128}) {
+        bytes[3] = m0;
+        bytes[9] = m2;
+        alignas(8) double x = 2.5;
+        alignas(8) double a0 = 0, a2 = 0, b0 = 0, b2 = 0, t0 = 0, t2 = 0;
+        bool a1 = false, b1 = false, t1 = false;
+        StridedPtr in[3] = {{bytes + 3, 0}, {&x, 0}, {bytes + 9, 0}};
+        StridedPtr oa[3] = {{&a0, 0}, {&a1, 0}, {&a2, 0}};
+        StridedPtr ob[3] = {{&b0, 0}, {&b1, 0}, {&b2, 0}};
+        vm->run(1, in, oa);
+        jk.run(1, in, ob);
+        StridedPtr table[6] = {in[0], in[1], in[2], {&t0, 0}, {&t1, 0}, {&t2, 0}};
+        jk.fn_table(&jk, table);
+        INFO("tier " << tier << " masks " << int(m0) << " " << int(m2));
+        CHECK((b0 == a0 && b1 == a1 && b2 == a2));
+        CHECK((t0 == a0 && t1 == a1 && t2 == a2));
+        CHECK(b0 == (m0 ? 2.5 : -1.0));
+        CHECK(b1 == (m0 && m2));
+        CHECK(b2 == (m2 ? 1.0 : 0.0) + b0);
+      }
+  }
+}
 #endif
