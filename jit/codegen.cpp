@@ -152,16 +152,17 @@ class Gen {
       }
     }
 
-    // Block kernels: Softplus and Sigmoid calls of x and -x in a row make
-    // their results in one call (logistic_group); the later ones' wait in
-    // temporaries until their places.
+    // Block kernels: math calls of one value in a row that one library call
+    // makes together (math_group: softplus and sigmoid of x and -x, sin and
+    // cos of x); the later ones' results wait in temporaries until their places.
     std::vector<int8_t> later(bc_.code.size(), -1);  // the temporary holding this call's result
-    int group[4];
+    int at[4];
     for (const auto& [k, e] : runs) {
+      const MathGroup* g = nullptr;
       if (later[k] >= 0) copy_cell(tmp_off(later[k]), cell_off(bc_.code[k].d));
       else if (!is_math(bc_.code[k])) emit_run(k, e);
       else if (e - k > 1) emit_math_batch(k, e);
-      else if (W > 1 && logistic_group(k, hi, group)) emit_logistic(k, group, later);
+      else if (W > 1 && (g = math_group(k, hi, at))) emit_group(*g, k, at, later);
       else emit_math(bc_.code[k]);
     }
     if (W == 1 && hi == static_cast<int>(bc_.code.size())) store_one_element_outputs(in);
@@ -537,22 +538,40 @@ class Gen {
       if (bc_.code[i].d == s) return i;
     return -1;
   }
-  // The math calls math::logistic makes with instruction k, a float64
-  // Softplus or Sigmoid of x (not a constant, not uniform): the math calls
-  // right after k, each a float64 Softplus or Sigmoid of x or of -x (their
-  // values at k) in a role (math::logistic's outputs: softplus(x),
-  // softplus(-x), sigmoid(x), sigmoid(-x)) none before it took. No other math
-  // call lies between them, so the temporaries holding their results
-  // survive. at[role]: the instruction, or -1. Whether there are two or more.
-  bool logistic_group(int k, int hi, int at[4]) const {
-    const uint16_t sp = interp::opcode_of(interp::ScalarOp::Softplus, Cls::F64);
-    const uint16_t sg = interp::opcode_of(interp::ScalarOp::Sigmoid, Cls::F64);
-    const uint16_t negop = interp::opcode_of(interp::ScalarOp::Neg, Cls::F64);
-    auto role = [&](uint16_t op) { return op == sp ? 0 : op == sg ? 2 : -1; };
+  // Math calls of one argument that one library call makes together
+  // (math::logistic, math::sincos): each op's role among the call's
+  // outputs, and whether the group takes -x too (role + 1).
+  struct MathGroup {
+    interp::ScalarOp ops[2];
+    int role[2];
+    bool negated;
+    int outputs;
+    const char* fn;
+  };
+  static constexpr MathGroup kGroups[] = {
+      {{interp::ScalarOp::Softplus, interp::ScalarOp::Sigmoid}, {0, 2}, true, 4, "ember_math_logistic"},
+      {{interp::ScalarOp::Sin, interp::ScalarOp::Cos}, {0, 1}, false, 2, "ember_math_sincos"},
+  };
+  // The group instruction k (a float64 call of a group's op on x, not a
+  // constant, not uniform) heads: the math calls right after k, each a
+  // float64 call of the group's ops on x or (where the group takes it) -x,
+  // their values at k, in a role none before it took. No other math call
+  // lies between them, so the temporaries holding their results survive.
+  // at[role]: the instruction, or -1. The group, if two or more calls.
+  const MathGroup* math_group(int k, int hi, int at[4]) const {
     const Instr& a = bc_.code[k];
-    if (role(a.op) < 0 || a.a < bc_.num_consts() || is_uniform(a.a)) return false;
+    const MathGroup* g = nullptr;
+    auto role = [&](const MathGroup& m, uint16_t op) {
+      for (int i = 0; i < 2; ++i)
+        if (op == interp::opcode_of(m.ops[i], Cls::F64)) return m.role[i];
+      return -1;
+    };
+    for (const MathGroup& m : kGroups)
+      if (role(m, a.op) >= 0) g = &m;
+    if (!g || a.a < bc_.num_consts() || is_uniform(a.a)) return nullptr;
+    const uint16_t negop = interp::opcode_of(interp::ScalarOp::Neg, Cls::F64);
     std::fill(at, at + 4, -1);
-    at[role(a.op)] = k;
+    at[role(*g, a.op)] = k;
     int members = 1;
     // When x is made by a Neg of u (at n0), u is -x while it keeps that value.
     const int n0 = a.a >= bc_.first_reg() ? last_def(a.a, k) : -1;
@@ -560,11 +579,13 @@ class Gen {
     for (int j = k + 1; j < hi; ++j) {
       const Instr& b = bc_.code[j];
       if (!is_math(b)) continue;
-      const int r = role(b.op);
+      const int r = role(*g, b.op);
       if (r < 0) break;
       int neg = -1;
       if (b.a == a.a && last_def(a.a, j) < k) {
         neg = 0;
+      } else if (!g->negated) {
+        break;
       } else if (const int n = b.a >= bc_.first_reg() ? last_def(b.a, j) : -1;
                  n >= 0 && bc_.code[n].op == negop && bc_.code[n].a == a.a &&
                  (n > k ? last_def(a.a, n) < k : last_def(a.a, k) < n)) {
@@ -576,16 +597,16 @@ class Gen {
       at[r + neg] = j;
       ++members;
     }
-    return members >= 2;
+    return members >= 2 ? g : nullptr;
   }
   // The group's call at k: k's result to its cell, each later member's to a
   // temporary (later[j]) until its place.
-  void emit_logistic(int k, const int at[4], std::vector<int8_t>& later) {
+  void emit_group(const MathGroup& g, int k, const int at[4], std::vector<int8_t>& later) {
     const Instr& x = bc_.code[k];
     Value* p = is_input(x.a) ? in_base_[x.a - bc_.num_consts()] : B.CreateConstGEP1_64(i8, scratch_, cell_off(x.a));
     std::vector<Value*> args{m_, p};
     int8_t t = 1;
-    for (int r = 0; r < 4; ++r) {
+    for (int r = 0; r < g.outputs; ++r) {
       if (at[r] < 0) {
         args.push_back(ConstantPointerNull::get(PointerType::get(C, 0)));
         continue;
@@ -593,8 +614,9 @@ class Gen {
       if (at[r] != k) later[at[r]] = t++;
       args.push_back(B.CreateConstGEP1_64(i8, scratch_, at[r] == k ? cell_off(x.d) : tmp_off(later[at[r]])));
     }
-    std::vector<Type*> pts{s64, ptr, ptr, ptr, ptr, ptr};
-    B.CreateCall(M.getOrInsertFunction("ember_math_logistic", FunctionType::get(Type::getVoidTy(C), pts, false)), args);
+    std::vector<Type*> pts(static_cast<size_t>(g.outputs) + 2, ptr);
+    pts[0] = s64;
+    B.CreateCall(M.getOrInsertFunction(g.fn, FunctionType::get(Type::getVoidTy(C), pts, false)), args);
   }
   void copy_cell(uint64_t from, uint64_t to) {
     loop([&](Value* g) { store(load(f64, at(from, g)), at(to, g)); });
@@ -613,10 +635,13 @@ class Gen {
   void emit_math(const Instr& in) {
     const interp::OpSig sig = interp::op_sig(in.op);
     const int32_t src[3] = {in.a, in.b, in.c};
+    // A power of a uniform base (block code): the base's one element, its
+    // logarithm computed once a call (math::pow_base).
+    const bool one_base = W > 1 && in.op == interp::opcode_of(interp::ScalarOp::Pow, Cls::F64) && is_uniform(in.a);
     // Constants and float32 operands: widened into a float64 temporary first.
     std::vector<uint64_t> offs;  // byte offset of each argument in scratch (or ~0: an input's lanes)
     for (int k = 0; k < sig.nargs; ++k) {
-      if (sig.arg[k] == Cls::F64 && src[k] >= bc_.num_consts() && !is_uniform(src[k])) {
+      if ((k == 0 && one_base) || (sig.arg[k] == Cls::F64 && src[k] >= bc_.num_consts() && !is_uniform(src[k]))) {
         offs.push_back(is_input(src[k]) ? ~uint64_t{0} : cell_off(src[k]));
         continue;
       }
@@ -643,7 +668,11 @@ class Gen {
       if (!a) a = B.CreateConstGEP1_64(i8, scratch_, offs[k]);
       args.push_back(a);
     }
-    B.CreateCall(math_fn(in.op), args);
+    if (one_base)
+      B.CreateCall(M.getOrInsertFunction("ember_math_pow_base", FunctionType::get(Type::getVoidTy(C), {s64, ptr, ptr, ptr}, false)),
+                   args);
+    else
+      B.CreateCall(math_fn(in.op), args);
     if (f32res)
       loop([&](Value* g) {
         Value* v = load(f64, at(yoff, g));

@@ -189,6 +189,8 @@ Expected<std::unique_ptr<OrcJit>> OrcJit::Create() {
   };
   for (const math::Entry& e : math::kEntries) add(("ember_math_" + std::string(e.name)).c_str(), e.address());
   add("ember_math_logistic", &ember_math_logistic);
+  add("ember_math_sincos", &ember_math_sincos);
+  add("ember_math_pow_base", &ember_math_pow_base);
   add("ember_jit_ipow", &ember_jit_ipow);
   add("fmod", static_cast<double (*)(double, double)>(&::fmod));
   add("fmodf", static_cast<float (*)(float, float)>(&::fmodf));

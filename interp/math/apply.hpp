@@ -56,6 +56,26 @@ void apply3(int64_t n, const double* a, const double* b, const double* c, double
                y + i, n - i);
 }
 
+// A function of one argument with K results (a group the JIT makes in one
+// call): f(x, r) sets *r[k] where r[k] is not null; y[k] null: not wanted.
+template <int K, class F>
+void apply_group(int64_t n, const double* x, double* const* y, F f) {
+  D v[K];
+  D* r[K];
+  for (int k = 0; k < K; ++k) r[k] = y[k] ? &v[k] : nullptr;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    f(D::load_unaligned(x + i), r);
+    for (int k = 0; k < K; ++k)
+      if (y[k]) v[k].store_unaligned(y[k] + i);
+  }
+  if (i < n) {
+    f(n == 1 ? D(x[0]) : load_tail(x + i, n - i), r);
+    for (int k = 0; k < K; ++k)
+      if (y[k]) store_tail(v[k], y[k] + i, n - i);
+  }
+}
+
 }  // namespace ember::math::detail
 
 // The array loops inline the batch function and what it calls in the same

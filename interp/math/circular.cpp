@@ -200,21 +200,31 @@ D kernel_tan(D x, D y, B odd) {
 
 }  // namespace
 
-D sin(D x) {
+void sincos(D x, D* sx, D* cx) {
   D y0, y1;
   D q = rem_pio2(x, y0, y1);
   D s = kernel_sin(y0, y1), c = kernel_cos(y0, y1);
-  D r = select(q == D(0.0), s, select(q == D(1.0), c, select(q == D(2.0), neg(s), neg(c))));
-  r = select(x == D(0.0), x, r);
-  return select(abs(x) == inf(), nan(), r);
+  if (sx) {
+    D r = select(q == D(0.0), s, select(q == D(1.0), c, select(q == D(2.0), neg(s), neg(c))));
+    r = select(x == D(0.0), x, r);
+    *sx = select(abs(x) == inf(), nan(), r);
+  }
+  if (cx) {
+    D r = select(q == D(0.0), c, select(q == D(1.0), neg(s), select(q == D(2.0), neg(c), s)));
+    *cx = select(abs(x) == inf(), nan(), r);
+  }
+}
+
+D sin(D x) {
+  D r;
+  sincos(x, &r, nullptr);
+  return r;
 }
 
 D cos(D x) {
-  D y0, y1;
-  D q = rem_pio2(x, y0, y1);
-  D s = kernel_sin(y0, y1), c = kernel_cos(y0, y1);
-  D r = select(q == D(0.0), c, select(q == D(1.0), neg(s), select(q == D(2.0), neg(c), s)));
-  return select(abs(x) == inf(), nan(), r);
+  D r;
+  sincos(x, nullptr, &r);
+  return r;
 }
 
 D tan(D x) {
@@ -231,3 +241,14 @@ D tan(D x) {
 EMBER_MATH_ARRAY1(sin)
 EMBER_MATH_ARRAY1(cos)
 EMBER_MATH_ARRAY1(tan)
+
+// s[i] = sin(x[i]), c[i] = cos(x[i]), each only where its pointer is not
+// null; outputs may alias x exactly.
+EMBER_MATH_WIDE_DECL(sincos, int64_t, const double*, double*, double*)
+EMBER_MATH_FLATTEN
+void ember::math::sincos(int64_t n, const double* x, double* s, double* c) {
+  EMBER_MATH_TO_WIDE(sincos, n, x, s, c)
+  double* const y[2] = {s, c};
+  detail::apply_group<2>(n, x, y, [](simd::D v, simd::D* const* r) { simd::sincos(v, r[0], r[1]); });
+}
+EMBER_MATH_C_ENTRY(ember_math_sincos(int64_t n, const double* x, double* s, double* c), sincos(n, x, s, c))

@@ -129,9 +129,9 @@ D pow_small(D x, D y, B ok) {
   return ah;
 }
 
-}  // namespace
-
-D pow(D x, D y) {
+// x^y; log2|x| as t1 + t2 from lx(ax, t1, t2), called only where needed.
+template <class Log2>
+D pow_with(D x, D y, Log2&& lx) {
   // Squares are common (PyTensor keeps x**2 inside ScalarLoop bodies): x*x
   // is what the exact case below selects for y == 2, zeros, infinities and
   // NaN included.
@@ -149,7 +149,7 @@ D pow(D x, D y) {
   }
   D ax = abs(x);
   D t1, t2;
-  log2_ext(ax, t1, t2);
+  lx(ax, t1, t2);
   D y1 = trunc32(y);
   D p_l = (y - y1) * t1 + y * t2;
   D p_h = y1 * t1;
@@ -191,6 +191,30 @@ D pow(D x, D y) {
   return r;
 }
 
+}  // namespace
+
+D pow(D x, D y) { return pow_with(x, y, [](D ax, D& t1, D& t2) { log2_ext(ax, t1, t2); }); }
+
 }  // namespace ember::math::simd
 
 EMBER_MATH_ARRAY2(pow)
+
+// r[i] = pow(x[0], y[i]): the base's log2 once for the call, as every lane
+// of every batch would compute it (lanes are independent: the same bits).
+EMBER_MATH_WIDE_DECL(pow_base, int64_t, const double*, const double*, double*)
+EMBER_MATH_FLATTEN
+void ember::math::pow_base(int64_t n, const double* x, const double* y, double* r) {
+  EMBER_MATH_TO_WIDE(pow_base, n, x, y, r)
+  using simd::D;
+  const D xb(x[0]);
+  bool have = false;
+  D l1, l2;
+  auto lx = [&](D ax, D& t1, D& t2) {
+    if (!have) simd::log2_ext(ax, l1, l2);
+    have = true;
+    t1 = l1;
+    t2 = l2;
+  };
+  detail::apply1(n, y, r, [&](D v) { return simd::pow_with(xb, v, lx); });
+}
+EMBER_MATH_C_ENTRY(ember_math_pow_base(int64_t n, const double* x, const double* y, double* r), pow_base(n, x, y, r))

@@ -72,22 +72,8 @@ EMBER_MATH_WIDE_DECL(logistic, int64_t, const double*, double*, double*, double*
 EMBER_MATH_FLATTEN
 void ember::math::logistic(int64_t n, const double* x, double* sp, double* spn, double* sg, double* sgn) {
   EMBER_MATH_TO_WIDE(logistic, n, x, sp, spn, sg, sgn)
-  using detail::W;
-  double* y[4] = {sp, spn, sg, sgn};
-  simd::D r[4];
-  simd::D* want[4];
-  for (int k = 0; k < 4; ++k) want[k] = y[k] ? &r[k] : nullptr;
-  int64_t i = 0;
-  for (; i + W <= n; i += W) {
-    simd::logistic(simd::D::load_unaligned(x + i), want[0], want[1], want[2], want[3]);
-    for (int k = 0; k < 4; ++k)
-      if (y[k]) r[k].store_unaligned(y[k] + i);
-  }
-  if (i < n) {
-    simd::logistic(detail::load_tail(x + i, n - i), want[0], want[1], want[2], want[3]);
-    for (int k = 0; k < 4; ++k)
-      if (y[k]) detail::store_tail(r[k], y[k] + i, n - i);
-  }
+  double* const y[4] = {sp, spn, sg, sgn};
+  detail::apply_group<4>(n, x, y, [](simd::D v, simd::D* const* r) { simd::logistic(v, r[0], r[1], r[2], r[3]); });
 }
 EMBER_MATH_C_ENTRY(ember_math_logistic(int64_t n, const double* x, double* sp, double* spn, double* sg, double* sgn),
                    logistic(n, x, sp, spn, sg, sgn))

@@ -28,6 +28,12 @@ namespace ember::math {
 // softplus(x), softplus(-x), sigmoid(x), sigmoid(-x), each where its
 // pointer is not null, with the bits of its own call. Outputs may alias x.
 void logistic(int64_t n, const double* x, double* sp, double* spn, double* sg, double* sgn);
+// sin(x) and cos(x), each where its pointer is not null, with the bits of
+// its own call. Outputs may alias x.
+void sincos(int64_t n, const double* x, double* s, double* c);
+// r[i] = pow(x[0], y[i]) (one base, as a uniform input gives), with pow's
+// bits: the base's logarithm is computed once.
+void pow_base(int64_t n, const double* x, const double* y, double* r);
 
 // Scalar conveniences over the same code (tests, constant folding).
 #define EMBER_MATH_ROW1(f) inline double f(double x) { double y; f(1, &x, &y); return y; }
@@ -55,6 +61,8 @@ extern "C" {
 #undef EMBER_MATH_ROW2
 #undef EMBER_MATH_ROW3
 void ember_math_logistic(int64_t n, const double* x, double* sp, double* spn, double* sg, double* sgn);
+void ember_math_sincos(int64_t n, const double* x, double* s, double* c);
+void ember_math_pow_base(int64_t n, const double* x, const double* y, double* r);
 }
 
 namespace ember::math {

@@ -22,6 +22,9 @@ D log10(D x);
 D log1p(D x);
 D sin(D x);
 D cos(D x);
+// sin(x) and cos(x), each where its pointer is not null: one reduction and
+// one pair of kernels serve both. The bits of each one's own call.
+void sincos(D x, D* s, D* c);
 D tan(D x);
 D asin(D x);
 D acos(D x);

@@ -1405,20 +1405,70 @@ TEST_CASE("jit_row_sums_match_the_interpreters_rows_summed_bitwise", "[jit]") {
 
 #ifdef EMBER_WITH_JIT
 #include "interp/math/math.hpp"
+namespace {
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, 8) == 0; }
+// NaNs of any payload count as the same (a NaN's sign and payload from
+// x + y of two NaNs depend on the operands' order the compiler picks).
+bool same_value(double a, double b) { return same_bits(a, b) || (std::isnan(a) && std::isnan(b)); }
+
+// Special values, random ones over many binades, and the given edges.
+std::vector<double> group_points(std::initializer_list<double> edges) {
+  std::vector<double> x = test::special_doubles();
+  std::mt19937_64 rng(47);
+  for (int i = 0; i < 2000; ++i) x.push_back(std::ldexp(double(int64_t(rng() % 2000001) - 1000000), int(rng() % 30) - 24));
+  x.insert(x.end(), edges);
+  return x;
+}
+
+// c (inputs x and a permutation of x) compiled at tier 2 against the
+// interpreter, bit for bit.
+void tier2_matches_interpreter(const Composite& c, const std::vector<double>& x, const std::string& what) {
+  REQUIRE(c.validate() == "");
+  auto vm = Interpreted::compile(c);
+  const Bytecode& bc = vm->bytecode();
+  jit::KernelSpec spec;
+  jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec)}, 2, spec,
+                    vm);
+  const int64_t n = static_cast<int64_t>(x.size());
+  const size_t no = c.outputs.size();
+  std::vector<double> y(n);
+  for (int64_t i = 0; i < n; ++i) y[i] = x[(i * 7 + 3) % n];
+  std::vector<double> a(no * n), b(no * n);
+  interp::StridedPtr in[2] = {{const_cast<double*>(x.data()), 1}, {y.data(), 1}};
+  std::vector<interp::StridedPtr> oa, ob;
+  for (size_t j = 0; j < no; ++j) {
+    oa.push_back({a.data() + j * n, 1});
+    ob.push_back({b.data() + j * n, 1});
+  }
+  vm->run(n, in, oa.data());
+  jk.run(n, in, ob.data());
+  for (int64_t i = 0; i < static_cast<int64_t>(no) * n; ++i) {
+    INFO(what << " element " << i);
+    REQUIRE(same_bits(a[i], b[i]));
+  }
+}
+
+// Builds a Composite of two float64 inputs node by node; add() returns the value's index.
+struct Builder {
+  Composite c;
+  Builder() { c.inputs = {DType::Float64, DType::Float64}; }
+  int add(interp::ScalarOp op, std::vector<int> args) {
+    c.nodes.push_back({op, DType::Float64, std::move(args)});
+    return 1 + static_cast<int>(c.nodes.size());
+  }
+};
+}  // namespace
+
 // softplus and sigmoid of x and of -x (a Bernoulli-logit likelihood and its
 // gradient) come from one call of math::logistic in tier-2 block code
-// (jit/codegen.cpp: logistic_group). Each must keep the bits of its own
-// call: the group function itself, for every subset of its outputs at every
+// (jit/codegen.cpp: math_group). Each must keep the bits of its own call:
+// the group function itself, for every subset of its outputs at every
 // length around the batch widths, and the kernels that use it, whether -x is
 // a Neg of x or x a Neg of an input.
 TEST_CASE("jit_softplus_and_sigmoid_of_a_value_and_its_negation_keep_the_bits_of_their_own_calls", "[jit]") {
   REQUIRE_JIT();
-  auto same = [](double a, double b) { return std::memcmp(&a, &b, 8) == 0; };
-  std::vector<double> x = test::special_doubles();
-  std::mt19937_64 rng(47);
-  for (int i = 0; i < 2000; ++i) x.push_back(std::ldexp(double(int64_t(rng() % 2000001) - 1000000), int(rng() % 30) - 24));
-  for (double v : {-37.0, 37.0, 18.0, -18.0, 33.3, -33.3, -745.2, 745.2, -709.8, 709.8, 1e-17, -1e-17, 0.0, -0.0})
-    x.push_back(v);
+  const std::vector<double> x =
+      group_points({-37.0, 37.0, 18.0, -18.0, 33.3, -33.3, -745.2, 745.2, -709.8, 709.8, 1e-17, -1e-17, 0.0, -0.0});
   for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{13}, static_cast<int64_t>(x.size())}) {
     for (int mask : {15, 1, 2, 4, 8, 5, 10, 3, 12}) {
       std::vector<double> r[4];
@@ -1430,10 +1480,10 @@ TEST_CASE("jit_softplus_and_sigmoid_of_a_value_and_its_negation_keep_the_bits_of
       math::logistic(n, x.data(), p[0], p[1], p[2], p[3]);
       for (int64_t i = 0; i < n; ++i) {
         INFO("x " << x[i] << " outputs " << mask);
-        if (p[0]) REQUIRE(same(r[0][i], math::softplus(x[i])));
-        if (p[1]) REQUIRE(same(r[1][i], math::softplus(-x[i])));
-        if (p[2]) REQUIRE(same(r[2][i], math::sigmoid(x[i])));
-        if (p[3]) REQUIRE(same(r[3][i], math::sigmoid(-x[i])));
+        if (p[0]) REQUIRE(same_bits(r[0][i], math::softplus(x[i])));
+        if (p[1]) REQUIRE(same_bits(r[1][i], math::softplus(-x[i])));
+        if (p[2]) REQUIRE(same_bits(r[2][i], math::sigmoid(x[i])));
+        if (p[3]) REQUIRE(same_bits(r[3][i], math::sigmoid(-x[i])));
       }
     }
   }
@@ -1443,55 +1493,101 @@ TEST_CASE("jit_softplus_and_sigmoid_of_a_value_and_its_negation_keep_the_bits_of
   // 3: softplus(t), softplus(in0), sigmoid(in0), t = -in0 (x a Neg of an input);
   // 4: softplus(in0), exp(in0), sigmoid(in0) (another call between: no group).
   for (int shape = 0; shape < 5; ++shape) {
-    Composite c;
-    c.inputs = {DType::Float64, DType::Float64};
-    auto add = [&](ScalarOp op, std::vector<int> args) {
-      c.nodes.push_back({op, DType::Float64, args});
-      return 1 + static_cast<int>(c.nodes.size());
-    };
+    Builder b;
     std::vector<int> outs;
     if (shape <= 1) {
-      const int at = shape == 0 ? add(ScalarOp::Sub, {0, 1}) : 0;
-      const int s1 = add(ScalarOp::Sigmoid, {at});
-      const int s2 = add(ScalarOp::Sigmoid, {add(ScalarOp::Neg, {at})});
-      outs = {s1, s2, add(ScalarOp::Mul, {s1, s2})};
+      const int at = shape == 0 ? b.add(ScalarOp::Sub, {0, 1}) : 0;
+      const int s1 = b.add(ScalarOp::Sigmoid, {at});
+      const int s2 = b.add(ScalarOp::Sigmoid, {b.add(ScalarOp::Neg, {at})});
+      outs = {s1, s2, b.add(ScalarOp::Mul, {s1, s2})};
     } else if (shape == 2) {
-      const int a = add(ScalarOp::Softplus, {0});
-      const int t = add(ScalarOp::Neg, {0});
-      const int b = add(ScalarOp::Softplus, {t});
-      const int g = add(ScalarOp::Sigmoid, {t});
-      outs = {a, b, add(ScalarOp::Mul, {g, 1})};
+      const int a = b.add(ScalarOp::Softplus, {0});
+      const int t = b.add(ScalarOp::Neg, {0});
+      const int s = b.add(ScalarOp::Softplus, {t});
+      const int g = b.add(ScalarOp::Sigmoid, {t});
+      outs = {a, s, b.add(ScalarOp::Mul, {g, 1})};
     } else if (shape == 3) {
-      const int a = add(ScalarOp::Softplus, {add(ScalarOp::Neg, {0})});
-      const int b = add(ScalarOp::Softplus, {0});
-      outs = {add(ScalarOp::Sub, {b, a}), add(ScalarOp::Sigmoid, {0})};
+      const int a = b.add(ScalarOp::Softplus, {b.add(ScalarOp::Neg, {0})});
+      const int s = b.add(ScalarOp::Softplus, {0});
+      outs = {b.add(ScalarOp::Sub, {s, a}), b.add(ScalarOp::Sigmoid, {0})};
     } else {
-      outs = {add(ScalarOp::Softplus, {0}), add(ScalarOp::Exp, {0}), add(ScalarOp::Sigmoid, {0})};
+      outs = {b.add(ScalarOp::Softplus, {0}), b.add(ScalarOp::Exp, {0}), b.add(ScalarOp::Sigmoid, {0})};
     }
-    c.outputs = outs;
-    REQUIRE(c.validate() == "");
-    auto vm = Interpreted::compile(c);
-    const Bytecode& bc = vm->bytecode();
-    jit::KernelSpec spec;
-    jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec)}, 2, spec,
-                      vm);
-    const int64_t n = static_cast<int64_t>(x.size());
-    const size_t no = outs.size();
-    std::vector<double> y(n);
-    for (int64_t i = 0; i < n; ++i) y[i] = x[(i * 7 + 3) % n];
-    std::vector<double> a(no * n), b(no * n);
-    interp::StridedPtr in[2] = {{x.data(), 1}, {y.data(), 1}};
-    std::vector<interp::StridedPtr> oa, ob;
-    for (size_t j = 0; j < no; ++j) {
-      oa.push_back({a.data() + j * n, 1});
-      ob.push_back({b.data() + j * n, 1});
+    b.c.outputs = outs;
+    tier2_matches_interpreter(b.c, x, "shape " + std::to_string(shape));
+  }
+}
+
+// A power of a uniform base computes the base's logarithm once a call
+// (math::pow_base): the bits of pow, for every base and exponent, and in a
+// tier-2 kernel whose base input is uniform.
+TEST_CASE("jit_powers_of_a_uniform_base_keep_the_bits_of_pow", "[jit]") {
+  REQUIRE_JIT();
+  const std::vector<double> y = group_points({0.5, 2.0, -1.0, 1.0, 16.0, 15.5, 1075.0, -1075.0, 1e-300});
+  for (const double b : group_points({0.9, 1.0 - 0x1p-30, -2.0, -0.5, 1e-310})) {
+    for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{13}, static_cast<int64_t>(y.size())}) {
+      std::vector<double> r(n);
+      math::pow_base(n, &b, y.data(), r.data());
+      for (int64_t i = 0; i < n; ++i) {
+        INFO("pow(" << b << ", " << y[i] << ")");
+        REQUIRE(same_value(r[i], math::pow(b, y[i])));
+      }
     }
-    vm->run(n, in, oa.data());
-    jk.run(n, in, ob.data());
-    for (int64_t i = 0; i < static_cast<int64_t>(no) * n; ++i) {
-      INFO("shape " << shape << " element " << i);
-      REQUIRE(same(a[i], b[i]));
+  }
+  using interp::ScalarOp;
+  Builder bl;
+  const int p = bl.add(ScalarOp::Pow, {0, 1});
+  bl.c.outputs = {p, bl.add(ScalarOp::Mul, {p, 1})};
+  auto vm = Interpreted::compile(bl.c);
+  const Bytecode& bc = vm->bytecode();
+  jit::KernelSpec spec;
+  spec.uniform = {true, false};
+  jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec)}, 2, spec,
+                    vm);
+  const int64_t n = static_cast<int64_t>(y.size());
+  for (const double b : {0.75, -3.0, 0.0, 1.0, 2.5e-310, std::numeric_limits<double>::infinity()}) {
+    std::vector<double> a(2 * n), c(2 * n);
+    interp::StridedPtr in[2] = {{const_cast<double*>(&b), 0}, {const_cast<double*>(y.data()), 1}};
+    interp::StridedPtr oa[2] = {{a.data(), 1}, {a.data() + n, 1}}, oc[2] = {{c.data(), 1}, {c.data() + n, 1}};
+    vm->run(n, in, oa);
+    jk.run(n, in, oc);
+    for (int64_t i = 0; i < 2 * n; ++i) {
+      INFO("base " << b << " element " << i);
+      REQUIRE(same_value(a[i], c[i]));
     }
+  }
+}
+
+// sin and cos of one value (a von Mises likelihood and its gradient) come
+// from one call of math::sincos in tier-2 block code, each with the bits of
+// its own call; cos of -x is no member.
+TEST_CASE("jit_sin_and_cos_of_a_value_keep_the_bits_of_their_own_calls", "[jit]") {
+  REQUIRE_JIT();
+  const std::vector<double> x = group_points({1e22, -1e22, 1647099.3, 3.14159265358979, 0.0, -0.0, 1e300});
+  for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{13}, static_cast<int64_t>(x.size())}) {
+    for (int mask : {3, 1, 2}) {
+      std::vector<double> s(n), c(n);
+      math::sincos(n, x.data(), mask & 1 ? s.data() : nullptr, mask & 2 ? c.data() : nullptr);
+      for (int64_t i = 0; i < n; ++i) {
+        INFO("x " << x[i] << " outputs " << mask);
+        if (mask & 1) REQUIRE(same_bits(s[i], math::sin(x[i])));
+        if (mask & 2) REQUIRE(same_bits(c[i], math::cos(x[i])));
+      }
+    }
+  }
+  using interp::ScalarOp;
+  // 0: cos(t), sin(t), t = in0 - in1; 1: sin(in0), cos(-in0) (no group).
+  for (int shape = 0; shape < 2; ++shape) {
+    Builder b;
+    if (shape == 0) {
+      const int t = b.add(ScalarOp::Sub, {0, 1});
+      const int c = b.add(ScalarOp::Cos, {t});
+      const int s = b.add(ScalarOp::Sin, {t});
+      b.c.outputs = {c, s, b.add(ScalarOp::Mul, {s, 1})};
+    } else {
+      b.c.outputs = {b.add(ScalarOp::Sin, {0}), b.add(ScalarOp::Cos, {b.add(ScalarOp::Neg, {0})})};
+    }
+    tier2_matches_interpreter(b.c, x, "shape " + std::to_string(shape));
   }
 }
 #endif
