@@ -186,7 +186,8 @@ D pow_with(D x, D y, Log2&& lx) {
   D yinf = select(ax == D(1.0), D(1.0),
                   select((ax > D(1.0)) == (y > D(0.0)), inf(), D(0.0)));
   r = select(abs(y) == inf(), yinf, r);
-  r = select(is_nan(x) || is_nan(y), x + y, r);
+  // NaN in: x + y, with x first whichever order a copy compiles it in.
+  r = select(is_nan(x), x + x, select(is_nan(y), y + y, r));
   r = select(y == D(0.0) || x == D(1.0), D(1.0), r);
   return r;
 }

@@ -32,9 +32,7 @@ void logistic(int64_t n, const double* x, double* sp, double* spn, double* sg, d
 // its own call. Outputs may alias x.
 void sincos(int64_t n, const double* x, double* s, double* c);
 // r[i] = pow(x[0], y[i]) (one base, as a uniform input gives), with pow's
-// bits: the base's logarithm is computed once. (When both operands are NaN,
-// the NaN's sign may be either's: pow returns x + y, whose operands the
-// compiler may swap.)
+// bits: the base's logarithm is computed once.
 void pow_base(int64_t n, const double* x, const double* y, double* r);
 
 // Scalar conveniences over the same code (tests, constant folding).
