@@ -279,9 +279,11 @@ void pack_operand(const void* src, const int64_t* st, const int64_t* dims, int m
 // the output are read in place, one-element inputs broadcast, the others are
 // first copied into the output's layout. The swapped loop instead gathers or
 // scatters every operand strided in the long dim, one element at a time, at
-// about twice the cost of a contiguous copy: packing is taken when it copies
-// at most twice as many operands, and always when there is no longer dim to
-// swap in. Returns false, having done nothing, when it does not pay or needs
+// about twice the cost of a contiguous copy. Copies differ too: a repeated
+// row (a (1, k) operand) is a doubling memcpy at about a quarter of that
+// cost, a repeated column (an (n, 1) one) a fill at about half. Packing is
+// taken when its copies cost at most what the swap's strided operands do,
+// and always when there is no longer dim to swap in. Returns false, having done nothing, when it does not pay or needs
 // too much scratch.
 bool run_packed(const interp::ElemKernel* k, const LoopNest& L, const int64_t* st, interp::StridedPtr* base,
                 const int64_t* esize, int64_t total) {
@@ -292,6 +294,7 @@ bool run_packed(const interp::ElemKernel* k, const LoopNest& L, const int64_t* s
   const int64_t* out_st = st + L.nin * kMaxRank;  // every output: contiguous
   uint32_t pack = 0;  // inputs to copy (bit i)
   int npack = 0, nswap = 0;
+  int64_t cost = 0;  // of the copies, in quarters of a contiguous copy
   int64_t bytes = 0;
   for (int i = 0; i < L.nops; ++i) {
     const int64_t* si = st + i * kMaxRank;
@@ -302,9 +305,10 @@ bool run_packed(const interp::ElemKernel* k, const LoopNest& L, const int64_t* s
     if (flat || one) continue;
     pack |= 1u << i;
     ++npack;
+    cost += si[in - 1] == 0 ? 1 : si[in] == 0 ? 2 : 4;
     bytes += (total * esize[i] + 63) / 64 * 64;
   }
-  if (L.dims[j] > L.dims[in] && npack > 2 * nswap) return false;
+  if (L.dims[j] > L.dims[in] && cost > 8 * nswap) return false;
   // Rows of kShortRun or more elements: one kernel call per row costs about
   // what copying a few hundred elements does (the groups of a batch, (18, 20)).
   if (L.dims[in] >= kShortRun && npack * L.dims[in] > 256) return false;
