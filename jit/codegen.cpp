@@ -47,7 +47,8 @@ int64_t div_ops() {
 class Gen {
  public:
   Gen(LLVMContext& c, Module& m, const Bytecode& bc, const Layout& l, const std::vector<bool>& uniform, bool isolate,
-      bool const_mem, const std::vector<bool>& summed, const std::vector<bool>& packed)
+      bool const_mem, const std::vector<bool>& summed, const std::vector<bool>& packed,
+      const std::vector<bool>& packed_out)
       : C(c),
         M(m),
         B(c),
@@ -58,6 +59,7 @@ class Gen {
         uniform_(uniform),
         summed_(summed),
         packed_(packed),
+        packed_out_(packed_out),
         isolate_(isolate),
         const_mem_(const_mem) {
     const auto ec = ElementCount::getFixed(W);
@@ -245,7 +247,7 @@ class Gen {
         continue;
       }
       if (w < 0) continue;
-      if (direct[j] >= 0) out_writes_[w].push_back(static_cast<int>(j));
+      if (direct[j] >= 0 || is_packed_out(j)) out_writes_[w].push_back(static_cast<int>(j));
       else last_read_[w] = n;
     }
   }
@@ -335,7 +337,16 @@ class Gen {
                                                      : emit_inline(in, g);
     vals_[in.d] = v;
     if (last_read_[k] >= hi) store(v, at(cell_off(in.d), g));
-    for (int j : out_writes_[k]) B.CreateAlignedStore(v, B.CreateGEP(i8, out_base_[j], goff_), Align(8));
+    for (int j : out_writes_[k]) store_out(j, v);
+  }
+  bool is_packed_out(size_t j) const { return j < packed_out_.size() && packed_out_[j]; }
+  // A direct output's lanes of this group; a packed one (packed_outputs) as
+  // W bytes at byte W * group, 1 where the lane is nonzero.
+  void store_out(int j, Value* v) {
+    if (!is_packed_out(j)) return (void)B.CreateAlignedStore(v, B.CreateGEP(i8, out_base_[j], goff_), Align(8));
+    Type* bytes = VectorType::get(i8, ElementCount::getFixed(W));
+    Value* b = B.CreateZExt(B.CreateICmpNE(v, Constant::getNullValue(v->getType())), bytes);
+    B.CreateAlignedStore(b, B.CreateGEP(i8, out_base_[j], B.CreateLShr(goff_, 3)), Align(1));
   }
 
   // A fused loop defining summed outputs (KernelSpec::summed): each group's
@@ -1007,6 +1018,7 @@ class Gen {
   const std::vector<bool>& uniform_;
   const std::vector<bool>& summed_;  // KernelSpec::summed
   const std::vector<bool>& packed_;  // packed_inputs
+  const std::vector<bool>& packed_out_;  // packed_outputs
   const bool isolate_;
   const bool const_mem_;  // tier 1: vector constants loaded from globals
   Type *f64, *f32, *i64, *s64, *i8, *ptr;
@@ -1032,10 +1044,11 @@ class Gen {
 
 std::unique_ptr<Module> emit_chunk(LLVMContext& ctx, const Bytecode& bc, int lo, int hi, const std::string& name,
                                    const Layout& layout, const std::vector<bool>& uniform, int max_run, bool isolate,
-                                   bool const_mem, const std::vector<bool>& summed, const std::vector<bool>& packed) {
+                                   bool const_mem, const std::vector<bool>& summed, const std::vector<bool>& packed,
+                                   const std::vector<bool>& packed_out) {
   if (!summed.empty() && layout.lanes != 8) throw std::runtime_error("summed outputs need 8 lanes");
   auto m = std::make_unique<Module>(name, ctx);
-  Gen(ctx, *m, bc, layout, uniform, isolate, const_mem, summed, packed).run(lo, hi, name, max_run);
+  Gen(ctx, *m, bc, layout, uniform, isolate, const_mem, summed, packed, packed_out).run(lo, hi, name, max_run);
   return m;
 }
 

@@ -24,11 +24,13 @@ namespace ember::jit {
 // constants from constant globals: FastISel cannot materialize them.
 // `summed` (empty or per output): outputs summed in the chunk (KernelSpec).
 // `packed` (empty or per input): inputs read as bytes (packed_inputs).
+// `packed_out` (empty or per output): outputs stored as bytes (packed_outputs).
 std::unique_ptr<llvm::Module> emit_chunk(llvm::LLVMContext& ctx, const interp::Bytecode& bc, int lo, int hi,
                                          const std::string& name, const Layout& layout,
                                          const std::vector<bool>& uniform, int max_run, bool isolate,
                                          bool const_mem, const std::vector<bool>& summed = {},
-                                         const std::vector<bool>& packed = {});
+                                         const std::vector<bool>& packed = {},
+                                         const std::vector<bool>& packed_out = {});
 
 // Adds `void name(i64 steps, char* scratch, const char* const* ops)` to m:
 // a ScalarLoop of one element whose body is m's one-element function

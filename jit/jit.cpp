@@ -273,7 +273,8 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
   {
     auto ctx = std::make_unique<llvm::LLVMContext>();
     auto m = emit_chunk(*ctx, bc, lo, hi, name, layout(tier, spec.one_element), spec.uniform, max_run(tier),
-                        isolate(tier), const_mem(tier), spec.summed, packed_inputs(bc, tier, spec));
+                        isolate(tier), const_mem(tier), spec.summed, packed_inputs(bc, tier, spec),
+                        packed_outputs(bc, tier, spec));
     if (with_loop) add_loop(*m, bc, name, kLoopName, spec.loop_carried, spec.loop_until);
     for (const auto& f : *m)
       for (const auto& b : f) nir += b.size();

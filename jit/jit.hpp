@@ -110,6 +110,15 @@ std::vector<int> direct_outputs(const interp::Bytecode& bc, bool one_element,
 // one-element call passes its operands as given. Empty when there is none.
 std::vector<bool> packed_inputs(const interp::Bytecode& bc, int tier, const KernelSpec& spec);
 
+// Outputs a kernel stores as bytes: bool outputs of tier-2 block kernels
+// whose register's last definition is inline integer-class code (a compare,
+// a logical op). The chunk holding that definition stores each lane as one
+// byte, 1 where it is nonzero (scatter's narrowing), through
+// in[ninputs + j] as for a direct output; widened to 8 bytes in a cell and
+// then narrowed, a bool mask cost more than the compare that made it.
+// Empty when there is none.
+std::vector<bool> packed_outputs(const interp::Bytecode& bc, int tier, const KernelSpec& spec);
+
 // One-element kernels: the outputs the chunk holding the last instruction
 // stores itself, through the pointer at in[kOneElementInStride * (ninputs + j)],
 // after everything else it does: float64 and int64 outputs held in a
@@ -126,7 +135,7 @@ std::vector<int8_t> one_element_stores(const interp::Bytecode& bc);
 bool loop_compilable(const interp::Bytecode& bc, int carried, bool until);
 
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
-// of m elements. The chunk ABI (codegen version "codegen-22"):
+// of m elements. The chunk ABI (codegen version "codegen-23"):
 //   void chunk(int64_t m, char* scratch, const char* const* in)
 // - 0 < m <= kBlock (m == 1 for one-element kernels); every piece of a kernel gets the same m, scratch and
 //   in for a block, in order. The chunk computes ceil(m / W) groups of
@@ -145,7 +154,9 @@ bool loop_compilable(const interp::Bytecode& bc, int carried, bool until);
 //   it, as a float64 cell (lane i at byte 8i): the caller's array at the
 //   block's first element (m % W == 0, contiguous, 8-byte aligned, not
 //   overlapping any input) or output j's cell, which JitKernel then
-//   scatters. The other outputs stay in their register cells.
+//   scatters. A packed output (packed_outputs) is stored there the same
+//   way as bytes, lane i at byte i (the caller's array: contiguous, no
+//   alignment). The other outputs stay in their register cells.
 // - in[k], for every k < bc.inputs.size() (a chunk loads only the inputs it
 //   reads): the lane base of input k for this block, in its class's cell
 //   layout: lane i at byte 8W*(i/W) + size*(i%W), size 8 for the F64 and
@@ -257,7 +268,7 @@ class JitKernel : public interp::ElemKernel {
     interp::Cell k;
     int in;
     bool uniform = false;  // inputs: KernelSpec::uniform
-    bool packed = false;   // inputs: packed_inputs
+    bool packed = false;   // packed_inputs or packed_outputs: bytes in the cell
     int64_t es = 0;        // inputs: element bytes
   };
   // Where output o's lanes are after a chunk: an input's, its cell, or
@@ -270,7 +281,7 @@ class JitKernel : public interp::ElemKernel {
   // One-element calls store 8-byte outputs held in cells by plain copies and
   // the rest by dtype: one loop each, so no per-output dtype branch is mispredicted.
   std::vector<int32_t> plain_outs_, other_outs_;
-  std::vector<int32_t> direct_outs_;  // direct_outputs(bc), in order
+  std::vector<int32_t> direct_outs_;  // direct_outputs(bc) and packed_outputs, in order
   std::vector<int32_t> summed_;       // KernelSpec::summed, in order
   std::vector<uint8_t> is_summed_;    // per output (ElemKernel::summed points here)
   int64_t out_cell0_ = 0, cell_bytes_ = 0;  // output 0's cell (byte offset), cell spacing

@@ -98,8 +98,15 @@ template <class T> void narrow_int(const int64_t* r, int64_t m, char* p, int64_t
   for (int64_t i = 0; i < m; ++i) o[i * stride] = static_cast<T>(r[i]);
 }
 
-// m lanes of a cell (or of a constant when cell is null) to an output.
-void scatter(DType dt, const char* cell, const interp::Cell& k, int64_t m, char* p, int64_t stride, int w) {
+// m lanes of a cell (or of a constant when cell is null) to an output; a
+// packed output's cell holds its bytes (packed_outputs).
+void scatter(bool packed, DType dt, const char* cell, const interp::Cell& k, int64_t m, char* p, int64_t stride,
+             int w) {
+  if (packed && cell) {
+    if (stride == 1) std::memcpy(p, cell, m);
+    else for (int64_t i = 0; i < m; ++i) p[i * stride] = cell[i];
+    return;
+  }
   if (!cell) {
     // A constant output: one block of its value in the output's class.
     static thread_local std::vector<double> kc;
@@ -130,7 +137,13 @@ void scatter(DType dt, const char* cell, const interp::Cell& k, int64_t m, char*
     case DType::UInt16: narrow_int<uint16_t>(r, m, p, stride); break;
     case DType::UInt32: narrow_int<uint32_t>(r, m, p, stride); break;
     case DType::Bool:
-      for (int64_t i = 0; i < m; ++i) reinterpret_cast<uint8_t*>(p)[i * stride] = r[i] != 0;
+      // The contiguous case on its own: a loop the compiler vectorizes.
+      if (stride == 1) {
+        auto* o = reinterpret_cast<uint8_t*>(p);
+        for (int64_t i = 0; i < m; ++i) o[i] = r[i] != 0;
+      } else {
+        for (int64_t i = 0; i < m; ++i) reinterpret_cast<uint8_t*>(p)[i * stride] = r[i] != 0;
+      }
       break;
   }
 }
@@ -212,6 +225,24 @@ std::vector<bool> packed_inputs(const interp::Bytecode& bc, int tier, const Kern
   return p;
 }
 
+std::vector<bool> packed_outputs(const interp::Bytecode& bc, int tier, const KernelSpec& spec) {
+  std::vector<bool> p;
+  if (tier < 2 || spec.one_element) return p;  // tier-1 block code may be the direct emitter's
+  std::vector<int> writer(bc.num_slots(), -1);
+  for (int j = 0; j < static_cast<int>(bc.code.size()); ++j) writer[bc.code[j].d] = j;
+  for (size_t j = 0; j < bc.outputs.size(); ++j) {
+    const interp::OutputRef& o = bc.outputs[j];
+    if (o.dtype != DType::Bool || o.slot < bc.first_reg() || writer[o.slot] < 0) continue;
+    const interp::Instr& in = bc.code[writer[o.slot]];
+    if (in.op >= interp::kCvtBase) continue;
+    const interp::OpSig sig = interp::op_sig(in.op);
+    if (!sig.valid || sig.math || sig.dst != interp::Cls::I64) continue;
+    if (p.empty()) p.assign(bc.outputs.size(), false);
+    p[j] = true;
+  }
+  return p;
+}
+
 std::vector<int8_t> one_element_stores(const interp::Bytecode& bc) {
   std::vector<int8_t> d(bc.outputs.size(), 0);
   for (size_t j = 0; j < bc.outputs.size(); ++j) {
@@ -262,17 +293,19 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
   }
   if (any_uniform_ && !fallback_) throw std::invalid_argument("JitKernel: uniform inputs need a fallback kernel");
   const std::vector<int> direct = direct_outputs(bc, spec.one_element, spec.summed);
+  const std::vector<bool> packed_out = packed_outputs(bc, tier, spec);
   std::vector<int8_t> chunk(bc.outputs.size(), 0);
   if (spec.one_element && !pieces_.empty()) chunk = one_element_stores(bc);
   for (const interp::OutputRef& o : bc.outputs) {
     const size_t j = outs_.size();
+    const bool bytes = j < packed_out.size() && packed_out[j];
     if (o.slot < bc.num_consts()) outs_.push_back({o.dtype, -1, bc.constants[o.slot], -1});
-    else if (direct[j] >= 0)  // the chunk stores it in its output cell, or the caller's array
-      outs_.push_back({o.dtype, out_cell_at(j), {}, -1});
+    else if (direct[j] >= 0 || bytes)  // the chunk stores it in its output cell, or the caller's array
+      outs_.push_back({o.dtype, out_cell_at(j), {}, -1, false, bytes});
     else
       outs_.push_back({o.dtype, static_cast<int64_t>(cell_index(bc, o.slot)) * cell_bytes_, {},
                        o.slot < bc.first_reg() ? o.slot - bc.num_consts() : -1});
-    if (direct[j] >= 0) direct_outs_.push_back(static_cast<int32_t>(j));
+    if (direct[j] >= 0 || bytes) direct_outs_.push_back(static_cast<int32_t>(j));
     // Outputs are scattered from whole blocks of lanes; a uniform input has one.
     if (outs_.back().in >= 0 && spec.is_uniform(static_cast<size_t>(outs_.back().in)))
       throw std::invalid_argument("JitKernel: a uniform input cannot be an output");
@@ -446,8 +479,10 @@ void JitKernel::run_fn(const ElemKernel* self, int64_t n, const interp::StridedP
       return one_lane(x[i].dt, in[i].data, s + x[i].cell);
     };
     // The others first: they hold the outputs that copy an input, read before any plain store.
-    for (const int32_t j : k->other_outs_)
-      store_one(o[j].dt, o[j].in >= 0 ? input(o[j].in) : o[j].cell >= 0 ? s + o[j].cell : nullptr, o[j].k, out[j].data);
+    for (const int32_t j : k->other_outs_) {
+      if (o[j].packed) *static_cast<uint8_t*>(out[j].data) = static_cast<uint8_t>(s[o[j].cell]);
+      else store_one(o[j].dt, o[j].in >= 0 ? input(o[j].in) : o[j].cell >= 0 ? s + o[j].cell : nullptr, o[j].k, out[j].data);
+    }
     for (const int32_t j : k->chunk_outs_) std::memcpy(out[j].data, s + k->out_cell_at(j), 8);
     for (const int32_t j : k->plain_outs_) std::memcpy(out[j].data, s + o[j].cell, 8);
     return;
@@ -517,8 +552,9 @@ void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedP
     }
     for (size_t d = 0; d < k->direct_outs_.size() && d < 64; ++d) {
       const int32_t j = k->direct_outs_[d];
-      if (j >= 64 || out[j].stride != 1 || reinterpret_cast<uintptr_t>(out[j].data) % 8 != 0) continue;
-      const auto lo = reinterpret_cast<uintptr_t>(out[j].data), hi = lo + static_cast<uintptr_t>(n) * 8;
+      const bool bytes = k->outs_[j].packed;
+      if (j >= 64 || out[j].stride != 1 || (!bytes && reinterpret_cast<uintptr_t>(out[j].data) % 8 != 0)) continue;
+      const auto lo = reinterpret_cast<uintptr_t>(out[j].data), hi = lo + static_cast<uintptr_t>(n) * (bytes ? 1 : 8);
       bool apart = hhi <= lo || hi <= hlo;
       if (!apart) {
         apart = true;
@@ -568,7 +604,7 @@ void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedP
       for (size_t d = 0; d < k->direct_outs_.size() && d < 64; ++d) {
         const int32_t j = k->direct_outs_[d];
         if (out_direct >> d & 1) {
-          ip[ni + j] = static_cast<const char*>(out[j].data) + base * 8;
+          ip[ni + j] = static_cast<const char*>(out[j].data) + base * (k->outs_[j].packed ? 1 : 8);
           skip |= uint64_t{1} << j;
         } else {
           ip[ni + j] = s + k->outs_[j].cell;
@@ -593,7 +629,7 @@ void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedP
       const int64_t es = static_cast<int64_t>(dtype_size(o.dt));
       // An output that is an input reads that input's lanes, wherever they are.
       const char* cell = out_lanes(o, ip, s);
-      scatter(o.dt, cell, o.k, m, static_cast<char*>(out[j].data) + base * out[j].stride * es, out[j].stride, w);
+      scatter(o.packed, o.dt, cell, o.k, m, static_cast<char*>(out[j].data) + base * out[j].stride * es, out[j].stride, w);
     }
     base += m;
   }
@@ -825,7 +861,7 @@ bool JitKernel::run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, co
       const Slot& o = k->outs_[j];
       const int64_t es = static_cast<int64_t>(dtype_size(o.dt));
       const char* cell = out_lanes(o, ip, s);
-      scatter(o.dt, cell, o.k, n, static_cast<char*>(out[j].data) + r * out[j].row_stride * es, out[j].stride, w);
+      scatter(o.packed, o.dt, cell, o.k, n, static_cast<char*>(out[j].data) + r * out[j].row_stride * es, out[j].stride, w);
     }
     for (size_t q = 0; q < ns; ++q) {
       const int32_t j = k->summed_[q];

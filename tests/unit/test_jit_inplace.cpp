@@ -12,6 +12,7 @@
 #include <cstring>
 #include <random>
 
+#include "interp/reduce_tree.hpp"
 #include "interp/vm.hpp"
 #include "jit/jit.hpp"
 #include "jit_util.hpp"
@@ -330,6 +331,110 @@ TEST_CASE("jit_one_element_kernels_read_bool_operands_as_given", "[jit]") {
         CHECK(b1 == (m0 && m2));
         CHECK(b2 == (m2 ? 1.0 : 0.0) + b0);
       }
+  }
+}
+
+namespace {
+// Bool outputs of compares and their And beside a float64 Switch on them,
+// and a bool cast of x: tier 2 stores the first two as bytes (packed_outputs).
+Composite bool_outputs() {
+  Composite c;
+  c.inputs = {DType::Float64, DType::Float64};
+  c.constants.push_back({DType::Float64, 0.5, 0});
+  c.nodes.push_back({ScalarOp::GE, DType::Bool, {0, 1}});            // 3
+  c.nodes.push_back({ScalarOp::LT, DType::Bool, {0, 2}});            // 4
+  c.nodes.push_back({ScalarOp::And, DType::Bool, {3, 4}});           // 5
+  c.nodes.push_back({ScalarOp::Switch, DType::Float64, {5, 0, 1}});  // 6
+  c.nodes.push_back({ScalarOp::Cast, DType::Bool, {0}});             // 7
+  c.outputs = {3, 5, 6, 7};
+  return c;
+}
+}  // namespace
+
+TEST_CASE("jit_bool_outputs_stored_as_bytes_match_interpreter", "[jit]") {
+  REQUIRE_JIT();
+  const Composite c = bool_outputs();
+  REQUIRE(c.validate() == "");
+  auto vm = Interpreted::compile(c);
+  const Bytecode& bc = vm->bytecode();
+  const std::vector<bool> packed = jit::packed_outputs(bc, 2, {});
+  CHECK(packed == std::vector<bool>{true, true, false, false});
+  CHECK(jit::packed_outputs(bc, 1, {}).empty());
+  jit::KernelSpec one;
+  one.one_element = true;
+  CHECK(jit::packed_outputs(bc, 2, one).empty());
+  const int end = static_cast<int>(bc.code.size());
+  std::mt19937_64 rng(13);
+  // One piece, and two with the compares' stores in the first.
+  for (int cut : {end, end / 2}) {
+    std::vector<jit::Piece> ps;
+    ps.push_back(jit::compile_chunk(bc, 0, cut, 2));
+    if (cut < end) ps.push_back(jit::compile_chunk(bc, cut, end, 2));
+    jit::JitKernel jk(bc, std::move(ps), 2);
+    for (int64_t out_stride : {1, 3}) {
+      for (int64_t n : kSizes) {
+        INFO("cut " << cut << " out stride " << out_stride << " n " << n);
+        CHECK(test::run_both(c, *vm, jk, n, {1, 1}, out_stride, rng) == "");
+        CHECK(test::run_both(c, *vm, jk, n, {2, 0}, out_stride, rng) == "");
+      }
+    }
+    // Contiguous outputs the chunk stores in place: nothing past the end.
+    for (int64_t n : {64, 100, 1000}) {
+      std::vector<double> x(n), y(n), sw(n);
+      for (int64_t i = 0; i < n; ++i) x[i] = 0.25 * double(i % 7) - 0.5, y[i] = 0.1 * double(i % 5);
+      std::vector<uint8_t> ge(n + 64, 0xAA), an(n + 64, 0xAA), cs(n + 64, 0xAA);
+      StridedPtr in[2] = {{x.data(), 1}, {y.data(), 1}};
+      StridedPtr out[4] = {{ge.data(), 1}, {an.data(), 1}, {sw.data(), 1}, {cs.data(), 1}};
+      jk.run(n, in, out);
+      INFO("cut " << cut << " n " << n);
+      for (int64_t i = 0; i < n; ++i) {
+        CHECK(ge[i] == (x[i] >= y[i]));
+        CHECK(an[i] == (x[i] >= y[i] && x[i] < 0.5));
+      }
+      for (int64_t i = n; i < n + 64; ++i) CHECK((ge[i] == 0xAA && an[i] == 0xAA && cs[i] == 0xAA));
+    }
+  }
+}
+
+TEST_CASE("jit_bool_outputs_beside_row_sums_match_interpreter", "[jit]") {
+  REQUIRE_JIT();
+  // out0 = GE(x, y) (elements, as bytes), out1 = Switch(out0, x, y) * x (summed)
+  Composite c;
+  c.inputs = {DType::Float64, DType::Float64};
+  c.nodes.push_back({ScalarOp::GE, DType::Bool, {0, 1}});            // 2
+  c.nodes.push_back({ScalarOp::Switch, DType::Float64, {2, 0, 1}});  // 3
+  c.nodes.push_back({ScalarOp::Mul, DType::Float64, {3, 0}});        // 4
+  c.outputs = {2, 4};
+  REQUIRE(c.validate() == "");
+  auto vm = Interpreted::compile(c);
+  const Bytecode& bc = vm->bytecode();
+  jit::KernelSpec spec;
+  spec.summed = {false, true};
+  CHECK(jit::packed_outputs(bc, 2, spec) == std::vector<bool>{true, false});
+  std::vector<jit::Piece> ps;
+  ps.push_back(jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec));
+  jit::JitKernel jk(bc, std::move(ps), 2, spec, vm);
+  REQUIRE(jk.fn_row_sums);
+  for (int64_t rows : {1, 5}) {
+    for (int64_t n : {8, 9, 17, 100, 512}) {
+      std::vector<double> x(rows * n), y(rows), e1(rows * n), w1(rows), g1(rows, -1.0);
+      std::vector<uint8_t> e0(rows * n), j0(rows * n, 0xAA);
+      for (int64_t i = 0; i < rows * n; ++i) x[i] = 0.3 * double(i % 11) - 1.0;
+      for (int64_t r = 0; r < rows; ++r) y[r] = 0.2 * double(r) - 0.3;
+      for (int64_t r = 0; r < rows; ++r) {
+        StridedPtr in[2] = {{x.data() + r * n, 1}, {y.data() + r, 0}};
+        StridedPtr oe[2] = {{e0.data() + r * n, 1}, {e1.data() + r * n, 1}};
+        vm->run(n, in, oe);
+      }
+      reduce::reduce_rows<reduce::Rop::Add, double>(e1.data(), rows, n, w1.data());
+      RowPtr in[2] = {{x.data(), n, 1}, {y.data(), 1, 0}};
+      RowPtr out[2] = {{j0.data(), n, 1}, {nullptr, 0, 0}};
+      double* sums[2] = {nullptr, g1.data()};
+      INFO("rows " << rows << " n " << n);
+      REQUIRE(jk.fn_row_sums(&jk, rows, n, in, out, sums));
+      CHECK(j0 == e0);
+      CHECK(std::memcmp(g1.data(), w1.data(), 8 * rows) == 0);
+    }
   }
 }
 #endif
