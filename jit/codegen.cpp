@@ -345,7 +345,7 @@ class Gen {
   void store_out(int j, Value* v) {
     if (!is_packed_out(j)) return (void)B.CreateAlignedStore(v, B.CreateGEP(i8, out_base_[j], goff_), Align(8));
     Type* bytes = VectorType::get(i8, ElementCount::getFixed(W));
-    Value* b = B.CreateZExt(B.CreateICmpNE(v, Constant::getNullValue(v->getType())), bytes);
+    Value* b = B.CreateZExt(truth(v), bytes);
     B.CreateAlignedStore(b, B.CreateGEP(i8, out_base_[j], B.CreateLShr(goff_, 3)), Align(1));
   }
 
@@ -729,6 +729,13 @@ class Gen {
   Value* copysign(Value* x, Value* y) { return B.CreateBinaryIntrinsic(Intrinsic::copysign, x, y); }
   Value* ne0(Value* x) { return B.CreateFCmpUNE(x, fc(x->getType(), 0)); }
   Value* bool64(Value* b) { return B.CreateZExt(b, i64); }
+  // v != 0 lane by lane; a bool64 of a compare or mask is the compare
+  // itself. Tier 2 runs no IR passes, and SelectionDAG folds the zext away
+  // only within one basic block (fast_div's checks split a loop body).
+  Value* truth(Value* v) {
+    if (auto* z = dyn_cast<ZExtInst>(v); z && z->getSrcTy()->getScalarSizeInBits() == 1) return z->getOperand(0);
+    return B.CreateICmpNE(v, Constant::getNullValue(v->getType()));
+  }
 
   // npy_divmod; returns the quotient, sets mod.
   Value* f_divmod(Value* a, Value* b, Value*& mod) {
@@ -989,7 +996,7 @@ class Gen {
       return B.CreateSelect(B.CreateICmpSLT(a, b), b, B.CreateSelect(B.CreateICmpSGT(a, c), c, a));
     else return B.CreateSelect(B.CreateFCmpOLT(a, b), b, B.CreateSelect(B.CreateFCmpOGT(a, c), c, a));
   }
-  template <Cls C> Value* op_Switch(const Ops<C>& o) { return B.CreateSelect(B.CreateICmpNE(o.a, ic(0)), o.b, o.c); }
+  template <Cls C> Value* op_Switch(const Ops<C>& o) { return B.CreateSelect(truth(o.a), o.b, o.c); }
   template <Cls C> Value* op_LT(const Ops<C>& o) { return cmp(o, CmpInst::ICMP_SLT, CmpInst::FCMP_OLT); }
   template <Cls C> Value* op_GT(const Ops<C>& o) { return cmp(o, CmpInst::ICMP_SGT, CmpInst::FCMP_OGT); }
   template <Cls C> Value* op_LE(const Ops<C>& o) { return cmp(o, CmpInst::ICMP_SLE, CmpInst::FCMP_OLE); }
