@@ -171,24 +171,27 @@ size_t scratch_bytes(const interp::Bytecode& bc, const Layout& l) {
 }
 
 namespace {
-// Per output: the instruction that last defines it when it is a float64
-// register whose last definition is inline float64 arithmetic (no math
-// call, no cast), else -1.
-std::vector<int> float64_inline_defs(const interp::Bytecode& bc) {
+// Per output of dtype dt: the instruction that last defines its register
+// when that is inline code (no math call, no cast) with a result of class
+// dst (and, if `same`, operands of that class too), else -1.
+std::vector<int> inline_defs(const interp::Bytecode& bc, DType dt, interp::Cls dst, bool same) {
   std::vector<int> d(bc.outputs.size(), -1);
   std::vector<int> writer(bc.num_slots(), -1);
   for (int j = 0; j < static_cast<int>(bc.code.size()); ++j) writer[bc.code[j].d] = j;
   for (size_t j = 0; j < bc.outputs.size(); ++j) {
     const interp::OutputRef& o = bc.outputs[j];
-    if (o.dtype != DType::Float64 || o.slot < bc.first_reg() || writer[o.slot] < 0) continue;
+    if (o.dtype != dt || o.slot < bc.first_reg() || writer[o.slot] < 0) continue;
     const interp::Instr& in = bc.code[writer[o.slot]];
     if (in.op >= interp::kCvtBase) continue;
     const interp::OpSig sig = interp::op_sig(in.op);
-    if (sig.valid && !sig.math && sig.dst == interp::Cls::F64 &&
-        static_cast<interp::Cls>(in.op % interp::kNumCls) == interp::Cls::F64)
+    if (sig.valid && !sig.math && sig.dst == dst && (!same || static_cast<interp::Cls>(in.op % interp::kNumCls) == dst))
       d[j] = writer[o.slot];
   }
   return d;
+}
+// Float64 outputs of inline float64 arithmetic.
+std::vector<int> float64_inline_defs(const interp::Bytecode& bc) {
+  return inline_defs(bc, DType::Float64, interp::Cls::F64, true);
 }
 }  // namespace
 
@@ -228,18 +231,9 @@ std::vector<bool> packed_inputs(const interp::Bytecode& bc, int tier, const Kern
 std::vector<bool> packed_outputs(const interp::Bytecode& bc, int tier, const KernelSpec& spec) {
   std::vector<bool> p;
   if (tier < 2 || spec.one_element) return p;  // tier-1 block code may be the direct emitter's
-  std::vector<int> writer(bc.num_slots(), -1);
-  for (int j = 0; j < static_cast<int>(bc.code.size()); ++j) writer[bc.code[j].d] = j;
-  for (size_t j = 0; j < bc.outputs.size(); ++j) {
-    const interp::OutputRef& o = bc.outputs[j];
-    if (o.dtype != DType::Bool || o.slot < bc.first_reg() || writer[o.slot] < 0) continue;
-    const interp::Instr& in = bc.code[writer[o.slot]];
-    if (in.op >= interp::kCvtBase) continue;
-    const interp::OpSig sig = interp::op_sig(in.op);
-    if (!sig.valid || sig.math || sig.dst != interp::Cls::I64) continue;
-    if (p.empty()) p.assign(bc.outputs.size(), false);
-    p[j] = true;
-  }
+  const std::vector<int> def = inline_defs(bc, DType::Bool, interp::Cls::I64, false);
+  if (std::any_of(def.begin(), def.end(), [](int k) { return k >= 0; }))
+    for (int k : def) p.push_back(k >= 0);
   return p;
 }
 
