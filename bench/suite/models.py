@@ -1643,6 +1643,79 @@ def inverse_link_erfinv(rng, n=300):
     return model
 
 
+def pareto_tails(rng, n=300):
+    """Heavy-tailed sizes above a known floor: a Pareto likelihood with a free shape."""
+    floor = np.exp(0.2 * rng.normal(size=n))
+    y = floor * (1.0 + rng.pareto(2.5, size=n))
+    with pm.Model() as model:
+        a = pm.HalfNormal("a", 3)
+        pm.Pareto("y", alpha=a, m=floor, observed=y)
+    return model
+
+
+def customdist_exp(rng, n=300):
+    """A CustomDist given by its generative graph, exp of a Normal plus a shift: PyMC derives its logp."""
+    y = 1.0 + np.exp(rng.normal(0.3, 0.5, size=n))
+    def dist(mu, s, size):
+        return pt.exp(pm.Normal.dist(mu, s, size=size)) + 1.0
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 1)
+        s = pm.HalfNormal("s", 1)
+        pm.CustomDist("y", mu, s, dist=dist, observed=y)
+    return model
+
+
+def fitc_gp(rng, n=200, m=12):
+    """A sparse GP regression (FITC, pm.gp.MarginalApprox) with 12 inducing points."""
+    X = np.sort(rng.uniform(0, 10, size=n))[:, None]
+    y = np.sin(X[:, 0]) + 0.3 * rng.normal(size=n)
+    Xu = np.linspace(0, 10, m)[:, None]
+    with pm.Model() as model:
+        ell = pm.Gamma("ell", 2, 1)
+        eta = pm.HalfNormal("eta", 1)
+        cov = eta**2 * pm.gp.cov.ExpQuad(1, ell)
+        gp = pm.gp.MarginalApprox(cov_func=cov, approx="FITC")
+        sigma = pm.HalfNormal("sigma", 1)
+        gp.marginal_likelihood("y", X=X, Xu=Xu, y=y, sigma=sigma)
+    return model
+
+
+def censored_negbin(rng, n=300, limit=12):
+    """Counts top-coded at 12 from a negative binomial (pm.Censored: the regularized incomplete beta)."""
+    x = rng.normal(size=n)
+    y = np.minimum(rng.negative_binomial(5, 5 / (5 + np.exp(1.5 + 0.3 * x))), limit)
+    with pm.Model() as model:
+        b = pm.Normal("b", 0, 1, shape=2)
+        alpha = pm.Gamma("alpha", 2, 0.5)
+        nb = pm.NegativeBinomial.dist(mu=pt.exp(b[0] + b[1] * x), alpha=alpha)
+        pm.Censored("y", nb, lower=None, upper=limit, observed=y)
+    return model
+
+
+def order_stats(rng, n=50):
+    """Sorted latent values (pt.sort) matched to sorted observations."""
+    y = np.sort(rng.normal(1.0, 2.0, size=n))
+    with pm.Model() as model:
+        z = pm.Normal("z", 0, 1, shape=n)
+        mu = pm.Normal("mu", 0, 3)
+        s = pm.HalfNormal("s", 2)
+        pm.Normal("y", pt.sort(mu + s * z), 0.5, observed=y)
+    return model
+
+
+def logit_spline_gam(rng, n=400, k=8):
+    """A Bernoulli GAM: a logit link over a Gaussian-bump basis with a random-walk prior on its weights."""
+    x = rng.uniform(0, 1, size=n)
+    centers = np.linspace(0, 1, k)
+    B = np.exp(-((x[:, None] - centers) ** 2) / (2 * 0.1**2))
+    y = rng.random(n) < 1 / (1 + np.exp(-np.sin(6 * x)))
+    with pm.Model() as model:
+        s = pm.HalfNormal("s", 1)
+        w = pm.GaussianRandomWalk("w", sigma=s, init_dist=pm.Normal.dist(0, 1), shape=k)
+        pm.Bernoulli("y", logit_p=pt.dot(B, w), observed=y)
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
@@ -1666,6 +1739,7 @@ MODELS = {f.__name__: f for f in [
     clip_tobit, max_potential, periodic_gp, softmax_categorical, zero_inflated_binomial, truncated_lognormal,
     censored_studentt, mv_mixture, diff_smoothing, interpolated_prior, logaddexp_mixture, coords_hierarchy,
     flat_priors, discrete_weibull_counts, std_normalized, cumsum_2d, kron_outer, inverse_link_erfinv,
+    pareto_tails, customdist_exp, fitc_gp, censored_negbin, order_stats, logit_spline_gam,
 ]}
 
 
