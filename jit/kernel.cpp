@@ -137,13 +137,7 @@ void scatter(bool packed, DType dt, const char* cell, const interp::Cell& k, int
     case DType::UInt16: narrow_int<uint16_t>(r, m, p, stride); break;
     case DType::UInt32: narrow_int<uint32_t>(r, m, p, stride); break;
     case DType::Bool:
-      // The contiguous case on its own: a loop the compiler vectorizes.
-      if (stride == 1) {
-        auto* o = reinterpret_cast<uint8_t*>(p);
-        for (int64_t i = 0; i < m; ++i) o[i] = r[i] != 0;
-      } else {
-        for (int64_t i = 0; i < m; ++i) reinterpret_cast<uint8_t*>(p)[i * stride] = r[i] != 0;
-      }
+      for (int64_t i = 0; i < m; ++i) reinterpret_cast<uint8_t*>(p)[i * stride] = r[i] != 0;
       break;
   }
 }

@@ -283,8 +283,8 @@ void pack_operand(const void* src, const int64_t* st, const int64_t* dims, int m
 // row (a (1, k) operand) is a doubling memcpy at about a quarter of that
 // cost, a repeated column (an (n, 1) one) a fill at about half. Packing is
 // taken when its copies cost at most what the swap's strided operands do,
-// and always when there is no longer dim to swap in. Returns false, having done nothing, when it does not pay or needs
-// too much scratch.
+// and always when there is no longer dim to swap in. Returns false, having
+// done nothing, when it does not pay or needs too much scratch.
 bool run_packed(const interp::ElemKernel* k, const LoopNest& L, const int64_t* st, interp::StridedPtr* base,
                 const int64_t* esize, int64_t total) {
   const int in = L.m - 1;
