@@ -1716,6 +1716,20 @@ def logit_spline_gam(rng, n=400, k=8):
     return model
 
 
+def expm_linear_ode(rng, t=20):
+    """A 2-state linear ODE solved by matrix exponentials (pt.linalg.expm) at 20 times."""
+    ts = np.linspace(0.1, 4, t)
+    y = np.exp(-0.7 * ts)[:, None] * np.array([1.0, 0.5]) + 0.05 * rng.normal(size=(t, 2))
+    with pm.Model() as model:
+        k = pm.HalfNormal("k", 1, shape=3)
+        A = pt.stack([pt.stack([-k[0], k[1]]), pt.stack([k[0], -k[1] - k[2]])])
+        x0 = pt.as_tensor(np.array([1.0, 0.5]))
+        xs = pt.stack([pt.dot(pt.linalg.expm(A * tt), x0) for tt in ts])
+        s = pm.HalfNormal("s", 0.2)
+        pm.Normal("y", xs, s, observed=y)
+    return model
+
+
 MODELS = {f.__name__: f for f in [
     radon, eight_schools, seed_gamma, seed_lognormal, logistic_glm, poisson_glm, negative_binomial,
     ordinal_regression, dirichlet_multinomial, mvnormal_lkj, hierarchical_large, censored_normal, gp_marginal,
@@ -1739,7 +1753,7 @@ MODELS = {f.__name__: f for f in [
     clip_tobit, max_potential, periodic_gp, softmax_categorical, zero_inflated_binomial, truncated_lognormal,
     censored_studentt, mv_mixture, diff_smoothing, interpolated_prior, logaddexp_mixture, coords_hierarchy,
     flat_priors, discrete_weibull_counts, std_normalized, cumsum_2d, kron_outer, inverse_link_erfinv,
-    pareto_tails, customdist_exp, fitc_gp, censored_negbin, order_stats, logit_spline_gam,
+    pareto_tails, customdist_exp, fitc_gp, censored_negbin, order_stats, logit_spline_gam, expm_linear_ode,
 ]}
 
 

@@ -50,10 +50,12 @@ class Core {
 std::unique_ptr<Core> make_core(const CoreDesc& d);
 // The decompositions and their solvers (engine/ops/linalg_decomp.cpp):
 // CholeskySolve, LUFactor, LU, PivotToPermutations, Eigh, Eigvalsh, QR, SVD,
-// MatrixPinv.
+// MatrixPinv (and, routed from there, Expm and ExpmGrad).
 std::unique_ptr<Core> make_decomp_core(const CoreDesc& d);
 // x[idx] along axis 0 (AdvancedSubtensor1 as a Blockwise core; linalg_take.cpp).
 std::unique_ptr<Core> make_take_core(const CoreDesc& d);
+// Expm and ExpmGrad (linalg_expm.cpp).
+std::unique_ptr<Core> make_expm_core(const CoreDesc& d);
 
 // Load-time checks shared by the cores (they fail through CoreDesc::fail).
 void expect_float_out(const CoreDesc& d, int out);

@@ -523,6 +523,8 @@ std::unique_ptr<Core> make_decomp_core(const CoreDesc& d) {
     case TensorOp::SVD: return std::make_unique<SVDCore>(d);
     case TensorOp::MatrixPinv: return std::make_unique<MatrixPinvCore>(d);
     case TensorOp::AdvancedSubtensor1: return make_take_core(d);
+    case TensorOp::Expm:
+    case TensorOp::ExpmGrad: return make_expm_core(d);
     default: return nullptr;
   }
 }

@@ -78,6 +78,8 @@ std::unique_ptr<OpKernel> make_eigvalsh(NodeContext& ctx) { return make_plain(ct
 std::unique_ptr<OpKernel> make_qr(NodeContext& ctx) { return make_plain(ctx); }
 std::unique_ptr<OpKernel> make_svd(NodeContext& ctx) { return make_plain(ctx); }
 std::unique_ptr<OpKernel> make_matrix_pinv(NodeContext& ctx) { return make_plain(ctx); }
+std::unique_ptr<OpKernel> make_expm(NodeContext& ctx) { return make_plain(ctx); }
+std::unique_ptr<OpKernel> make_expm_grad(NodeContext& ctx) { return make_plain(ctx); }
 
 std::unique_ptr<OpKernel> make_blockwise(NodeContext& ctx) {
   const nlohmann::json& cj = ctx.attr("core_op");

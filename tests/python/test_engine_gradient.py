@@ -58,7 +58,7 @@ NATIVE_TODAY = {
         "truncated_lognormal", "censored_studentt", "mv_mixture", "diff_smoothing", "logaddexp_mixture",
         "coords_hierarchy", "flat_priors", "discrete_weibull_counts", "std_normalized", "cumsum_2d", "kron_outer",
         "inverse_link_erfinv", "pareto_tails", "customdist_exp", "fitc_gp", "censored_negbin", "order_stats",
-        "logit_spline_gam")),
+        "logit_spline_gam", "expm_linear_ode")),
     *(f"file:{n}" for n in (
         "data_regression", "eight_schools_centered", "eight_schools_noncentered", "logistic_glm",
         "mvnormal_lkj", "poisson_glm", "radon", "seed_gamma", "seed_gamma_large", "seed_lognormal", "seed_lognormal_large",

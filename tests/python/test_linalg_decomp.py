@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 from native_helpers import require_native
 
@@ -393,6 +394,58 @@ def test_pinv_plain_hermitian_batched_rank_deficient_and_gradient():
     W = rng.normal(size=(3, 5))
     check([a], pytensor.grad(pt.sum(Pinv(hermitian=False)(a) * W), a), [rng.normal(size=(5, 3))],
           rtol=1e-10, atol=1e-10, mode=LOOSE)
+
+
+@pytest.mark.covers("Expm", "Blockwise")
+def test_expm_plain_batched_nonfinite_and_gradient():
+    a, a3 = pt.dmatrix("a"), pt.dtensor3("a3")
+    for n in (1, 3, 6):
+        f = check([a], pt.linalg.expm(a), [rng.normal(size=(n, n))], rtol=1e-12, atol=1e-13)
+        assert core_ops(f) & {"Expm", "Blockwise[Expm]"}
+    # A nilpotent matrix (exactly I + N) and a large norm (many squarings).
+    check([a], pt.linalg.expm(a), [np.array([[0.0, 1.0], [0.0, 0.0]])])
+    check([a], pt.linalg.expm(a), [np.array([[-40.0, 3.0], [1.0, -20.0]])], rtol=1e-10, atol=1e-300)
+    check([a3], pt.linalg.expm(a3), [rng.normal(size=(2, 3, 3))])
+    f = pytensor.function([a], pt.linalg.expm(a), mode=STRICT)
+    assert np.isnan(f(np.array([[np.inf, 0.0], [0.0, 1.0]]))).all()
+    # The gradient: PyTensor 3's block-matrix Expm, or 2.x's eigendecomposition
+    # (complex, run by PyTensor); against central differences of scipy's expm.
+    W = rng.normal(size=(4, 4))
+    x = rng.normal(size=(4, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fg = pytensor.function([a], pytensor.grad(pt.sum(pt.linalg.expm(a) * W), a), mode=LOOSE)
+    eps, num = 1e-6, np.zeros((4, 4))
+    for i in range(4):
+        for j in range(4):
+            e = np.zeros((4, 4))
+            e[i, j] = eps
+            num[i, j] = (np.sum(scipy.linalg.expm(x + e) * W) - np.sum(scipy.linalg.expm(x - e) * W)) / (2 * eps)
+    np.testing.assert_allclose(fg(x), num, rtol=1e-7, atol=1e-7)
+
+
+@pytest.mark.covers("ExpmGrad")
+def test_ember_differentiates_expm_by_its_frechet_derivative():
+    pm = pytest.importorskip("pymc")
+    enutpie = pytest.importorskip("ember.nutpie")
+    W = rng.normal(size=(3, 3))
+    with pm.Model() as model:
+        k = pm.Normal("k", 0, 1, shape=(3, 3))
+        pm.Potential("p", pt.sum(pt.linalg.expm(0.5 * k) * W))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = enutpie.compile_pymc_model(model, prepare="native", cache=False)
+    assert c.timings.get("gradient_path") == "ember", c.timings.get("gradient_fallback")
+    x = rng.normal(size=9)
+    lp, g = c.logp(x)
+
+    def logp(v):
+        return -0.5 * np.sum(v**2) - 9 * 0.5 * np.log(2 * np.pi) + np.sum(scipy.linalg.expm(0.5 * v.reshape(3, 3)) * W)
+
+    eps = 1e-6
+    num = [(logp(x + eps * e) - logp(x - eps * e)) / (2 * eps) for e in np.eye(9)]
+    np.testing.assert_allclose(lp, logp(x), rtol=1e-12)
+    np.testing.assert_allclose(g, num, rtol=1e-7, atol=1e-7)
 
 
 def test_singular_and_indefinite_matrices_raise_linalg_error_as_numpy_does():

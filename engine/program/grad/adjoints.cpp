@@ -426,6 +426,7 @@ std::vector<int> adjoint(Builder& b, const NodeSpec& n, const std::vector<int>& 
     case TensorOp::SolveTriangular: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::Solve: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::MatrixInverse: return linalg_adjoint(b, n, gz, need, where);
+    case TensorOp::Expm: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::Det: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::SLogDet: return linalg_adjoint(b, n, gz, need, where);
     case TensorOp::Eigh: return linalg_adjoint(b, n, gz, need, where);

@@ -225,6 +225,13 @@ void matrix_inverse(Lin& c) {
   c.give(0, c.elem("Neg", {c.mT(c.mm(c.mm(xi, c.mT(c.grad_of(0))), xi))}));
 }
 
+// Expm: the Frechet derivative of exp at A^T in the direction gz (ExpmGrad).
+void expm(Lin& c) {
+  const int A = c.x[0], z = c.n.outputs[0];
+  c.give(0, c.core("ExpmGrad", json::object(), {A, c.grad_of(0)}, "(m,m),(m,m)->(m,m)", c.dtype(z),
+                   core_dims(c, A, 2)));
+}
+
 int inverse_t(Lin& c, int A, DType dt) {
   return c.mT(c.core("MatrixInverse", json::object(), {A}, "(m,m)->(m,m)", dt, core_dims(c, A, 2)));
 }
@@ -396,6 +403,7 @@ std::vector<int> linalg_adjoint(Builder& b, const NodeSpec& n, const std::vector
     case TensorOp::SolveTriangular: solve_triangular(c); break;
     case TensorOp::Solve: solve(c); break;
     case TensorOp::MatrixInverse: matrix_inverse(c); break;
+    case TensorOp::Expm: expm(c); break;
     case TensorOp::Det: det(c); break;
     case TensorOp::SLogDet: slogdet(c); break;
     case TensorOp::Eigh: eigh(c); break;
