@@ -86,17 +86,18 @@ def test_a_graph_with_fallback_nodes_is_not_cached(tmp_path, monkeypatch):
 
 
 def test_a_model_through_expm_compiles_and_matches_pytensor():
-    """pt.linalg.expm runs as a Python op; on PyTensor 2.38 its gradient holds
-    complex values (Eig), which no Ember variable holds, and the whole logp
-    graph then runs as one Python node. Either way the model compiles, its
-    logp and gradient are PyTensor's, and it samples."""
+    """pt.linalg.expm runs natively and Ember differentiates it (ExpmGrad),
+    so no op falls back, on either stack (PyTensor 2.38's own gradient of
+    Expm would hold complex values, through Eig). The logp and gradient are
+    PyTensor's, and the model samples."""
     with pm.Model() as model:
         a = pm.Normal("a", 0, 0.3, shape=(2, 2))
         pm.Normal("y", pt.linalg.expm(a).sum(), 1.0, observed=1.5)
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         compiled = en.compile_pymc_model(model)
-    assert any(issubclass(w.category, ember.FallbackWarning) for w in rec)
+    assert not any(issubclass(w.category, ember.FallbackWarning) for w in rec)
+    assert compiled.timings.get("gradient_path") == "ember", compiled.timings.get("gradient_fallback")
 
     mode = pytensor.compile.mode.Mode(linker="py", optimizer="fast_run")
     logp = model.compile_logp(jacobian=True, mode=mode)
