@@ -272,11 +272,11 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
   }
   const std::vector<bool> packed = packed_inputs(bc, tier, spec);
   plain_ins_ = true;
-  for (size_t k = 0; k < bc.inputs.size(); ++k)
-    plain_ins_ &= bc.inputs[k] == DType::Float64 || bc.inputs[k] == DType::Int64 || (k < packed.size() && packed[k]);
   for (size_t k = 0; k < bc.inputs.size(); ++k) {
+    const bool bytes = k < packed.size() && packed[k];
+    plain_ins_ &= bc.inputs[k] == DType::Float64 || bc.inputs[k] == DType::Int64 || bytes;
     ins_.push_back({bc.inputs[k], static_cast<int64_t>(bc.num_regs + k) * cell_bytes_, {}, -1, spec.is_uniform(k),
-                    k < packed.size() && packed[k], static_cast<int64_t>(dtype_size(bc.inputs[k]))});
+                    bytes, static_cast<int64_t>(dtype_size(bc.inputs[k]))});
     any_uniform_ |= spec.is_uniform(k);
   }
   if (any_uniform_ && !fallback_) throw std::invalid_argument("JitKernel: uniform inputs need a fallback kernel");
