@@ -220,6 +220,42 @@ TEST_CASE("c_abi_logp_status_codes_for_ok_wrong_dim_non_finite_logp_and_gradient
   ember_program_free(p);
 }
 
+// logp = exp(x[0]), grad = 1 / x over 37 elements: whole vector groups and a tail.
+const char* kLogp37 = R"({"format": "ember-graph", "version": 1,
+  "variables": [{"name": "x", "dtype": "float64", "shape": [37]},
+                {"dtype": "float64", "shape": [1]},
+                {"name": "logp", "dtype": "float64", "shape": [1]},
+                {"name": "grad", "dtype": "float64", "shape": [37]}],
+  "inputs": [{"var": 0}], "outputs": [2, 3],
+  "nodes": [{"op": "Subtensor", "inputs": [0], "outputs": [1],
+             "attrs": {"idx_list": [{"type": "slice", "start": 0, "stop": 1, "step": null}]}},
+            {"op": "Elemwise", "inputs": [1], "outputs": [2], "attrs": {"scalar_op": {"op": "Exp"}}},
+            {"op": "Elemwise", "inputs": [0], "outputs": [3], "attrs": {"scalar_op": {"op": "Reciprocal"}}}]})";
+
+TEST_CASE("c_abi_logp_reports_a_non_finite_gradient_element_wherever_it_is", "[call_boundary]") {
+  TempDir d;
+  char err[256] = "";
+  ember_program* p = ember_program_load(d.write("logp37.json", kLogp37).c_str(), err, sizeof err);
+  INFO(err);
+  REQUIRE(p);
+  std::vector<double> x(37), grad(37);
+  double logp = 0;
+  // Finite extremes: 1 / +-1e-308 is +-1e308, 1 / +-DBL_MAX a subnormal.
+  for (int k = 0; k < 37; ++k)
+    x[k] = (k % 2 ? -1.0 : 1.0) * (k % 3 == 0 ? 1e-308 : k % 3 == 1 ? std::numeric_limits<double>::max() : 0.5 + k);
+  CHECK(ember_logp(37, x.data(), grad.data(), &logp, p) == 0);
+  const double specials[3] = {0.0, -0.0, std::numeric_limits<double>::quiet_NaN()};  // grad: inf, -inf, NaN
+  for (int k = 1; k < 37; ++k)
+    for (double v : specials) {
+      std::vector<double> y = x;
+      y[k] = v;
+      INFO("element " << k << " = " << v);
+      CHECK(ember_logp(37, y.data(), grad.data(), &logp, p) == 3);
+      CHECK(!std::isfinite(grad[k]));
+    }
+  ember_program_free(p);
+}
+
 TEST_CASE("c_abi_logp_from_threads_matches_the_expected_values_and_counts_every_call", "[call_boundary]") {
   // Eight threads on one program, more threads than cores: workspaces are
   // shared between calls, never between two calls at once.
