@@ -36,6 +36,8 @@ class Frame {
   // The output is a view of memory that outlives the call step (an input,
   // a constant, or another slot the planner keeps alive: see may_view).
   void set_out(int i, const Tensor& t) { values_[out_[i]].set_view(t); }
+  // The same for a C-contiguous view, set in place (no 272-byte Tensor built).
+  void set_out_contiguous(int i, DType dt, const Shape& s, void* data) { values_[out_[i]].set_contiguous(dt, s, data); }
   DType out_dtype(int i) const;
   // Throws CallError naming the node index and op.
   [[noreturn]] void fail(const std::string& msg) const;

@@ -17,11 +17,15 @@ std::string dts(DType t) { return std::string(dtype_name(t)); }
 // Reads an integer vector (any int dtype, any strides).
 void read_ints(const Tensor& t, int64_t* out) {
   const int64_t n = t.size();
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = dtype_dispatch(t.dtype, [&](auto v) -> int64_t {
-      using T = decltype(v);
-      return static_cast<int64_t>(t.at<T>(i));
-    });
+  dtype_dispatch(t.dtype, [&](auto v) {
+    using T = decltype(v);
+    if (t.ndim() <= 1) {  // a shape vector (or one 0-d value): by its stride, no flat-index division
+      const int64_t st = t.ndim() == 1 ? t.strides[0] : 0;
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int64_t>(t.ptr<const T>()[i * st]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int64_t>(t.at<T>(i));
+    }
+  });
 }
 
 bool all_true(const Tensor& t) {
@@ -113,7 +117,7 @@ class ReshapeK : public OpKernel {
       f.fail("cannot reshape array of size " + S(n) + " into shape " + s.str());
     check_out_shape(f, 0, stat, s);
     if (x.is_contiguous()) {
-      f.set_out(0, Tensor::contiguous(x.dtype, s, x.data));
+      f.set_out_contiguous(0, x.dtype, s, x.data);
       return;
     }
     Tensor& o = f.alloc_out(0, x.dtype, s);

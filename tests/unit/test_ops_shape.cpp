@@ -3,6 +3,9 @@
 // must reject.
 #include <catch2/catch.hpp>
 
+#include <vector>
+
+#include "ember/ember.hpp"
 #include "ops_fixture.hpp"
 
 using ember::test::run_fixture;
@@ -54,3 +57,28 @@ TEST_CASE("specify_shape_checks_dims") { run_fixture("specify_shape_checks_dims"
 TEST_CASE("split_along_each_axis") { run_fixture("split_along_each_axis"); }
 
 TEST_CASE("split_rejects_output_count_not_len_splits") { run_fixture("split_rejects_output_count_not_len_splits"); }
+
+// A shape vector read through its stride: every other element of an int32
+// input (a view, not a copy), and the output a view of x.
+TEST_CASE("reshape_reads_a_strided_shape_vector") {
+  using namespace ember;
+  auto p = Program::from_json(R"({"format": "ember-graph", "version": 1,
+    "variables": [{"name": "x", "dtype": "float64", "shape": [6]},
+                  {"name": "s", "dtype": "int32", "shape": [4]},
+                  {"dtype": "int32", "shape": [2]},
+                  {"name": "y", "dtype": "float64", "shape": [null, null]}],
+    "inputs": [{"var": 0}, {"var": 1}], "outputs": [3],
+    "nodes": [{"op": "Subtensor", "inputs": [1], "outputs": [2],
+               "attrs": {"idx_list": [{"type": "slice", "start": null, "stop": null, "step": 2}]}},
+              {"op": "Reshape", "inputs": [0, 2], "outputs": [3], "attrs": {"ndim": 2}}]})");
+  const std::vector<double> xs = {0, 1, 2, 3, 4, 5};
+  Array x = Array::of<double>({1, {6}}, xs);
+  Array s = Array::of<int32_t>({1, {4}}, std::vector<int32_t>{3, 99, -1, 99});
+  const auto y = p->call({x.t, s.t})[0];
+  REQUIRE(y.t.shape.ndim == 2);
+  CHECK(y.t.shape.dims[0] == 3);
+  CHECK(y.t.shape.dims[1] == 2);
+  for (int i = 0; i < 6; ++i) CHECK(y.data<double>()[i] == xs[i]);
+  Array bad = Array::of<int32_t>({1, {4}}, std::vector<int32_t>{4, 3, -1, 2});  // [4, -1]: 6 % 4 != 0
+  CHECK_THROWS_WITH(p->call({x.t, bad.t}), Catch::Contains("cannot reshape array of size 6"));
+}
