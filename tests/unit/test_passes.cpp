@@ -720,6 +720,44 @@ TEST_CASE("passes_shapes_fix_a_joins_length_and_fold_what_reads_it") {
   CHECK(count_op(Program::from_json(b.str(), with(on)), "Shape") == 1);
 }
 
+// PyTensor leaves x[:-1] and x[1:] of a known vector unknown (an
+// Euler-Maruyama model's increments). Literal basic indexing of an input of
+// known dims fixes them: slices by their lengths, an index drops its axis,
+// the axes past the list stay the input's.
+TEST_CASE("passes_shapes_fix_literal_slices_of_a_known_vector") {
+  Builder b;
+  const int x = b.input("float64", {100, 3});
+  auto sub = [&](json idx, json shape) {
+    return b.node("Subtensor", {x}, "float64", shape, {{"idx_list", idx}});
+  };
+  auto sl = [](json start, json stop, json step) {
+    return json{{"type", "slice"}, {"start", start}, {"stop", stop}, {"step", step}};
+  };
+  const int head = sub(json::array({sl(nullptr, -1, nullptr)}), {nullptr, nullptr});
+  const int tail = sub(json::array({sl(1, nullptr, nullptr)}), {nullptr, nullptr});
+  const int every3 = sub(json::array({sl(-10, nullptr, 3), json{{"type", "index"}, {"value", -1}}}), {nullptr});
+  const int diff = b.ew("Sub", {tail, head}, "float64", {nullptr, nullptr});
+  const int total = b.node("Sum", {diff}, "float64", json::array(), {{"axis", nullptr}});
+  const int t3 = b.node("Sum", {every3}, "float64", json::array(), {{"axis", nullptr}});
+  b.outputs = {total, t3};
+  Options::Passes on = kOff;
+  on.simplify = true;
+  std::vector<double> xs(300);
+  for (int i = 0; i < 300; ++i) xs[i] = 0.01 * i - 1;
+  auto p = Program::from_json(b.str(), with(on));
+  const auto& vars = p->graph().vars;
+  CHECK(vars[head].static_shape.str() == Shape{2, {99, 3}}.str());
+  CHECK(vars[tail].static_shape.str() == Shape{2, {99, 3}}.str());
+  CHECK(vars[diff].static_shape.str() == Shape{2, {99, 3}}.str());
+  CHECK(vars[every3].static_shape.str() == Shape{1, {4}}.str());  // rows 90, 93, 96, 99
+  // The values are the same with and without the refinement.
+  Array a = Array::of<double>({2, {100, 3}}, xs);
+  auto off = Program::from_json(b.str(), with(kOff));
+  const auto y = p->call({a.t}), z = off->call({a.t});
+  CHECK(y[0].data<double>()[0] == z[0].data<double>()[0]);
+  CHECK(y[1].data<double>()[0] == z[1].data<double>()[0]);
+}
+
 // A gradient's pieces as PyTensor writes them: one element of a zero vector
 // incremented by a one-element value, then read back by literal indices and
 // joined. With no Elemwise or Sum over a tensor, the stretch still becomes

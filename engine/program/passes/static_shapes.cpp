@@ -1,7 +1,7 @@
 // Static shapes the graph leaves unknown but its inputs' static shapes fix:
 // a Join of pieces of known length (PyTensor gives ZeroSumNormal's joined
-// vector an unknown length), the Elemwise, increments and splits downstream
-// of it. A refined dim is a fact of the graph, not a rewrite: the node
+// vector an unknown length), literal slices of a known vector (x[:-1]), the
+// Elemwise, increments and splits downstream of them. A refined dim is a fact of the graph, not a rewrite: the node
 // computes the same shape at run time from inputs of those shapes, and
 // PyTensor's broadcasting rule (only dims of static length 1 broadcast)
 // makes an Elemwise's dim that of any input whose length is known and not 1.
@@ -36,6 +36,7 @@ class Refiner {
           if (n.outputs.size() == 1) like(n.outputs[0], shape(n.inputs[0]));
           break;
         case TensorOp::DimShuffle: dimshuffle(n); break;
+        case TensorOp::Subtensor: subtensor(n); break;
         default: break;
       }
     }
@@ -149,6 +150,45 @@ class Refiner {
     for (int j = 0; j < shape(o).ndim; ++j) set(o, j, (*order)[j] < 0 ? 1 : dim_of(n.inputs[0], (*order)[j]));
   }
   int64_t dim_of(int v, int d) const { return d < shape(v).ndim ? shape(v).dims[d] : -1; }
+
+  // Basic indexing by literals of an input of known dims: a slice's length
+  // (x[:-1] of a known vector, which PyTensor leaves unknown), the axes
+  // past the index list as the input's. An index out of range is left to
+  // the loader's error: nothing is refined.
+  void subtensor(const NodeSpec& n) {
+    if (n.inputs.size() != 1 || n.outputs.size() != 1) return;
+    auto it = n.attrs.find("idx_list");
+    const Shape& xs = shape(n.inputs[0]);
+    if (it == n.attrs.end() || !it->is_array() || static_cast<int>(it->size()) > xs.ndim) return;
+    auto lit = [](const nlohmann::json& e, const char* key, std::optional<int64_t>& v) {
+      if (!e.contains(key) || e[key].is_null()) return true;
+      if (!e[key].is_number_integer()) return false;
+      v = e[key].get<int64_t>();
+      return true;
+    };
+    Shape out;
+    for (int d = 0; d < xs.ndim; ++d) {
+      const int64_t len = xs.dims[d];
+      if (d >= static_cast<int>(it->size())) {
+        out.dims[out.ndim++] = len;
+        continue;
+      }
+      const nlohmann::json& e = (*it)[d];
+      if (!e.is_object() || !e.contains("type") || !e["type"].is_string()) return;
+      const std::string t = e["type"].get<std::string>();
+      if (t == "index") {
+        std::optional<int64_t> v;
+        if (!lit(e, "value", v) || !v || len < 0 || normalize_index(*v, len) < 0) return;
+      } else if (t == "slice") {
+        std::optional<int64_t> start, stop, step;
+        if (!lit(e, "start", start) || !lit(e, "stop", stop) || !lit(e, "step", step) || (step && *step == 0)) return;
+        out.dims[out.ndim++] = len < 0 ? -1 : slice_range(start, stop, step.value_or(1), len).len;
+      } else {
+        return;
+      }
+    }
+    like(n.outputs[0], out);
+  }
 };
 
 }  // namespace
