@@ -524,7 +524,12 @@ void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedP
   uint64_t out_direct = 0;  // bit d: output direct_outs_[d] (< 64) goes to the caller
   if (inplace && n >= kMinCut && !k->direct_outs_.empty()) {
     // The inputs' byte ranges: their hull first (one pass), each range only
-    // for an output inside the hull.
+    // for an output inside the hull. The hull spans the inputs read along
+    // the elements; a broadcast input is copied into its cell before the
+    // first block and never read where it is, and a uniform one is one
+    // element, checked on its own: a scalar in another buffer would stretch
+    // the hull over the outputs.
+    auto along = [&](size_t i) { return in[i].stride != 0; };
     auto range = [&](size_t i, uintptr_t& ilo, uintptr_t& ihi) {
       const int64_t span = in[i].stride * (n - 1) * x[i].es;
       const auto a = reinterpret_cast<uintptr_t>(in[i].data);
@@ -533,6 +538,7 @@ void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedP
     };
     uintptr_t hlo = UINTPTR_MAX, hhi = 0;
     for (size_t i = 0; i < ni; ++i) {
+      if (!along(i)) continue;
       uintptr_t ilo, ihi;
       range(i, ilo, ihi);
       hlo = std::min(hlo, ilo);
@@ -547,11 +553,17 @@ void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedP
       if (!apart) {
         apart = true;
         for (size_t i = 0; i < ni && apart; ++i) {
+          if (!along(i)) continue;
           uintptr_t ilo, ihi;
           range(i, ilo, ihi);
           apart = ihi <= lo || hi <= ilo;
         }
       }
+      for (size_t i = 0; i < ni && apart; ++i)
+        if (x[i].uniform) {
+          const auto a = reinterpret_cast<uintptr_t>(in[i].data);
+          apart = a + x[i].es <= lo || hi <= a;
+        }
       if (apart) out_direct |= uint64_t{1} << d;
     }
   }
