@@ -273,13 +273,21 @@ void unflat_index(const Shape& s, int64_t f, int64_t* coord) {
   }
 }
 
-std::optional<std::vector<int64_t>> literal_selection(const nlohmann::json& idx, const Shape& xs, Shape& out) {
+namespace {
+
+// One axis of basic indexing by literals: the elements start, start + step,
+// ... (len of them; -1: a slice of an unknown dim), kept or dropped (an index).
+struct LiteralAxis {
+  int64_t start, len, step;
+  bool keep;
+};
+
+// The axes of x (static shape xs) an index list of literals selects;
+// nullopt when an entry is not a literal, an index is out of range or on an
+// unknown dim (the node's own error stays), or the entries do not fit x.
+std::optional<std::vector<LiteralAxis>> literal_axes(const nlohmann::json& idx, const Shape& xs) {
   if (!idx.is_array() || static_cast<int>(idx.size()) > xs.ndim) return std::nullopt;
-  struct Axis {
-    int64_t start, len, step;
-    bool keep;
-  };
-  std::vector<Axis> ax;
+  std::vector<LiteralAxis> ax;
   auto lit = [](const nlohmann::json& e, const char* key, std::optional<int64_t>& v) {
     if (!e.contains(key) || e[key].is_null()) return true;
     if (!e[key].is_number_integer()) return false;
@@ -297,29 +305,53 @@ std::optional<std::vector<int64_t>> literal_selection(const nlohmann::json& idx,
     const std::string t = e["type"].get<std::string>();
     if (t == "index") {
       std::optional<int64_t> v;
-      if (!lit(e, "value", v) || !v) return std::nullopt;
+      if (!lit(e, "value", v) || !v || n < 0) return std::nullopt;
       const int64_t i = normalize_index(*v, n);
-      if (i < 0) return std::nullopt;  // the node's own IndexError stays
+      if (i < 0) return std::nullopt;
       ax.push_back({i, 1, 1, false});
     } else if (t == "slice") {
       std::optional<int64_t> start, stop, step;
       if (!lit(e, "start", start) || !lit(e, "stop", stop) || !lit(e, "step", step)) return std::nullopt;
       if (step && *step == 0) return std::nullopt;
+      if (n < 0) {
+        ax.push_back({0, -1, step.value_or(1), true});
+        continue;
+      }
       const SliceRange r = slice_range(start, stop, step.value_or(1), n);
       ax.push_back({r.start, r.len, r.step, true});
     } else {
       return std::nullopt;
     }
   }
-  out = Shape{};
-  for (const Axis& a : ax)
+  return ax;
+}
+
+Shape kept_shape(const std::vector<LiteralAxis>& ax) {
+  Shape out;
+  for (const LiteralAxis& a : ax)
     if (a.keep) out.dims[out.ndim++] = a.len;
+  return out;
+}
+
+}  // namespace
+
+std::optional<Shape> literal_index_shape(const nlohmann::json& idx, const Shape& xs) {
+  const auto ax = literal_axes(idx, xs);
+  if (!ax) return std::nullopt;
+  return kept_shape(*ax);
+}
+
+std::optional<std::vector<int64_t>> literal_selection(const nlohmann::json& idx, const Shape& xs, Shape& out) {
+  if (static_size(xs) < 0) return std::nullopt;
+  const auto ax = literal_axes(idx, xs);
+  if (!ax) return std::nullopt;
+  out = kept_shape(*ax);
   std::vector<int64_t> sel;
   const int64_t total = static_size(out);
   std::vector<int64_t> oc(kMaxRank), xc(kMaxRank);
   for (int64_t f = 0; f < total; ++f) {
     unflat_index(out, f, oc.data());
-    for (int d = 0, od = 0; d < xs.ndim; ++d) xc[d] = ax[d].start + (ax[d].keep ? oc[od++] : 0) * ax[d].step;
+    for (int d = 0, od = 0; d < xs.ndim; ++d) xc[d] = (*ax)[d].start + ((*ax)[d].keep ? oc[od++] : 0) * (*ax)[d].step;
     sel.push_back(flat_index(xs, xc.data()));
   }
   return sel;

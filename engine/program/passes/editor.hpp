@@ -118,6 +118,10 @@ void unflat_index(const Shape& s, int64_t f, int64_t* coord);
 // to `out`; nullopt when an entry is not a literal, a literal index is out
 // of range (the node's own IndexError stays), or the entries do not fit x.
 std::optional<std::vector<int64_t>> literal_selection(const nlohmann::json& idx_list, const Shape& xs, Shape& out);
+// The shape that list selects from an input of static shape xs whose dims
+// may be unknown (a slice of an unknown dim is unknown); nullopt as above,
+// or for an index on an unknown dim.
+std::optional<Shape> literal_index_shape(const nlohmann::json& idx_list, const Shape& xs);
 
 // Whether the node's op is `op` (a name outside the tensor op table is none).
 inline bool is_op(const NodeSpec& n, TensorOp op) { return find_tensor_op(n.op) == op; }

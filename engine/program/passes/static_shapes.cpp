@@ -158,36 +158,8 @@ class Refiner {
   void subtensor(const NodeSpec& n) {
     if (n.inputs.size() != 1 || n.outputs.size() != 1) return;
     auto it = n.attrs.find("idx_list");
-    const Shape& xs = shape(n.inputs[0]);
-    if (it == n.attrs.end() || !it->is_array() || static_cast<int>(it->size()) > xs.ndim) return;
-    auto lit = [](const nlohmann::json& e, const char* key, std::optional<int64_t>& v) {
-      if (!e.contains(key) || e[key].is_null()) return true;
-      if (!e[key].is_number_integer()) return false;
-      v = e[key].get<int64_t>();
-      return true;
-    };
-    Shape out;
-    for (int d = 0; d < xs.ndim; ++d) {
-      const int64_t len = xs.dims[d];
-      if (d >= static_cast<int>(it->size())) {
-        out.dims[out.ndim++] = len;
-        continue;
-      }
-      const nlohmann::json& e = (*it)[d];
-      if (!e.is_object() || !e.contains("type") || !e["type"].is_string()) return;
-      const std::string t = e["type"].get<std::string>();
-      if (t == "index") {
-        std::optional<int64_t> v;
-        if (!lit(e, "value", v) || !v || len < 0 || normalize_index(*v, len) < 0) return;
-      } else if (t == "slice") {
-        std::optional<int64_t> start, stop, step;
-        if (!lit(e, "start", start) || !lit(e, "stop", stop) || !lit(e, "step", step) || (step && *step == 0)) return;
-        out.dims[out.ndim++] = len < 0 ? -1 : slice_range(start, stop, step.value_or(1), len).len;
-      } else {
-        return;
-      }
-    }
-    like(n.outputs[0], out);
+    if (it == n.attrs.end()) return;
+    if (const auto out = literal_index_shape(*it, shape(n.inputs[0]))) like(n.outputs[0], *out);
   }
 };
 
