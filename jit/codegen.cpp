@@ -23,6 +23,10 @@ using interp::Bytecode;
 using interp::Cls;
 using interp::Instr;
 
+// div_ops * divs > n - divs, without the product: on AVX-512 hosts div_ops
+// is INT64_MAX / 4, and the product overflowed from five divisions on.
+bool divider_bounds(int divs, int n, int64_t div_ops) { return divs > 0 && div_ops > (n - divs) / divs; }
+
 namespace {
 
 // The JIT's target is this host: FMA is there or not for every chunk.
@@ -817,7 +821,7 @@ class Gen {
   }
   // Whether the divider bounds a run of n instructions, divs of them
   // divisions (div_ops): then its divisions take the reciprocal paths.
-  static bool divider_bounds(int divs, int n) { return divs > 0 && div_ops() * divs > n - divs; }
+  static bool divider_bounds(int divs, int n) { return jit::divider_bounds(divs, n, div_ops()); }
   bool divides_by_uniform(const Instr& in) const {
     return fma_ && in.op == interp::opcode_of(interp::ScalarOp::TrueDiv, Cls::F64) && is_uniform(in.b);
   }

@@ -28,7 +28,7 @@ namespace {
 
 constexpr char kMagic[8] = {'E', 'M', 'B', 'J', 'I', 'T', '0', '1'};
 // Bumped whenever jit/codegen.cpp changes what it emits.
-constexpr char kCodegenVersion[] = "codegen-23";
+constexpr char kCodegenVersion[] = "codegen-24";
 
 struct Header {
   char magic[8];

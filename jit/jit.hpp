@@ -135,7 +135,7 @@ std::vector<int8_t> one_element_stores(const interp::Bytecode& bc);
 bool loop_compilable(const interp::Bytecode& bc, int carried, bool until);
 
 // Compiled code for instructions [lo, hi) of a Bytecode, run on one block
-// of m elements. The chunk ABI (codegen version "codegen-23"):
+// of m elements. The chunk ABI (codegen version "codegen-24"):
 //   void chunk(int64_t m, char* scratch, const char* const* in)
 // - 0 < m <= kBlock (m == 1 for one-element kernels); every piece of a kernel gets the same m, scratch and
 //   in for a block, in order. The chunk computes ceil(m / W) groups of
@@ -231,6 +231,12 @@ Piece compile_chunk(const interp::Bytecode& bc, int lo, int hi, int tier, Compil
 // Throws std::runtime_error if the object is unusable.
 // `with_loop`: it was compiled with KernelSpec::loop_carried (Piece::loop).
 Piece load_object(const std::string& object, CompileStats* st = nullptr, bool with_loop = false);
+
+// Whether the divider bounds a fused loop of n instructions, divs of them
+// divisions, on a host where a division costs div_ops other instructions
+// (EMBER_JIT_DIV_OPS): then its divisions by a uniform input, or by a
+// divisor two of them share, take the reciprocal and correction steps.
+bool divider_bounds(int divs, int n, int64_t div_ops);
 
 // Prints the IR of [lo, hi) to stderr (debugging).
 void dump_ir(const interp::Bytecode& bc, int lo, int hi);

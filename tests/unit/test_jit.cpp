@@ -1231,6 +1231,24 @@ TEST_CASE("jit_division_by_a_uniform_input_gives_the_ieee_quotient_for_every_ope
 #endif
 
 #ifdef EMBER_WITH_JIT
+// Whether a loop takes the reciprocal path is div_ops * divs > n - divs for
+// every count of divisions: on an AVX-512 host div_ops is INT64_MAX / 4, so
+// every loop that divides takes it (a product that overflowed once left
+// loops of five divisions or more on the divider). Exact in 128 bits here.
+TEST_CASE("jit_divider_bound_holds_for_every_count_of_divisions", "[jit]") {
+  for (int64_t ops : {int64_t{1}, int64_t{7}, int64_t{1000}, INT64_MAX / 4, INT64_MAX / 2}) {
+    for (int divs = 0; divs <= 64; ++divs) {
+      for (int other : {0, 1, 6, 7, 8, 23, 127, 5000}) {
+        const bool want = divs > 0 && static_cast<__int128>(ops) * divs > other;
+        INFO("div_ops " << static_cast<long long>(ops) << " divisions " << divs << " others " << other);
+        REQUIRE(jit::divider_bounds(divs, divs + other, ops) == want);
+      }
+    }
+  }
+}
+#endif
+
+#ifdef EMBER_WITH_JIT
 // Divisions sharing a divisor that is not uniform (a vector input, a
 // register) take one reciprocal per group and fast_div's correction
 // (jit/codegen.cpp: shared_div), each lane checked for both operands. The
