@@ -1,8 +1,9 @@
 // Static shapes the graph leaves unknown but its inputs' static shapes fix:
 // a Join of pieces of known length (PyTensor gives ZeroSumNormal's joined
 // vector an unknown length), literal slices of a known vector (x[:-1]), the
-// Elemwise, increments and splits downstream of them. A refined dim is a fact of the graph, not a rewrite: the node
-// computes the same shape at run time from inputs of those shapes, and
+// Elemwise, increments and splits downstream of them. A refined dim is a
+// fact of the graph, not a rewrite: the node computes the same shape at run
+// time from inputs of those shapes, and
 // PyTensor's broadcasting rule (only dims of static length 1 broadcast)
 // makes an Elemwise's dim that of any input whose length is known and not 1.
 // Fold then evaluates what read only these shapes (Shape, its casts and
