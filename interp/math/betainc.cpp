@@ -49,15 +49,17 @@ D pseries_sum(D a, D b, D x, B on) {
   D ai = D(1.0) / a;
   D u = (D(1.0) - b) * x;
   D t1 = u / (a + D(1.0));
-  D t = u, s(0.0), n(2.0);
+  D t = u, run(0.0), s(0.0), n(2.0);
   D z = D(kEps) * ai;
   B act = on && abs(t1) > z;
+  // The recurrence runs on every lane, only the sum is frozen (incomplete_gamma.cpp).
   for (int i = 0; i < kMaxIter && xsimd::any(act); ++i) {
     D un = (n - b) * x / n;
-    t = select(act, t * un, t);
+    t = t * un;
     D v = t / (a + n);
-    s = select(act, s + v, s);
-    n = select(act, n + D(1.0), n);
+    run = run + v;
+    s = select(act, run, s);
+    n = n + D(1.0);
     act = act && abs(v) > z;
   }
   return s + t1 + ai;
@@ -88,9 +90,12 @@ D fraction(D a, D b, D x, D xc, B on) {
     k7 = k7 + D(2.0), k8 = k8 + D(2.0);
     k2 = Second ? k2 - D(1.0) : k2 + D(1.0);
     k6 = Second ? k6 + D(1.0) : k6 - D(1.0);
-    D m = abs(qk) + abs(pk);
-    D f = select(m > D(kBig), D(kBigInv), select(abs(qk) < D(kBigInv) || abs(pk) < D(kBigInv), D(kBig), D(1.0)));
-    pkm2 = pkm2 * f, pkm1 = pkm1 * f, qkm2 = qkm2 * f, qkm1 = qkm1 * f;
+    // Rescaled behind a branch, off the recurrence's chain (incomplete_gamma.cpp).
+    const B down = abs(qk) + abs(pk) > D(kBig), up = abs(qk) < D(kBigInv) || abs(pk) < D(kBigInv);
+    if (xsimd::any(down || up)) {
+      const D f = select(down, D(kBigInv), select(up, D(kBig), D(1.0)));
+      pkm2 = pkm2 * f, pkm1 = pkm1 * f, qkm2 = qkm2 * f, qkm1 = qkm1 * f;
+    }
   }
   return ans;
 }

@@ -5,6 +5,12 @@
 // x^a e^-x / Gamma(a) is formed around x = a (a log1pmx((x - a)/a) plus
 // Stirling's correction) for a >= 10, so large a does not cancel two huge
 // logarithms.
+// Every loop runs its recurrence on all lanes and freezes only its result
+// where a lane has converged: a select on the stop mask inside the
+// recurrence put the stop test's divisions on the loop's dependency chain
+// (a one-element call ran 5-7 times slower than the scalar loop). The
+// continued fractions rescale their convergents behind a branch, taken
+// every ten or so terms, for the same reason: a scale factor of 1 is exact.
 #include "interp/math/math.hpp"
 #include "interp/math/special.hpp"
 
@@ -31,21 +37,27 @@ D prefactor(D a, D x) {
 
 // lgamma(1 + a) for 0 < a <= 1.5, accurate as a -> 0.
 D lgamma1p(D a) {
-  D e = select(a <= D(0.5), a, D(0.0));
-  D small = lgamma2p(e) - log1p(e);
-  return select(a <= D(0.5), small, lgamma_pos(a + D(1.0)));
+  const B small = a <= D(0.5);
+  D r(0.0);
+  if (!xsimd::all(small)) r = lgamma_pos(a + D(1.0));
+  if (xsimd::any(small)) {
+    D e = select(small, a, D(0.0));
+    r = select(small, lgamma2p(e) - log1p(e), r);
+  }
+  return r;
 }
 
 // Power series: P(a, x) = x^a e^-x / Gamma(a + 1) * sum x^n / ((a+1)...(a+n)).
 // pf: prefactor(a, x) on the lanes `on`.
 D p_series(D a, D x, B on, D pf) {
-  D sum(1.0), c(1.0), r = a;
+  D run(1.0), c(1.0), r = a, sum(1.0);
   B act = on;
   for (int i = 0; i < kMaxIter && xsimd::any(act); ++i) {
-    r = select(act, r + D(1.0), r);
-    c = select(act, c * (x / r), c);
-    sum = select(act, sum + c, sum);
-    act = act && (c > sum * D(kEps));
+    r = r + D(1.0);
+    c = c * (x / r);
+    run = run + c;
+    sum = select(act, run, sum);
+    act = act && (c > run * D(kEps));
   }
   return sum * pf / a;
 }
@@ -55,7 +67,7 @@ D q_fraction(D a, D x, B on, D pf) {
   const D big(4.503599627370496e15), biginv(2.22044604925031308085e-16);
   D y = D(1.0) - a, z = x + y + D(1.0), c(0.0);
   D pkm2(1.0), qkm2 = x, pkm1 = x + D(1.0), qkm1 = z * x;
-  D ans = pkm1 / qkm1;
+  D last = pkm1 / qkm1, ans = last;
   B act = on;
   for (int i = 0; i < kMaxIter && xsimd::any(act); ++i) {
     c = c + D(1.0);
@@ -66,14 +78,14 @@ D q_fraction(D a, D x, B on, D pf) {
     D qk = qkm1 * z - qkm2 * yc;
     B nz = qk != D(0.0);
     D r = pk / qk;
-    D t = select(nz, abs((ans - r) / r), D(1.0));
-    ans = select(act && nz, r, ans);
-    B scale = abs(pk) > big;
-    D f = select(scale, biginv, D(1.0));
-    pkm2 = select(act, pkm1 * f, pkm2);
-    pkm1 = select(act, pk * f, pkm1);
-    qkm2 = select(act, qkm1 * f, qkm2);
-    qkm1 = select(act, qk * f, qkm1);
+    D t = select(nz, abs((last - r) / r), D(1.0));
+    last = select(nz, r, last);
+    ans = select(act, last, ans);
+    pkm2 = pkm1, pkm1 = pk, qkm2 = qkm1, qkm1 = qk;
+    if (const B scale = abs(pk) > big; xsimd::any(scale)) {
+      const D f = select(scale, biginv, D(1.0));
+      pkm2 = pkm2 * f, pkm1 = pkm1 * f, qkm2 = qkm2 * f, qkm1 = qkm1 * f;
+    }
     act = act && !(t <= D(kEps));
   }
   return ans * pf;
@@ -81,14 +93,15 @@ D q_fraction(D a, D x, B on, D pf) {
 
 // Q(a, x) for x <= 1.1 and small a (SciPy igamc_series, after Temme).
 D q_small_x(D a, D x, B on) {
-  D fac(1.0), sum(0.0);
+  D fac(1.0), run(0.0), sum(0.0);
   B act = on;
   for (int n = 1; n < kMaxIter && xsimd::any(act); ++n) {
     D dn(static_cast<double>(n));
-    fac = select(act, fac * (neg(x) / dn), fac);
+    fac = fac * (neg(x) / dn);
     D term = fac / (a + dn);
-    sum = select(act, sum + term, sum);
-    act = act && (abs(term) > abs(sum) * D(kEps));
+    run = run + term;
+    sum = select(act, run, sum);
+    act = act && (abs(term) > abs(run) * D(kEps));
   }
   D logx = log(x);
   D head = neg(expm1(a * logx - lgamma1p(a)));
@@ -155,8 +168,12 @@ D incomplete_gamma(D a, D x) {
 // dP/da and dQ/da as PyTensor's gammainc_grad (pytensor/scalar/math.py): the
 // power series of P differentiated term by term, or the convergents of Q's
 // continued fraction differentiated through their recurrence; each runs to
-// full precision or NaN after kDerMaxIter terms, as PyTensor's loops.
+// full precision or NaN after kDerMaxIter terms, as PyTensor's loops. Their
+// stop tests use machine epsilon (np.finfo.eps), not Cephes' half of it:
+// half needs the last convergents to agree to half an ulp, which rounding
+// meets late or by chance (59 terms instead of 18, 337 instead of 24).
 constexpr int kDerMaxIter = 100000;
+constexpr double kDerEps = 2.22044604925031308085e-16;
 constexpr double kLogTiny = -708.39641853226410622;  // log(DBL_MIN)
 
 // x^a e^-x / Gamma(a + 1).
@@ -169,31 +186,33 @@ D prefactor1p(D a, D x) {
 }
 
 // dP/da from P = x^a e^-x / Gamma(a + 1) * sum t_n, t_n = t_{n-1} x / (a + n).
-D p_series_da(D a, D x, B on) {
-  D s(1.0), ds(0.0), t(1.0), dt(0.0), an = a;
+[[gnu::noinline]] D p_series_da(D a, D x, B on) {
+  D rs(1.0), rds(0.0), t(1.0), dt(0.0), an = a, s(1.0), ds(0.0);
   B act = on;
   for (int i = 0; i < kDerMaxIter && xsimd::any(act); ++i) {
-    an = select(act, an + D(1.0), an);
+    an = an + D(1.0);
     D r = x / an;
-    dt = select(act, r * (dt - t / an), dt);
-    t = select(act, t * r, t);
-    s = select(act, s + t, s);
-    ds = select(act, ds + dt, ds);
-    act = act && !(t <= D(kEps) * s && abs(dt) <= D(kEps) * abs(ds));
+    dt = r * (dt - t / an);
+    t = t * r;
+    rs = rs + t;
+    rds = rds + dt;
+    s = select(act, rs, s);
+    ds = select(act, rds, ds);
+    act = act && !(t <= D(kDerEps) * rs && abs(dt) <= D(kDerEps) * abs(rds));
   }
   D g = prefactor1p(a, x) * (s * (log(x) - digamma(a + D(1.0))) + ds);
   return select(act, nan(), g);
 }
 
 // dQ/da from the convergents p_n / q_n of Cephes igamc's continued fraction
-// (rescaled by eps, exactly, before they overflow).
-D q_fraction_da(D a, D x, B on) {
+// (rescaled by eps, exactly, before they overflow, as PyTensor).
+[[gnu::noinline]] D q_fraction_da(D a, D x, B on) {
   D lx = log(x);
   D log_pf = a * lx - x - lgamma_pos(a);
   const B under = log_pf < D(kLogTiny) && a > D(0.0);
   D pm2(1.0), pm1 = x + D(1.0), qm2 = x, qm1 = (x + D(2.0) - a) * x;
   D dpm2(0.0), dpm1(0.0), dqm2(0.0), dqm1 = neg(x);
-  D f = pm1 / qm1, df = f * x / qm1, n(0.0);
+  D fl = pm1 / qm1, dfl = fl * x / qm1, n(0.0), f = fl, df = dfl;
   B act = on && !under;
   for (int i = 0; i < kDerMaxIter && xsimd::any(act); ++i) {
     n = n + D(1.0);
@@ -203,20 +222,20 @@ D q_fraction_da(D a, D x, B on) {
     D dp = dpm1 * z - pm1 - dpm2 * yn + pm2 * n;
     D dq = dqm1 * z - qm1 - dqm2 * yn + qm2 * n;
     B nz = q != D(0.0);
-    D fn = select(nz, p / q, f);
-    D dfn = select(nz, (dp - fn * dq) / q, df);
-    B done = nz && abs(fn - f) <= D(kEps) * abs(fn) && abs(dfn - df) <= D(kEps) * abs(dfn);
-    D sc = select(abs(p) > D(1.0 / kEps), D(kEps), D(1.0));
+    D fn = select(nz, p / q, fl);
+    D dfn = select(nz, (dp - fn * dq) / q, dfl);
+    B done = nz && abs(fn - fl) <= D(kDerEps) * abs(fn) && abs(dfn - dfl) <= D(kDerEps) * abs(dfn);
+    fl = fn;
+    dfl = dfn;
     f = select(act, fn, f);
     df = select(act, dfn, df);
-    pm2 = select(act, pm1 * sc, pm2);
-    pm1 = select(act, p * sc, pm1);
-    qm2 = select(act, qm1 * sc, qm2);
-    qm1 = select(act, q * sc, qm1);
-    dpm2 = select(act, dpm1 * sc, dpm2);
-    dpm1 = select(act, dp * sc, dpm1);
-    dqm2 = select(act, dqm1 * sc, dqm2);
-    dqm1 = select(act, dq * sc, dqm1);
+    pm2 = pm1, pm1 = p, qm2 = qm1, qm1 = q;
+    dpm2 = dpm1, dpm1 = dp, dqm2 = dqm1, dqm1 = dq;
+    if (const B big = abs(p) > D(1.0 / kDerEps); xsimd::any(big)) {
+      const D sc = select(big, D(kDerEps), D(1.0));
+      pm2 = pm2 * sc, pm1 = pm1 * sc, qm2 = qm2 * sc, qm1 = qm1 * sc;
+      dpm2 = dpm2 * sc, dpm1 = dpm1 * sc, dqm2 = dqm2 * sc, dqm1 = dqm1 * sc;
+    }
     act = act && !done;
   }
   const B large = a >= D(10.0);
