@@ -110,8 +110,10 @@ std::string JitStats::to_json() const {
 }
 
 struct TierEntry {
+  // Read by every call (Hot); apart from the counters every thread's timed calls write.
+  alignas(64) std::atomic<uint32_t> sample_mask{TierManager::kSample - 1};
   // Call path (lock-free; timed calls only: TierManager::count_timed).
-  std::atomic<uint64_t> calls{0}, elements{0}, ns{0};
+  alignas(64) std::atomic<uint64_t> calls{0}, elements{0}, ns{0};
 
   // Everything below is guarded by the manager's mutex.
   const SwapTarget* owner = nullptr;
@@ -307,6 +309,7 @@ struct TierManager::Impl {
     e.ab_side = 1;
     e.nwin = e.wpos = 0;
     e.skip = 1;  // the first interval mixes both kernels and runs cold code
+    resample_locked(e);
   }
 
   const interp::ElemKernel* replaced(const TierEntry& e) const {
@@ -339,6 +342,7 @@ struct TierManager::Impl {
     const double ms = 500 * (1 + std::uniform_real_distribution<>(0, 1)(rng));
     e.backoff_until = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
     free_retired_locked(e);
+    resample_locked(e);
   }
 
   // Call after the store of the kernel that replaces k: runs that begin
@@ -483,6 +487,22 @@ struct TierManager::Impl {
     return std::make_shared<jit::JitKernel>(bc, std::move(pieces), p.tier, spec, p.vm);
   }
 
+  // The tier a compile of e would go to next (> cfg.max_tier: none). An
+  // evicted kernel returns straight to the best tier it had won.
+  int next_tier(const TierEntry& e) const {
+    int next = e.tier == 0 && e.best_tier > 0 ? e.best_tier : e.tier + 1;
+    while (next <= cfg.max_tier && (e.no_retry[next] || e.skipped[next])) ++next;
+    return next;
+  }
+
+  // The entry's sampling period (TierManager::kSettledSample): sparse once
+  // compiled code runs that no measurement or compile will replace.
+  void resample_locked(TierEntry& e) const {
+    const bool settled = !e.measuring && e.tier > 0 && next_tier(e) > cfg.max_tier;
+    const uint32_t m = (settled ? TierManager::kSettledSample : TierManager::kSample) - 1;
+    if (e.sample_mask.load(std::memory_order_relaxed) != m) e.sample_mask.store(m, std::memory_order_relaxed);
+  }
+
   // Updates counters, ends measurements, frees retired code; returns the
   // best candidate for a compile, if any.
   std::optional<Plan> scan_locked() {
@@ -538,15 +558,14 @@ struct TierManager::Impl {
         }
         free_retired_locked(e);
       }
+      const int next = next_tier(e);
+      resample_locked(e);
       if (e.busy || e.measuring || cfg.mode != JitMode::Auto || e.vm->bytecode().code.empty()) continue;
       // A baseline first: the replaced kernel's median over a few intervals
       // (a lifetime average is skewed by the first, cold calls: on 1e5-element
       // calls it kept a tier-1 kernel 3x slower than the VM).
       if (e.nwin < kBaseWindows) continue;
       if (now < e.backoff_until || e.failures >= 4 || e.compiles >= kMaxCompiles) continue;
-      // An evicted kernel returns straight to the best tier it had won.
-      int next = e.tier == 0 && e.best_tier > 0 ? e.best_tier : e.tier + 1;
-      while (next <= cfg.max_tier && (e.no_retry[next] || e.skipped[next])) ++next;
       if (next > cfg.max_tier) continue;
       const double n = static_cast<double>(e.vm->bytecode().code.size());
       const double chunks = std::ceil(n / kMaxChunk[next]);
@@ -689,11 +708,13 @@ JitConfig TierManager::config() const {
   return impl_->cfg;
 }
 
-void TierManager::count_timed(TierEntry* e, int64_t elements, int64_t ns) {
-  e->calls.fetch_add(kSample, std::memory_order_relaxed);
-  e->elements.fetch_add(static_cast<uint64_t>(elements) * kSample, std::memory_order_relaxed);
-  e->ns.fetch_add(static_cast<uint64_t>(ns) * kSample, std::memory_order_relaxed);
+void TierManager::count_timed(TierEntry* e, int64_t elements, int64_t ns, uint32_t period) {
+  e->calls.fetch_add(period, std::memory_order_relaxed);
+  e->elements.fetch_add(static_cast<uint64_t>(elements) * period, std::memory_order_relaxed);
+  e->ns.fetch_add(static_cast<uint64_t>(ns) * period, std::memory_order_relaxed);
 }
+
+const std::atomic<uint32_t>* TierManager::sample_mask(const TierEntry* e) { return e ? &e->sample_mask : nullptr; }
 
 std::shared_ptr<RunEpoch> TierManager::register_run_epoch() {
   auto r = std::make_shared<RunEpoch>();

@@ -115,6 +115,7 @@ class ElemwiseKernel final : public OpKernel, public SwapTarget {
   void run_fused(Frame& f, const interp::ElemKernel* k) const;
   mutable std::atomic<const interp::ElemKernel*> active_;
   std::shared_ptr<TierEntry> tier_;  // null when the JIT is off
+  const std::atomic<uint32_t>* sample_ = nullptr;  // TierManager::sample_mask(tier_)
 };
 
 // Fails the load when an output's declared static shape (or two inputs')

@@ -10,20 +10,23 @@
 
 namespace ember {
 
+// `mask`: TierManager::sample_mask(te), looked up once per kernel.
 struct Hot {
   TierEntry* e;
   int64_t elements = 0;
-  bool timed = false;
+  uint32_t period = 0;  // 0: not timed
   std::chrono::steady_clock::time_point t0;
-  Hot(TierEntry* te, Frame& f) : e(te) {
+  Hot(TierEntry* te, const std::atomic<uint32_t>* mask, Frame& f) : e(te) {
     if (!e) return;
-    timed = TierManager::sample(f.tick());
-    if (timed) t0 = std::chrono::steady_clock::now();
+    const uint32_t m = mask->load(std::memory_order_relaxed);
+    if ((++f.tick() & m) != 0) return;
+    period = m + 1;
+    t0 = std::chrono::steady_clock::now();
   }
   ~Hot() {
-    if (!timed) return;
+    if (period == 0) return;
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-    TierManager::count_timed(e, elements, ns);
+    TierManager::count_timed(e, elements, ns, period);
   }
 };
 

@@ -153,7 +153,10 @@ void ElemwiseKernel::set_static_output_shape(const Shape& s) {
 
 ElemwiseKernel::~ElemwiseKernel() { TierManager::instance().detach(tier_); }
 
-void ElemwiseKernel::attach_tier() { tier_ = TierManager::instance().attach(*this, vm_); }
+void ElemwiseKernel::attach_tier() {
+  tier_ = TierManager::instance().attach(*this, vm_);
+  sample_ = TierManager::sample_mask(tier_.get());
+}
 
 void ElemwiseKernel::set_reduced(std::vector<uint8_t> r, int64_t flat) {
   reduced_ = std::move(r);
@@ -673,7 +676,7 @@ void ElemwiseKernel::run_fused(Frame& f, const interp::ElemKernel* k) const {
 }
 
 void ElemwiseKernel::run_planned(Frame& f, interp::StridedPtr* ops, const Step& st) const {
-  Hot hot(tier_.get(), f);
+  Hot hot(tier_.get(), sample_, f);
   hot.elements = 1;
   const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
   uintptr_t low = 0;  // any live pointer not 8-byte aligned?
@@ -709,7 +712,7 @@ void ElemwiseKernel::run_planned(Frame& f, interp::StridedPtr* ops, const Step& 
 
 void ElemwiseKernel::run(Frame& f) const {
   const int nin = f.num_inputs(), nout = f.num_outputs(), nops = nin + nout;
-  Hot hot(tier_.get(), f);
+  Hot hot(tier_.get(), sample_, f);
   const interp::ElemKernel* k = active_.load(std::memory_order_seq_cst);
   if (!fused_out_.empty()) {
     hot.elements = 1;

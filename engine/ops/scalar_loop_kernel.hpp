@@ -26,9 +26,10 @@ class ScalarLoopKernel : public OpKernel, public SwapTarget {
   // Registers the body when the node is one element.
   void attach_tier() {
     if (one_) tier_ = TierManager::instance().attach(*this, std::shared_ptr<const interp::Interpreted>(loop_, &loop_->body()));
+    sample_ = TierManager::sample_mask(tier_.get());
   }
   void run(Frame& f) const override {
-    Hot hot(tier_.get(), f);
+    Hot hot(tier_.get(), sample_, f);
     hot.elements = 1;
     driver_->run(f);
   }
@@ -46,6 +47,7 @@ class ScalarLoopKernel : public OpKernel, public SwapTarget {
   std::unique_ptr<ElemwiseKernel> driver_;  // broadcasting; its active kernel is loop_
   bool one_;
   std::shared_ptr<TierEntry> tier_;  // the body's; null when the JIT is off or the node is not one element
+  const std::atomic<uint32_t>* sample_ = nullptr;  // TierManager::sample_mask(tier_)
 };
 
 // The kernel of an Elemwise{ScalarLoop} node, not yet attached (ops_scalar_loop.cpp).
