@@ -167,6 +167,47 @@ void run_one_with(const LoopKernel* k, const ElemKernel* body, int64_t steps, co
   if (l.until) *const_cast<char*>(at(out[carried], 0, 1)) = stop;
 }
 
+// Element e of a loop with no iteration (n_steps <= 0): the initial values;
+// PyTensor's C code reports convergence.
+void write_initial(const ScalarLoop& l, int64_t e, const StridedPtr* in, const StridedPtr* out) {
+  const std::vector<DType>& idt = l.body.inputs;
+  for (int32_t j = 0; j < l.carried; ++j) {
+    const size_t es = dtype_size(idt[j]);
+    char* dst = const_cast<char*>(at(out[j], e, es));
+    if (idt[j] == DType::Bool) *dst = *at(in[1 + j], e, 1) != 0;
+    else copy_elem(dst, at(in[1 + j], e, es), es);
+  }
+  if (l.until) *const_cast<char*>(at(out[l.carried], e, 1)) = 1;
+}
+
+// Every element through a compiled whole loop (ElemKernel::fn_loop), one
+// after another: each runs the iterations its lane of the block path would,
+// with the same operations, so the same bits; the carried values stay in
+// registers instead of going through the VM's arrays each iteration.
+void run_elements_with(const LoopKernel* k, const ElemKernel* body, int64_t n, const StridedPtr* in,
+                       const StridedPtr* out) {
+  const ScalarLoop& l = k->loop();
+  const std::vector<DType>& idt = l.body.inputs;
+  const size_t ni = idt.size() + 1, nout = static_cast<size_t>(l.carried + (l.until ? 1 : 0));
+  thread_local std::vector<StridedPtr> ops;
+  if (ops.size() < ni + nout) ops.resize(ni + nout);
+  StridedPtr* ein = ops.data();
+  StridedPtr* eout = ein + ni;
+  const size_t nsize = dtype_size(l.n_steps);
+  for (int64_t e = 0; e < n; ++e) {
+    const int64_t s = load_steps(l.n_steps, at(in[0], e, nsize));
+    if (s <= 0) {
+      write_initial(l, e, in, out);
+      continue;
+    }
+    ein[0] = {const_cast<char*>(at(in[0], e, nsize)), 0};
+    for (size_t j = 1; j < ni; ++j) ein[j] = {const_cast<char*>(at(in[j], e, dtype_size(idt[j - 1]))), 0};
+    for (size_t q = 0; q < nout; ++q)
+      eout[q] = {const_cast<char*>(at(out[q], e, q < size_t(l.carried) ? dtype_size(idt[q]) : 1)), 0};
+    run_one_with(k, body, s, ein, eout);
+  }
+}
+
 // The block of elements [b, b + m): lanes with n_steps > 0 are packed into
 // the scratch; each round runs the body once on every live lane (an
 // iteration computes all updates from the old values into `next`, then the
@@ -178,13 +219,14 @@ void run_one_with(const LoopKernel* k, const ElemKernel* body, int64_t steps, co
 void run_loop(const ElemKernel* self, int64_t n, const StridedPtr* in, const StridedPtr* out) {
   const auto* k = static_cast<const LoopKernel*>(self);
   const ScalarLoop& l = k->loop();
+  const ElemKernel* active = k->active_body();
   if (n == 1) {
     if (const int64_t s = load_steps(l.n_steps, static_cast<const char*>(in[0].data)); s > 0) {
-      const ElemKernel* b = k->active_body();
-      if (b != &k->body()) return run_one_with(k, b, s, in, out);
+      if (active != &k->body()) return run_one_with(k, active, s, in, out);
       return run_one(k, s, in, out);
     }
   }
+  if (active != &k->body() && active->fn_loop && !k->calls_math()) return run_elements_with(k, active, n, in, out);
   const std::vector<DType>& idt = l.body.inputs;
   const int32_t ni = static_cast<int32_t>(idt.size()), carried = l.carried;
   const int32_t nout = carried + (l.until ? 1 : 0);
@@ -220,13 +262,8 @@ void run_loop(const ElemKernel* self, int64_t n, const StridedPtr* in, const Str
     for (int64_t i = 0; i < m; ++i) {
       const int64_t e = b + i;
       const int64_t s = load_steps(l.n_steps, at(in[0], e, nsize));
-      if (s <= 0) {  // no iteration: the initial values; PyTensor's C code reports convergence
-        for (int32_t j = 0; j < carried; ++j) {
-          char* dst = const_cast<char*>(at(out[j], e, is[j]));
-          if (idt[j] == DType::Bool) *dst = *at(in[1 + j], e, 1) != 0;
-          else copy_elem(dst, at(in[1 + j], e, is[j]), is[j]);
-        }
-        if (l.until) *const_cast<char*>(at(out[carried], e, 1)) = 1;
+      if (s <= 0) {
+        write_initial(l, e, in, out);
         continue;
       }
       steps[live] = s;
@@ -269,6 +306,8 @@ std::shared_ptr<const LoopKernel> LoopKernel::compile(const ScalarLoop& l) {
   k->loop_ = l;
   k->body_ = Interpreted::compile(l.body);
   k->active_body_.store(k->body_.get());
+  for (const Instr& in : k->body_->bytecode().code)
+    k->calls_math_ = k->calls_math_ || (in.op < kCvtBase && op_sig(in.op).math);
   return k;
 }
 

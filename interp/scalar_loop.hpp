@@ -4,7 +4,12 @@
 // per element; the kernel runs the body on the VM's vector path over blocks
 // of lanes, dropping each lane when its loop ends (same bits as running
 // each element alone). A one-element call runs the body on its own
-// (run_one), through a compiled body when the JIT has swapped one in.
+// (run_one), through a compiled body when the JIT has swapped one in; with
+// the whole loop compiled (ElemKernel::fn_loop) and no math-library call in
+// the body, so does every element of a larger call, one after another (a
+// body that calls the library keeps the block path, whose calls are
+// vectorized: betainc's gradient, with pow, ran 1.8 times as long element
+// by element).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -46,16 +51,19 @@ class LoopKernel : public ElemKernel {
   static std::shared_ptr<const LoopKernel> compile(const ScalarLoop& l);
   const ScalarLoop& loop() const { return loop_; }
   const Interpreted& body() const { return *body_; }
-  // The body one-element calls run: body() or a one-element kernel of it
-  // that gives the same bits (the JIT's, swapped in by the tier manager).
+  // The body element calls run: body() or a one-element kernel of it that
+  // gives the same bits (the JIT's, swapped in by the tier manager).
   const ElemKernel* active_body() const { return active_body_.load(std::memory_order_acquire); }
   void set_active_body(const ElemKernel* k) const { active_body_.store(k, std::memory_order_release); }
+  // Whether the body calls the math library.
+  bool calls_math() const { return calls_math_; }
 
  private:
   LoopKernel();
   ScalarLoop loop_;
   std::shared_ptr<const Interpreted> body_;
   mutable std::atomic<const ElemKernel*> active_body_{nullptr};
+  bool calls_math_ = false;
 };
 
 }  // namespace ember::interp

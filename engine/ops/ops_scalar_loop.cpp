@@ -1,8 +1,8 @@
 // Elemwise{ScalarLoop}: PyTensor's scalar loop (the gradients of gammainc,
 // gammaincc, betainc and hyp2f1) applied over broadcast tensors. The
 // Elemwise broadcasting driver runs a LoopKernel (interp/scalar_loop.hpp)
-// instead of a Composite. A node of one element has its body compiled for
-// one element by the tier manager, which each iteration then calls.
+// instead of a Composite. The tier manager compiles its body for one
+// element (engine/ops/scalar_loop_kernel.hpp).
 #include <memory>
 
 #include "engine/ops/elemwise.hpp"

@@ -11,9 +11,10 @@
 
 namespace ember {
 
-// A node of one element (a gradient's loop over its parameters) registers
-// its body with the tier manager as a one-element Composite: the compiled
-// body runs each iteration (interp/scalar_loop.hpp, LoopKernel::active_body).
+// The node registers its body with the tier manager as a one-element
+// Composite: the compiled body runs each iteration of a one-element call,
+// and, compiled with its whole loop, each element of a larger one
+// (interp/scalar_loop.hpp, LoopKernel::active_body).
 class ScalarLoopKernel : public OpKernel, public SwapTarget {
  public:
   // `one_element`: the node's output is statically one element.
@@ -23,15 +24,14 @@ class ScalarLoopKernel : public OpKernel, public SwapTarget {
     driver_->set_active(loop_.get());
   }
   ~ScalarLoopKernel() override { TierManager::instance().detach(tier_); }
-  // Registers the body when the node is one element.
   void attach_tier() {
-    if (one_) tier_ = TierManager::instance().attach(*this, std::shared_ptr<const interp::Interpreted>(loop_, &loop_->body()));
+    tier_ = TierManager::instance().attach(*this, std::shared_ptr<const interp::Interpreted>(loop_, &loop_->body()));
     sample_ = TierManager::sample_mask(tier_.get());
   }
   void run(Frame& f) const override {
     Hot hot(tier_.get(), sample_, f);
-    hot.elements = 1;
     driver_->run(f);
+    hot.elements = one_ ? 1 : f.out(0).size();
   }
   const interp::LoopKernel& loop() const { return *loop_; }
 
@@ -46,7 +46,7 @@ class ScalarLoopKernel : public OpKernel, public SwapTarget {
   std::shared_ptr<const interp::LoopKernel> loop_;
   std::unique_ptr<ElemwiseKernel> driver_;  // broadcasting; its active kernel is loop_
   bool one_;
-  std::shared_ptr<TierEntry> tier_;  // the body's; null when the JIT is off or the node is not one element
+  std::shared_ptr<TierEntry> tier_;  // the body's; null when the JIT is off
   const std::atomic<uint32_t>* sample_ = nullptr;  // TierManager::sample_mask(tier_)
 };
 

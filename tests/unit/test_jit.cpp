@@ -758,6 +758,57 @@ TEST_CASE("jit_eager_one_element_scalar_loop_compiled_whole_keeps_the_interprete
   }
 }
 
+// The same loop over 37 elements (trip counts 0, negative, 1 to 300; the
+// scale c broadcast from one element, the limit strided): each element runs
+// through the compiled whole loop, one after another, with the bits of the
+// JIT off (the VM's block path).
+TEST_CASE("jit_eager_scalar_loop_of_many_elements_runs_each_through_its_compiled_loop_with_the_interpreters_bits",
+          "[jit]") {
+  REQUIRE_JIT();
+  constexpr int64_t kN = 37;
+  for (const bool until : {true, false}) {
+    const std::string outs = until ? "[5, 6, 7]" : "[5, 6]";
+    const std::string g = std::string(R"({"format": "ember-graph", "version": 1, "variables": [
+      {"dtype": "int64", "shape": [37]}, {"dtype": "float64", "shape": [37]}, {"dtype": "float64", "shape": [37]},
+      {"dtype": "float64", "shape": [1]}, {"dtype": "float64", "shape": [37]},
+      {"dtype": "float64", "shape": [37]}, {"dtype": "float64", "shape": [37]}, {"dtype": "bool", "shape": [37]}],
+      "inputs": [0, 1, 2, 3, 4], "outputs": )") + outs + R"(,
+      "nodes": [{"op": "Elemwise", "inputs": [0, 1, 2, 3, 4], "outputs": )" + outs + R"(, "attrs": {"scalar_op":
+        {"op": "ScalarLoop", "carried": 2, "until": )" + (until ? "true" : "false") + R"(,
+         "inputs": ["float64", "float64", "float64", "float64"],
+         "constants": [{"dtype": "float64", "value": 3}, {"dtype": "float64", "value": 1}],
+         "nodes": [{"op": "Mul", "inputs": [0, 2], "dtype": "float64"},
+                   {"op": "Sqr", "inputs": [0], "dtype": "float64"},
+                   {"op": "Add", "inputs": [7, 5], "dtype": "float64"},
+                   {"op": "TrueDiv", "inputs": [5, 8], "dtype": "float64"},
+                   {"op": "Add", "inputs": [6, 9], "dtype": "float64"},
+                   {"op": "TrueDiv", "inputs": [10, 4], "dtype": "float64"},
+                   {"op": "Add", "inputs": [1, 11], "dtype": "float64"},
+                   {"op": "GE", "inputs": [10, 3], "dtype": "bool"}],
+         "outputs": )" + (until ? "[10, 12, 13]" : "[10, 12]") + "}}}]}";
+    std::vector<int64_t> steps(kN);
+    std::vector<double> x(kN), y(kN), lim(2 * kN, -1.0);
+    for (int64_t e = 0; e < kN; ++e) {
+      steps[e] = e == 3 ? 0 : e == 4 ? -2 : (e * 37) % 301;
+      x[e] = -0.9 + 0.05 * double(e);
+      y[e] = double(e % 5) - 2;
+      lim[2 * e] = e % 3 == 0 ? 1e300 : 2.0 + double(e % 7);
+    }
+    const Array n = Array::of<int64_t>({1, {kN}}, steps), xa = Array::of<double>({1, {kN}}, x),
+                ya = Array::of<double>({1, {kN}}, y), c = Array::of<double>({1, {1}}, {1.02});
+    const Array lim2 = Array::of<double>({1, {2 * kN}}, lim);
+    Tensor lt = lim2.t;  // every other element: a strided input
+    lt.shape.dims[0] = kN;
+    lt.strides[0] = 2;
+    INFO("until " << until);
+    CHECK(loop_bits_against_off(g, {n.t, xa.t, ya.t, c.t, lt}, [](const interp::LoopKernel& l) {
+            REQUIRE(l.active_body() != &l.body());
+            CHECK(l.active_body()->fn_loop);
+            CHECK(!l.calls_math());
+          }) == "");
+  }
+}
+
 // A 2-D Elemwise whose outputs fused Sums reduce over the last axis runs
 // row by row at the top tier (ElemKernel::fn_row_sums): column inputs
 // broadcast per row, a row input read once, a transposed input gathered, an
