@@ -24,8 +24,11 @@ class ScalarLoopKernel : public OpKernel, public SwapTarget {
     driver_->set_active(loop_.get());
   }
   ~ScalarLoopKernel() override { TierManager::instance().detach(tier_); }
+  // A node of more elements whose body calls the math library keeps the
+  // VM's block path (interp/scalar_loop.hpp): no compile for it.
   void attach_tier() {
-    tier_ = TierManager::instance().attach(*this, std::shared_ptr<const interp::Interpreted>(loop_, &loop_->body()));
+    if (one_ || !loop_->calls_math())
+      tier_ = TierManager::instance().attach(*this, std::shared_ptr<const interp::Interpreted>(loop_, &loop_->body()));
     sample_ = TierManager::sample_mask(tier_.get());
   }
   void run(Frame& f) const override {
