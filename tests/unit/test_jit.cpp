@@ -708,6 +708,33 @@ TEST_CASE("jit_eager_one_element_scalar_loop_runs_its_compiled_body_with_the_int
   }
 }
 
+// A one-node float64 ScalarLoop program over n elements (n_steps int64, x,
+// y, c, lim; c of one element): x' = x c + 1 / (x^2 + 1), y' = y + x' / 3
+// [, until x' >= lim].
+static std::string float_loop_graph(int64_t n, bool until) {
+  const std::string v = "[" + std::to_string(n) + "]";
+  const std::string outs = until ? "[5, 6, 7]" : "[5, 6]";
+  return R"({"format": "ember-graph", "version": 1, "variables": [
+    {"dtype": "int64", "shape": )" + v + R"(}, {"dtype": "float64", "shape": )" + v + R"(},
+    {"dtype": "float64", "shape": )" + v + R"(}, {"dtype": "float64", "shape": [1]}, {"dtype": "float64", "shape": )" +
+         v + R"(}, {"dtype": "float64", "shape": )" + v + R"(}, {"dtype": "float64", "shape": )" + v +
+         R"(}, {"dtype": "bool", "shape": )" + v + R"(}],
+    "inputs": [0, 1, 2, 3, 4], "outputs": )" + outs + R"(,
+    "nodes": [{"op": "Elemwise", "inputs": [0, 1, 2, 3, 4], "outputs": )" + outs + R"(, "attrs": {"scalar_op":
+      {"op": "ScalarLoop", "carried": 2, "until": )" + (until ? "true" : "false") + R"(,
+       "inputs": ["float64", "float64", "float64", "float64"],
+       "constants": [{"dtype": "float64", "value": 3}, {"dtype": "float64", "value": 1}],
+       "nodes": [{"op": "Mul", "inputs": [0, 2], "dtype": "float64"},
+                 {"op": "Sqr", "inputs": [0], "dtype": "float64"},
+                 {"op": "Add", "inputs": [7, 5], "dtype": "float64"},
+                 {"op": "TrueDiv", "inputs": [5, 8], "dtype": "float64"},
+                 {"op": "Add", "inputs": [6, 9], "dtype": "float64"},
+                 {"op": "TrueDiv", "inputs": [10, 4], "dtype": "float64"},
+                 {"op": "Add", "inputs": [1, 11], "dtype": "float64"},
+                 {"op": "GE", "inputs": [10, 3], "dtype": "bool"}],
+       "outputs": )" + (until ? "[10, 12, 13]" : "[10, 12]") + "}}}]}";
+}
+
 // A one-element ScalarLoop of float64 values compiles whole (the body
 // inlined into its loop, ElemKernel::fn_loop): the bits of the JIT off, for
 // loops their trip count ends and loops their condition ends, with and
@@ -715,26 +742,7 @@ TEST_CASE("jit_eager_one_element_scalar_loop_runs_its_compiled_body_with_the_int
 TEST_CASE("jit_eager_one_element_scalar_loop_compiled_whole_keeps_the_interpreters_bits", "[jit]") {
   REQUIRE_JIT();
   for (const bool until : {true, false}) {
-    // x' = x c + 1 / (x^2 + 1), y' = y + x' / 3 [, until x' >= lim]
-    const std::string g = std::string(R"({"format": "ember-graph", "version": 1, "variables": [
-      {"dtype": "int64", "shape": [1]}, {"dtype": "float64", "shape": [1]}, {"dtype": "float64", "shape": [1]},
-      {"dtype": "float64", "shape": [1]}, {"dtype": "float64", "shape": [1]},
-      {"dtype": "float64", "shape": [1]}, {"dtype": "float64", "shape": [1]}, {"dtype": "bool", "shape": [1]}],
-      "inputs": [0, 1, 2, 3, 4], "outputs": )") + (until ? "[5, 6, 7]" : "[5, 6]") + R"(,
-      "nodes": [{"op": "Elemwise", "inputs": [0, 1, 2, 3, 4], "outputs": )" + (until ? "[5, 6, 7]" : "[5, 6]") +
-                          R"(, "attrs": {"scalar_op":
-        {"op": "ScalarLoop", "carried": 2, "until": )" + (until ? "true" : "false") + R"(,
-         "inputs": ["float64", "float64", "float64", "float64"],
-         "constants": [{"dtype": "float64", "value": 3}, {"dtype": "float64", "value": 1}],
-         "nodes": [{"op": "Mul", "inputs": [0, 2], "dtype": "float64"},
-                   {"op": "Sqr", "inputs": [0], "dtype": "float64"},
-                   {"op": "Add", "inputs": [7, 5], "dtype": "float64"},
-                   {"op": "TrueDiv", "inputs": [5, 8], "dtype": "float64"},
-                   {"op": "Add", "inputs": [6, 9], "dtype": "float64"},
-                   {"op": "TrueDiv", "inputs": [10, 4], "dtype": "float64"},
-                   {"op": "Add", "inputs": [1, 11], "dtype": "float64"},
-                   {"op": "GE", "inputs": [10, 3], "dtype": "bool"}],
-         "outputs": )" + (until ? "[10, 12, 13]" : "[10, 12]") + "}}}]}";
+    const std::string g = float_loop_graph(1, until);
     struct Case { int64_t steps; double x, y, c, lim; };
     const Case cases[] = {{1, 0.3, 0, 1.01, 1e300}, {5, 0.3, 1, 1.01, 1e300}, {40, 0.3, -2, 1.2, 50.0},
                           {300, -0.7, 0.5, 1.001, 1e300}, {7, 2.0, 0, 1.5, 1.0}};
@@ -767,25 +775,7 @@ TEST_CASE("jit_eager_scalar_loop_of_many_elements_runs_each_through_its_compiled
   REQUIRE_JIT();
   constexpr int64_t kN = 37;
   for (const bool until : {true, false}) {
-    const std::string outs = until ? "[5, 6, 7]" : "[5, 6]";
-    const std::string g = std::string(R"({"format": "ember-graph", "version": 1, "variables": [
-      {"dtype": "int64", "shape": [37]}, {"dtype": "float64", "shape": [37]}, {"dtype": "float64", "shape": [37]},
-      {"dtype": "float64", "shape": [1]}, {"dtype": "float64", "shape": [37]},
-      {"dtype": "float64", "shape": [37]}, {"dtype": "float64", "shape": [37]}, {"dtype": "bool", "shape": [37]}],
-      "inputs": [0, 1, 2, 3, 4], "outputs": )") + outs + R"(,
-      "nodes": [{"op": "Elemwise", "inputs": [0, 1, 2, 3, 4], "outputs": )" + outs + R"(, "attrs": {"scalar_op":
-        {"op": "ScalarLoop", "carried": 2, "until": )" + (until ? "true" : "false") + R"(,
-         "inputs": ["float64", "float64", "float64", "float64"],
-         "constants": [{"dtype": "float64", "value": 3}, {"dtype": "float64", "value": 1}],
-         "nodes": [{"op": "Mul", "inputs": [0, 2], "dtype": "float64"},
-                   {"op": "Sqr", "inputs": [0], "dtype": "float64"},
-                   {"op": "Add", "inputs": [7, 5], "dtype": "float64"},
-                   {"op": "TrueDiv", "inputs": [5, 8], "dtype": "float64"},
-                   {"op": "Add", "inputs": [6, 9], "dtype": "float64"},
-                   {"op": "TrueDiv", "inputs": [10, 4], "dtype": "float64"},
-                   {"op": "Add", "inputs": [1, 11], "dtype": "float64"},
-                   {"op": "GE", "inputs": [10, 3], "dtype": "bool"}],
-         "outputs": )" + (until ? "[10, 12, 13]" : "[10, 12]") + "}}}]}";
+    const std::string g = float_loop_graph(kN, until);
     std::vector<int64_t> steps(kN);
     std::vector<double> x(kN), y(kN), lim(2 * kN, -1.0);
     for (int64_t e = 0; e < kN; ++e) {
