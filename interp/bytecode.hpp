@@ -83,6 +83,8 @@ struct OpSig {
 };
 OpSig op_sig(uint16_t opcode);
 std::string opcode_name(uint16_t opcode);
+// Whether the instruction calls the math library (a conversion never does).
+inline bool calls_math(const Instr& in) { return in.op < kCvtBase && op_sig(in.op).math; }
 
 union Cell {
   double f64;

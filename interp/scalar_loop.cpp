@@ -306,8 +306,7 @@ std::shared_ptr<const LoopKernel> LoopKernel::compile(const ScalarLoop& l) {
   k->loop_ = l;
   k->body_ = Interpreted::compile(l.body);
   k->active_body_.store(k->body_.get());
-  for (const Instr& in : k->body_->bytecode().code)
-    k->calls_math_ = k->calls_math_ || (in.op < kCvtBase && op_sig(in.op).math);
+  for (const Instr& in : k->body_->bytecode().code) k->calls_math_ = k->calls_math_ || interp::calls_math(in);
   return k;
 }
 

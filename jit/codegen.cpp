@@ -199,7 +199,7 @@ class Gen {
  private:
   // Vector types of W lanes (s64 is the scalar index type).
   Type* cls_ty(Cls c) const { return c == Cls::F64 ? f64 : c == Cls::F32 ? f32 : i64; }
-  bool is_math(const Instr& in) const { return in.op < interp::kCvtBase && interp::op_sig(in.op).math; }
+  static bool is_math(const Instr& in) { return interp::calls_math(in); }
   // Plain vector arithmetic, which FastISel selects (FastF/FastI rows).
   bool fast_isel_ok(const Instr& in) const {
     if (in.op >= interp::kCvtBase) return false;

@@ -309,7 +309,7 @@ struct TierManager::Impl {
     e.ab_side = 1;
     e.nwin = e.wpos = 0;
     e.skip = 1;  // the first interval mixes both kernels and runs cold code
-    resample_locked(e);
+    resample_locked(e, next_tier(e));
   }
 
   const interp::ElemKernel* replaced(const TierEntry& e) const {
@@ -342,7 +342,7 @@ struct TierManager::Impl {
     const double ms = 500 * (1 + std::uniform_real_distribution<>(0, 1)(rng));
     e.backoff_until = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
     free_retired_locked(e);
-    resample_locked(e);
+    resample_locked(e, next_tier(e));
   }
 
   // Call after the store of the kernel that replaces k: runs that begin
@@ -496,9 +496,10 @@ struct TierManager::Impl {
   }
 
   // The entry's sampling period (TierManager::kSettledSample): sparse once
-  // compiled code runs that no measurement or compile will replace.
-  void resample_locked(TierEntry& e) const {
-    const bool settled = !e.measuring && e.tier > 0 && next_tier(e) > cfg.max_tier;
+  // compiled code runs that no measurement or compile will replace. `next`:
+  // next_tier(e).
+  void resample_locked(TierEntry& e, int next) const {
+    const bool settled = !e.measuring && e.tier > 0 && next > cfg.max_tier;
     const uint32_t m = (settled ? TierManager::kSettledSample : TierManager::kSample) - 1;
     if (e.sample_mask.load(std::memory_order_relaxed) != m) e.sample_mask.store(m, std::memory_order_relaxed);
   }
@@ -559,7 +560,7 @@ struct TierManager::Impl {
         free_retired_locked(e);
       }
       const int next = next_tier(e);
-      resample_locked(e);
+      resample_locked(e, next);
       if (e.busy || e.measuring || cfg.mode != JitMode::Auto || e.vm->bytecode().code.empty()) continue;
       // A baseline first: the replaced kernel's median over a few intervals
       // (a lifetime average is skewed by the first, cold calls: on 1e5-element
