@@ -43,7 +43,7 @@ class Frame {
   [[noreturn]] void fail(const std::string& msg) const;
   // Scratch memory valid until the node finishes (per thread, reused).
   void* scratch(size_t bytes);
-  // This step's own counter in the workspace (TierManager::sample).
+  // This step's own counter in the workspace (sampled timing: engine/ops/hot.hpp).
   uint32_t& tick();
 
  private:

@@ -85,7 +85,7 @@ class Workspace {
   const std::string* source = nullptr;  // the graph's file name, for messages
   Buffer arena;  // fused nodes' outputs (Step::out_at)
   std::vector<interp::StridedPtr> fused_ops;  // fused nodes' operand tables (Step::ops_at)
-  std::vector<uint32_t> ticks;  // per step: sampled timing (TierManager::sample)
+  std::vector<uint32_t> ticks;  // per step: sampled timing (engine/ops/hot.hpp)
   std::shared_ptr<RunEpoch> epoch;  // null unless the program has tiered kernels
 };
 
