@@ -275,8 +275,14 @@ class Gen {
     if (s < bc_.num_consts()) return constant(s);
     if (auto it = vals_.find(s); it != vals_.end()) return it->second;
     if (is_uniform(s)) {
-      Value* u = uni_[s - bc_.num_consts()];
+      const size_t j = static_cast<size_t>(s - bc_.num_consts());
+      Value* u = uni_[j];
       if (u->getType() != cls_ty(c)) throw std::runtime_error("uniform input read in another class");
+      if (!reload_uni_) return u;
+      // Loaded where the body reads it (see emit_summed_run).
+      Type* et = cast<VectorType>(u->getType())->getElementType();
+      u = B.CreateVectorSplat(W, B.CreateAlignedLoad(et, in_base_[j], Align(et->isFloatTy() ? 4 : 8)));
+      vals_[s] = u;
       return u;
     }
     // An input may be the caller's memory: only 8-byte aligned.
@@ -395,12 +401,18 @@ class Gen {
     vals_.clear();
     rcp_vals_.clear();
     std::vector<Value*> v(ns, nullptr);
+    // With 16 vector registers (no AVX-512), each sum's 8 lanes take two, and
+    // the allocator spilled accumulators before the uniform inputs' splats:
+    // a store and a reload in every group's add chain. Splats loaded in the
+    // body take no register across the loop.
+    reload_uni_ = !kWideRegs;
     for (int k = lo; k < hi; ++k) {
       emit_body_instr(k, hi, gp, fast_divs);
       for (const auto& [j, q] : sum_writes_[k])
         for (size_t r = 0; r < ns; ++r)
           if (sums[r].first == j) v[r] = vals_[bc_.code[k].d];
     }
+    reload_uni_ = false;
     vals_.clear();
     Value* at_event = B.CreateICmpEQ(B.CreateAnd(e, ConstantInt::get(s64, ~int64_t{1})), B.CreateAdd(g, base));
     BasicBlock* hot = BasicBlock::Create(C, "acc", F);
@@ -1046,6 +1058,8 @@ class Gen {
   // Per divisor of this loop body: 1/s and whether s is in fast_div's range.
   std::unordered_map<Value*, std::pair<Value*, Value*>> rcp_vals_;
   const bool fma_ = host_has_fma();
+  const bool kWideRegs = __builtin_cpu_supports("avx512f");  // 32 vector registers
+  bool reload_uni_ = false;  // read(): a uniform input is loaded at its use
   std::vector<int> last_read_;
   std::vector<std::vector<std::pair<int, int>>> sum_writes_;  // per instruction: (summed output, rank) it defines
   std::unordered_map<int32_t, Value*> vals_;

@@ -1394,6 +1394,60 @@ TEST_CASE("jit_summed_outputs_match_the_interpreters_elements_summed_bitwise", "
   }
 }
 
+// A summed loop whose divisions take the reciprocal paths (by a uniform
+// input, and two by one vector divisor) divides a group with a lane out of
+// their range (signed zeros, subnormals, values past 2^400) by the divider.
+// Sums and elements must have the interpreter's bits whichever groups did.
+TEST_CASE("jit_summed_loop_with_quotients_out_of_the_reciprocal_range_keeps_the_interpreters_bits", "[jit]") {
+  REQUIRE_JIT();
+  using interp::ScalarOp;
+  // inputs x, y, s (uniform), v; out0 = x / s (summed), out1 = (x * y) / s,
+  // out2 = x / v + y / v (summed)
+  Composite c;
+  c.inputs = {DType::Float64, DType::Float64, DType::Float64, DType::Float64};
+  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {0, 2}});  // 4
+  c.nodes.push_back({ScalarOp::Mul, DType::Float64, {0, 1}});      // 5
+  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {5, 2}});  // 6
+  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {0, 3}});  // 7
+  c.nodes.push_back({ScalarOp::TrueDiv, DType::Float64, {1, 3}});  // 8
+  c.nodes.push_back({ScalarOp::Add, DType::Float64, {7, 8}});      // 9
+  c.outputs = {4, 6, 9};
+  REQUIRE(c.validate() == "");
+  auto vm = Interpreted::compile(c);
+  const Bytecode& bc = vm->bytecode();
+  jit::KernelSpec spec;
+  spec.summed = {true, false, true};
+  spec.uniform = {false, false, true, false};
+  jit::JitKernel jk(bc, {jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec)}, 2,
+                    spec, vm);
+  REQUIRE(jk.fn_sums);
+  const double specials[] = {0.0, -0.0, 5e-324, -1e-310, 0x1p401, -0x1p-401, 1e300, 0x1.fffffffffffffp-401};
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(0.25, 3);
+  for (double s : {3.0, -0.7, 0x1p-401, 0x1p401}) {
+    for (int64_t n : {8, 100, 513, 2000}) {
+      std::vector<double> x(n), y(n), v(n), e0(n), e1(n), e2(n), j1(n, 0.0);
+      for (int64_t i = 0; i < n; ++i) x[i] = u(rng), y[i] = u(rng), v[i] = u(rng);
+      for (int64_t i = 0, k = 0; i < n; i += 24, ++k) {  // one lane in every third group
+        x[i + k % 8 < n ? i + k % 8 : i] = specials[k % std::size(specials)];
+        v[i] = k % 2 ? 0x1p-401 : v[i];
+      }
+      StridedPtr in[4] = {{x.data(), 1}, {y.data(), 1}, {&s, 0}, {v.data(), 1}};
+      StridedPtr oe[3] = {{e0.data(), 1}, {e1.data(), 1}, {e2.data(), 1}};
+      vm->run(n, in, oe);
+      StridedPtr oj[3] = {{nullptr, 1}, {j1.data(), 1}, {nullptr, 1}};
+      double sums[3] = {0, 0, 0};
+      jk.fn_sums(&jk, n, in, oj, sums);
+      const double r0 = reduce::reduce_contiguous<reduce::Rop::Add, double>(e0.data(), n);
+      const double r2 = reduce::reduce_contiguous<reduce::Rop::Add, double>(e2.data(), n);
+      INFO("s " << s << " n " << n);
+      CHECK(std::memcmp(&sums[0], &r0, 8) == 0);
+      CHECK(std::memcmp(&sums[2], &r2, 8) == 0);
+      CHECK(std::memcmp(j1.data(), e1.data(), 8 * n) == 0);
+    }
+  }
+}
+
 // fn_row_sums at the kernel: each row's sum has the bits of the
 // interpreter's elements of that row summed as reduce_rows sums them, over
 // one leaf and several, with an input compiled as broadcast or not; the call
