@@ -1345,6 +1345,24 @@ TEST_CASE("jit_divisions_sharing_a_vector_divisor_give_the_ieee_quotient_for_eve
 
 #ifdef EMBER_WITH_JIT
 #include "interp/reduce_tree.hpp"
+// A kernel of three outputs, the first and last summed (KernelSpec::summed):
+// its sums have the bits of the interpreter's elements summed by
+// reduce_contiguous, its elements the interpreter's.
+template <class VM>
+static void check_sums_beside_elements(VM& vm, jit::JitKernel& jk, int64_t n, const StridedPtr* in) {
+  std::vector<double> e0(n), e1(n), e2(n), j1(n, 0.0);
+  StridedPtr oe[3] = {{e0.data(), 1}, {e1.data(), 1}, {e2.data(), 1}};
+  vm.run(n, in, oe);
+  StridedPtr oj[3] = {{nullptr, 1}, {j1.data(), 1}, {nullptr, 1}};
+  double sums[3] = {0, 0, 0};
+  jk.fn_sums(&jk, n, in, oj, sums);
+  const double r0 = reduce::reduce_contiguous<reduce::Rop::Add, double>(e0.data(), n);
+  const double r2 = reduce::reduce_contiguous<reduce::Rop::Add, double>(e2.data(), n);
+  CHECK(std::memcmp(&sums[0], &r0, 8) == 0);
+  CHECK(std::memcmp(&sums[2], &r2, 8) == 0);
+  CHECK(std::memcmp(j1.data(), e1.data(), 8 * n) == 0);
+}
+
 // Tier-2 kernels sum outputs a fused Sum reduces in their own loop
 // (KernelSpec::summed): the lanes of each leaf of the summation tree, the
 // last leaf's partial group folded in order. Each sum must have the bits of
@@ -1376,20 +1394,11 @@ TEST_CASE("jit_summed_outputs_match_the_interpreters_elements_summed_bitwise", "
     REQUIRE(jk.fn_sums);
     // 65540: a last chunk of 4 (no full group: the interpreter's elements).
     for (int64_t n : {3, 8, 9, 15, 16, 100, 128, 129, 300, 511, 512, 513, 1030, 2000, 65540, 70001}) {
-      std::vector<double> x(n), y(n), y2(n), e0(n), e1(n), e2(n), j1(n, 0.0);
+      std::vector<double> x(n), y(n), y2(n);
       for (int64_t i = 0; i < n; ++i) x[i] = u(rng), y[i] = u(rng), y2[i] = 0.5 + std::abs(u(rng));
       StridedPtr in[3] = {{x.data(), 1}, {y.data(), 1}, {y2.data(), 1}};
-      StridedPtr oe[3] = {{e0.data(), 1}, {e1.data(), 1}, {e2.data(), 1}};
-      vm->run(n, in, oe);
-      StridedPtr oj[3] = {{nullptr, 1}, {j1.data(), 1}, {nullptr, 1}};
-      double sums[3] = {0, 0, 0};
-      jk.fn_sums(&jk, n, in, oj, sums);
-      const double r0 = reduce::reduce_contiguous<reduce::Rop::Add, double>(e0.data(), n);
-      const double r2 = reduce::reduce_contiguous<reduce::Rop::Add, double>(e2.data(), n);
       INFO("pieces " << pieces << " n " << n);
-      CHECK(std::memcmp(&sums[0], &r0, 8) == 0);
-      CHECK(std::memcmp(&sums[2], &r2, 8) == 0);
-      CHECK(std::memcmp(j1.data(), e1.data(), 8 * n) == 0);
+      check_sums_beside_elements(*vm, jk, n, in);
     }
   }
 }
@@ -1426,24 +1435,15 @@ TEST_CASE("jit_summed_loop_with_quotients_out_of_the_reciprocal_range_keeps_the_
   std::uniform_real_distribution<double> u(0.25, 3);
   for (double s : {3.0, -0.7, 0x1p-401, 0x1p401}) {
     for (int64_t n : {8, 100, 513, 2000}) {
-      std::vector<double> x(n), y(n), v(n), e0(n), e1(n), e2(n), j1(n, 0.0);
+      std::vector<double> x(n), y(n), v(n);
       for (int64_t i = 0; i < n; ++i) x[i] = u(rng), y[i] = u(rng), v[i] = u(rng);
       for (int64_t i = 0, k = 0; i < n; i += 24, ++k) {  // one lane in every third group
         x[i + k % 8 < n ? i + k % 8 : i] = specials[k % std::size(specials)];
         v[i] = k % 2 ? 0x1p-401 : v[i];
       }
       StridedPtr in[4] = {{x.data(), 1}, {y.data(), 1}, {&s, 0}, {v.data(), 1}};
-      StridedPtr oe[3] = {{e0.data(), 1}, {e1.data(), 1}, {e2.data(), 1}};
-      vm->run(n, in, oe);
-      StridedPtr oj[3] = {{nullptr, 1}, {j1.data(), 1}, {nullptr, 1}};
-      double sums[3] = {0, 0, 0};
-      jk.fn_sums(&jk, n, in, oj, sums);
-      const double r0 = reduce::reduce_contiguous<reduce::Rop::Add, double>(e0.data(), n);
-      const double r2 = reduce::reduce_contiguous<reduce::Rop::Add, double>(e2.data(), n);
       INFO("s " << s << " n " << n);
-      CHECK(std::memcmp(&sums[0], &r0, 8) == 0);
-      CHECK(std::memcmp(&sums[2], &r2, 8) == 0);
-      CHECK(std::memcmp(j1.data(), e1.data(), 8 * n) == 0);
+      check_sums_beside_elements(*vm, jk, n, in);
     }
   }
 }
