@@ -405,7 +405,7 @@ class Gen {
     // the allocator spilled accumulators before the uniform inputs' splats:
     // a store and a reload in every group's add chain. Splats loaded in the
     // body take no register across the loop.
-    reload_uni_ = !kWideRegs;
+    reload_uni_ = !wide_regs_;
     for (int k = lo; k < hi; ++k) {
       emit_body_instr(k, hi, gp, fast_divs);
       for (const auto& [j, q] : sum_writes_[k])
@@ -1058,7 +1058,7 @@ class Gen {
   // Per divisor of this loop body: 1/s and whether s is in fast_div's range.
   std::unordered_map<Value*, std::pair<Value*, Value*>> rcp_vals_;
   const bool fma_ = host_has_fma();
-  const bool kWideRegs = __builtin_cpu_supports("avx512f");  // 32 vector registers
+  const bool wide_regs_ = __builtin_cpu_supports("avx512f");  // 32 vector registers
   bool reload_uni_ = false;  // read(): a uniform input is loaded at its use
   std::vector<int> last_read_;
   std::vector<std::vector<std::pair<int, int>>> sum_writes_;  // per instruction: (summed output, rank) it defines
