@@ -144,9 +144,7 @@ class Gen {
     div_lo_.assign(bc_.inputs.size(), nullptr);
     for (size_t j = 0; j < bc_.inputs.size(); ++j) {
       if (!in_base_[j] || !is_uniform_input(static_cast<int>(j))) continue;
-      const Cls c = interp::cls_of(bc_.inputs[j]);
-      Type* et = c == Cls::F64 ? Type::getDoubleTy(C) : c == Cls::F32 ? Type::getFloatTy(C) : s64;
-      Value* v = B.CreateAlignedLoad(et, in_base_[j], Align(c == Cls::F32 ? 4 : 8));
+      Value* v = uniform_element(j);
       uni_[j] = B.CreateVectorSplat(W, v);
       if (divisor[j]) {
         // Division by this input (fast_div): its reciprocal and, when the
@@ -280,8 +278,7 @@ class Gen {
       if (u->getType() != cls_ty(c)) throw std::runtime_error("uniform input read in another class");
       if (!reload_uni_) return u;
       // Loaded where the body reads it (see emit_summed_run).
-      Type* et = cast<VectorType>(u->getType())->getElementType();
-      u = B.CreateVectorSplat(W, B.CreateAlignedLoad(et, in_base_[j], Align(et->isFloatTy() ? 4 : 8)));
+      u = B.CreateVectorSplat(W, uniform_element(j));
       vals_[s] = u;
       return u;
     }
@@ -291,6 +288,13 @@ class Gen {
                              : load(cls_ty(c), at(cell_off(s), g));
     vals_[s] = v;
     return v;
+  }
+
+  // Uniform input j's one element, loaded at the insertion point.
+  Value* uniform_element(size_t j) {
+    const Cls c = interp::cls_of(bc_.inputs[j]);
+    Type* et = c == Cls::F64 ? Type::getDoubleTy(C) : c == Cls::F32 ? Type::getFloatTy(C) : s64;
+    return B.CreateAlignedLoad(et, in_base_[j], Align(c == Cls::F32 ? 4 : 8));
   }
 
   bool is_packed(int32_t s) const {
