@@ -568,8 +568,21 @@ void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedP
     }
   }
   bool any_direct = out_direct != 0;
+  // A block's partial last group may be read in place when its lanes past the
+  // block stay in the page of the block's last element: such a read cannot
+  // fault, and lanes past the block are never stored or summed. When every
+  // input read along the elements allows that at the call's end, and no
+  // output goes to the caller, the call is not cut at a group boundary.
+  auto page_tail = [&](size_t j, int64_t end) {
+    if (x[j].packed || x[j].dt != DType::Float64) return false;
+    const auto last = reinterpret_cast<uintptr_t>(in[j].data) + static_cast<uintptr_t>(end - 1) * 8;
+    const auto pad = last + static_cast<uintptr_t>((w - end % w) % w) * 8;
+    return (last >> 12) == (pad >> 12);
+  };
+  bool uncut = out_direct == 0 && n <= kBlock;
   for (size_t j = 0; j < ni; ++j) {
     any_direct |= direct(j);
+    if (!x[j].uniform && in[j].stride != 0) uncut = uncut && direct(j) && page_tail(j, n);
     if (x[j].uniform) {
       ip[j] = one_lane(x[j].dt, in[j].data, s + x[j].cell);
       continue;
@@ -583,8 +596,8 @@ void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedP
     int64_t m = std::min(kBlock, n - base);
     // Cutting a small block in two costs a second pass of every chunk (and
     // math call) more than gathering it: at n = 20, W = 8 that was 25 % slower.
-    if (any_direct && m >= kMinCut) m &= ~int64_t{w - 1};  // lanes are a power of two (lanes())
-    const bool whole = (m & (w - 1)) == 0;
+    if (any_direct && m >= kMinCut && !uncut) m &= ~int64_t{w - 1};  // lanes are a power of two (lanes())
+    const bool whole = (m & (w - 1)) == 0 || uncut;
     for (size_t j = 0; j < ni; ++j) {
       const int64_t es = static_cast<int64_t>(dtype_size(x[j].dt));
       const char* src = static_cast<const char*>(in[j].data) + base * in[j].stride * es;

@@ -8,6 +8,9 @@
 #include <limits>
 #include <random>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "interp/bytecode.hpp"
 #include "interp/vm.hpp"
 #include "jit/jit.hpp"
@@ -1401,6 +1404,58 @@ TEST_CASE("jit_summed_outputs_match_the_interpreters_elements_summed_bitwise", "
       check_sums_beside_elements(*vm, jk, n, in);
     }
   }
+}
+
+// A call whose every output is summed reads its vector inputs where they
+// are, its last partial group included, only when that group's lanes past
+// the inputs stay in their page: inputs that end at a page followed by an
+// unreadable one must not fault, and either way the sums keep the
+// interpreter's bits.
+TEST_CASE("jit_summed_call_over_a_partial_group_reads_nothing_past_its_inputs_page", "[jit]") {
+  REQUIRE_JIT();
+  using interp::ScalarOp;
+  // out0 = x * y (summed), out1 = x - y (summed), y2 uniform
+  Composite c;
+  c.inputs = {DType::Float64, DType::Float64, DType::Float64};
+  c.nodes.push_back({ScalarOp::Mul, DType::Float64, {0, 1}});
+  c.nodes.push_back({ScalarOp::Sub, DType::Float64, {3, 2}});
+  c.outputs = {3, 4};
+  REQUIRE(c.validate() == "");
+  auto vm = Interpreted::compile(c);
+  jit::KernelSpec spec;
+  spec.summed = {true, true};
+  spec.uniform = {false, false, true};
+  jit::JitKernel jk(vm->bytecode(), {jit::compile_chunk(vm->bytecode(), 0, static_cast<int>(vm->bytecode().code.size()), 2, nullptr, false, spec)}, 2, spec, vm);
+  REQUIRE(jk.fn_sums);
+  const long page = sysconf(_SC_PAGESIZE);
+  // Two readable pages for x and y, then one that is not.
+  char* mem = static_cast<char*>(mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(mem != MAP_FAILED);
+  REQUIRE(mprotect(mem + 2 * page, page, PROT_NONE) == 0);
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(-3, 3);
+  const double y2 = 0.75;
+  for (int64_t n : {9, 100, 300, 509}) {
+    // x ends where the unreadable page starts; y ends mid-page, then at the page end too.
+    for (int64_t gap : {int64_t{0}, int64_t{3}}) {
+      auto* x = reinterpret_cast<double*>(mem + 2 * page) - n;
+      auto* y = reinterpret_cast<double*>(mem + page) - n - gap;
+      for (int64_t i = 0; i < n; ++i) x[i] = u(rng), y[i] = u(rng);
+      StridedPtr in[3] = {{x, 1}, {y, 1}, {const_cast<double*>(&y2), 0}};
+      std::vector<double> e0(n), e1(n);
+      StridedPtr oe[2] = {{e0.data(), 1}, {e1.data(), 1}};
+      vm->run(n, in, oe);
+      StridedPtr oj[2] = {{nullptr, 1}, {nullptr, 1}};
+      double sums[2] = {0, 0};
+      INFO("n " << n << " gap " << gap);
+      jk.fn_sums(&jk, n, in, oj, sums);
+      const double r0 = reduce::reduce_contiguous<reduce::Rop::Add, double>(e0.data(), n);
+      const double r1 = reduce::reduce_contiguous<reduce::Rop::Add, double>(e1.data(), n);
+      CHECK(std::memcmp(&sums[0], &r0, 8) == 0);
+      CHECK(std::memcmp(&sums[1], &r1, 8) == 0);
+    }
+  }
+  munmap(mem, 3 * page);
 }
 
 // A summed loop whose divisions take the reciprocal paths (by a uniform
