@@ -264,6 +264,7 @@ class JitKernel : public interp::ElemKernel {
                        const interp::StridedPtr* out, double* sums);
   static bool run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, const interp::RowPtr* in,
                            const interp::RowPtr* out, double* const* row_sums);
+  static bool quick_sums(const JitKernel* k, int64_t n, const interp::StridedPtr* in, double* sums);
   static void run_blocks(const JitKernel* k, int64_t n, const interp::StridedPtr* in, const interp::StridedPtr* out,
                          const char** ip, char* s, struct SumState* st);
   // An input or output: its dtype and cell offset (-1: the constant k);
@@ -298,6 +299,7 @@ class JitKernel : public interp::ElemKernel {
   int tier_, lanes_;
   bool one_, any_uniform_ = false;
   bool plain_ins_ = false;  // every input float64, int64 or packed: one-element calls pass their operands as given
+  bool quick_ = false;      // summed: every output summed, every input uniform, packed, float64 or int64 (quick_sums)
   std::shared_ptr<const interp::ElemKernel> fallback_;
 };
 

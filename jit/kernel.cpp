@@ -280,6 +280,8 @@ JitKernel::JitKernel(const interp::Bytecode& bc, std::vector<Piece> pieces, int 
     any_uniform_ |= spec.is_uniform(k);
   }
   if (any_uniform_ && !fallback_) throw std::invalid_argument("JitKernel: uniform inputs need a fallback kernel");
+  quick_ = !summed_.empty() && summed_.size() == bc.outputs.size();
+  for (const Slot& x : ins_) quick_ = quick_ && (x.uniform || x.packed || x.dt == DType::Float64 || x.dt == DType::Int64);
   const std::vector<int> direct = direct_outputs(bc, spec.one_element, spec.summed);
   const std::vector<bool> packed_out = packed_outputs(bc, tier, spec);
   std::vector<int8_t> chunk(bc.outputs.size(), 0);
@@ -576,7 +578,7 @@ void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedP
   auto page_tail = [&](size_t j, int64_t end) {
     if (x[j].packed || x[j].dt != DType::Float64) return false;
     const auto last = reinterpret_cast<uintptr_t>(in[j].data) + static_cast<uintptr_t>(end - 1) * 8;
-    const auto pad = last + static_cast<uintptr_t>((w - end % w) % w) * 8;
+    const auto pad = last + static_cast<uintptr_t>(-end & (w - 1)) * 8;  // lanes are a power of two
     return (last >> 12) == (pad >> 12);
   };
   bool uncut = out_direct == 0 && n <= kBlock;
@@ -775,9 +777,53 @@ struct SumBuffers {
 };
 thread_local SumBuffers t_sums;
 
+// The call most Elemwise+Sum steps of small models make, without the block
+// loop's generality: one block, every output summed, each input uniform (one
+// element) or read where it is, its partial last group (if any) inside its
+// page (run_blocks). False, having done nothing, when the call is not that.
+bool JitKernel::quick_sums(const JitKernel* k, int64_t n, const interp::StridedPtr* in, double* sums) {
+  if (n < 8 || n > kBlock || !inplace_on()) return false;
+  const size_t ni = k->ins_.size(), ns = k->summed_.size();
+  const Slot* x = k->ins_.data();
+  const int w = k->lanes_;
+  SumBuffers& b = t_sums;
+  if (b.ip.size() < ni + k->outs_.size()) b.ip.resize(ni + k->outs_.size());
+  const char** ip = b.ip.data();
+  char* s = scratch_for(k->scratch_);
+  const int64_t pad = -n & (w - 1);  // elements a partial last group reads past the inputs
+  for (size_t j = 0; j < ni; ++j) {
+    const auto a = reinterpret_cast<uintptr_t>(in[j].data);
+    if (x[j].uniform) {
+      if (in[j].stride != 0) return false;
+      ip[j] = one_lane(x[j].dt, in[j].data, s + x[j].cell);
+      continue;
+    }
+    const int64_t es = x[j].packed ? 1 : 8;  // a packed input's bytes, else 8-byte elements in their cells' layout
+    const uintptr_t last = a + static_cast<uintptr_t>((n - 1) * es);
+    if (in[j].stride != 1 || a % es != 0 || (last >> 12) != ((last + pad * es) >> 12)) return false;
+    ip[j] = static_cast<const char*>(in[j].data);
+  }
+  for (const int32_t j : k->direct_outs_) ip[ni + j] = s + k->outs_[j].cell;
+  b.for_n(n);
+  char* ctl = s + static_cast<size_t>(k->out_cell_at(k->outs_.size()));  // sum_ctl_cell
+  b.set_lanes(ctl, ns);
+  const int64_t* ev = b.tree->events.data();
+  const int64_t zero = 0;
+  std::memcpy(ctl, &ev, 8);
+  std::memcpy(ctl + 8, &zero, 8);
+  std::memcpy(ctl + 16, &zero, 8);
+  for (const Piece& p : k->pieces_) p.fn(n, s, ip);
+  for (size_t q = 0; q < ns; ++q) {
+    const int32_t j = k->summed_[q];
+    sums[j] = b.sum(q, reinterpret_cast<const double*>(s + k->out_cell_at(j)));
+  }
+  return true;
+}
+
 void JitKernel::run_sums(const ElemKernel* self, int64_t n, const interp::StridedPtr* in,
                          const interp::StridedPtr* out, double* sums) {
   const auto* k = static_cast<const JitKernel*>(self);
+  if (k->quick_ && quick_sums(k, n, in, sums)) return;
   const size_t ni = k->ins_.size();
   bool elements = n < 8 || (n > reduce::kChunk && n % reduce::kChunk != 0 && n % reduce::kChunk < 8);
   for (size_t j = 0; j < ni; ++j) elements = elements || (k->ins_[j].uniform && in[j].stride != 0);

@@ -19,6 +19,8 @@ struct TierEntry;  // jit/tier_manager.hpp
 
 // Outputs past this index are not reduced in place (engine/program/fuse_reduce.cpp).
 inline constexpr int kMaxReducedOutput = 32;
+// Inputs the quick summed call takes on the stack (ElemwiseKernel::run_quick_sums).
+inline constexpr size_t kQuickIns = 32;
 
 // An input of a fused node: a one-element tensor, or (pick) the element at
 // `coord` of a larger one (a Subtensor with literal indices, absorbed).
@@ -111,6 +113,10 @@ class ElemwiseKernel final : public OpKernel, public SwapTarget {
   std::vector<bool> row_uniform_;
   bool row_sums_ = false;  // 2-D, every reduced output summed over its last axis
   int64_t run_row_sums(Frame& f, const interp::ElemKernel* k) const;
+  // A static count whose every output a whole sum reduces (set_reduced): the
+  // flat call without the general path's broadcast and stride analysis.
+  int64_t quick_n_ = 0;
+  bool run_quick_sums(Frame& f, const interp::ElemKernel* k) const;
   void* fused_input(Frame& f, int i) const;
   void run_fused(Frame& f, const interp::ElemKernel* k) const;
   mutable std::atomic<const interp::ElemKernel*> active_;

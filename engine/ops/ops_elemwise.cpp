@@ -178,7 +178,9 @@ void ElemwiseKernel::set_reduced(std::vector<uint8_t> r, int64_t flat) {
     return;
   }
   if (flat < 8 || flat >= parallel_threshold_) return;
-  for (size_t j = 0; j < reduced_.size(); ++j) summed[j] = reduced_[j] == 1;
+  bool all = reduced_.size() <= static_cast<size_t>(kMaxReducedOutput);
+  for (size_t j = 0; j < reduced_.size(); ++j) summed[j] = reduced_[j] == 1, all = all && summed[j];
+  if (all && composite_.inputs.size() <= kQuickIns) quick_n_ = flat;
   TierManager::instance().set_summed(tier_, std::move(summed));
 }
 
@@ -742,6 +744,10 @@ void ElemwiseKernel::run(Frame& f) const {
     k->run(1, ops, ops + nin);
     return;
   }
+  if (quick_n_ && k->fn_sums && run_quick_sums(f, k)) {
+    hot.elements = quick_n_;
+    return;
+  }
   if (row_sums_ && k->fn_row_sums) {
     const int64_t n = run_row_sums(f, k);
     if (n >= 0) {
@@ -754,6 +760,35 @@ void ElemwiseKernel::run(Frame& f) const {
   if (!run_flat(f, outs, k, ndim_, parallel_threshold_, total)) total = run_nest(f, outs, k, ndim_, parallel_threshold_);
   hot.elements = total;
   if (!reduced_.empty()) outs.finish(f, total);
+}
+
+// Each input one element or the whole static count in C order, every output
+// summed by the kernel (ElemKernel::fn_sums); false, having done nothing,
+// otherwise (the general path then names any mismatch).
+bool ElemwiseKernel::run_quick_sums(Frame& f, const interp::ElemKernel* k) const {
+  const int nin = f.num_inputs(), nout = f.num_outputs();
+  interp::StridedPtr ops[kQuickIns + kMaxReducedOutput];
+  for (int i = 0; i < nin; ++i) {
+    const Tensor& t = f.in(i);
+    int64_t st = 1;  // C-order strides over the dims longer than 1; st ends as the size
+    for (int d = t.shape.ndim - 1; d >= 0; --d) {
+      const int64_t v = t.shape.dims[d];
+      if (v != 1 && t.strides[d] != st) return false;
+      st *= v;
+    }
+    if (st == 1) ops[i] = {t.data, 0};
+    else if (st == quick_n_) ops[i] = {t.data, 1};
+    else return false;
+  }
+  for (int o = 0; o < nout; ++o) {
+    if (!k->summed[o]) return false;
+    ops[nin + o] = {nullptr, 1};
+  }
+  double sums[kMaxReducedOutput];
+  k->fn_sums(k, quick_n_, ops, ops + nin, sums);
+  static const Shape scalar{};
+  for (int o = 0; o < nout; ++o) *static_cast<double*>(f.alloc_out(o, scalar).data) = sums[o];
+  return true;
 }
 
 // A 2-D node whose reduced outputs are row sums, through a kernel that makes

@@ -649,6 +649,54 @@ TEST_CASE("jit_eager_elemwise_sums_made_in_the_loop_match_the_interpreter", "[ji
   }
 }
 
+// An Elemwise whose every output a fused Sum reduces, over a static count,
+// takes a quick call when its inputs are one element or the whole count in
+// C order (a bool mask read as bytes among them), and the general path when
+// one is a transposed view or the count passes a block: the interpreter's
+// bits either way, with and without a partial last group.
+TEST_CASE("jit_eager_elemwise_whose_every_output_is_summed_keeps_the_interpreters_bits_on_either_path", "[jit]") {
+  REQUIRE_JIT();
+  using nlohmann::json;
+  for (const auto& [r, c] : std::vector<std::pair<int64_t, int64_t>>{{1, 8}, {3, 101}, {16, 32}, {2, 300}}) {
+    for (bool transposed : {false, true}) {
+      test::GraphBuilder b;
+      const int x0 = transposed ? b.input("float64", {c, r}) : b.input("float64", {r, c});
+      const int x = transposed ? b.node("DimShuffle", {x0}, "float64", {r, c}, {{"new_order", {1, 0}}}) : x0;
+      const int sc = b.input("float64", {1, 1});
+      const int m = b.input("bool", {r, c});
+      const int d = b.ew("Sub", {x, sc}, "float64", {r, c});
+      const int q = b.ew("TrueDiv", {d, sc}, "float64", {r, c});
+      const int w = b.ew("Switch", {m, q, x}, "float64", {r, c});
+      b.outputs = {b.node("Sum", {q}, "float64", json::array(), {{"axis", nullptr}}),
+                   b.node("Sum", {w}, "float64", json::array(), {{"axis", nullptr}})};
+      std::mt19937_64 rng(r * 1000 + c);
+      std::uniform_real_distribution<double> u(-4.0, 4.0);
+      std::vector<double> xv(r * c);
+      std::vector<uint8_t> mv(r * c);
+      for (int64_t i = 0; i < r * c; ++i) xv[i] = u(rng), mv[i] = rng() % 3 != 0;
+      const json xs = transposed ? json{c, r} : json{r, c};
+      Array xa = Array::of<double>({2, {xs[0].get<int64_t>(), xs[1].get<int64_t>()}}, xv);
+      Array sa = Array::of<double>({2, {1, 1}}, {0.37});
+      Array ma = Array::of<uint8_t>({2, {r, c}}, mv);
+      ma.t.dtype = DType::Bool;
+      std::vector<Array> ref;
+      {
+        JitConfig off;
+        off.mode = JitMode::Off;
+        ScopedJit s(off);
+        ref = Program::from_json(b.str(), test::unpassed())->call({xa.t, sa.t, ma.t});
+      }
+      JitConfig on;
+      on.mode = JitMode::Eager;
+      on.cache = false;
+      ScopedJit s(on);
+      auto p = Program::from_json(b.str(), test::unpassed());
+      INFO("shape (" << r << ", " << c << ") transposed " << transposed);
+      for (int call = 0; call < 2; ++call) CHECK(same_bits(p->call({xa.t, sa.t, ma.t}), ref) == "");
+    }
+  }
+}
+
 // A one-node ScalarLoop program's outputs under eager against the JIT off
 // ("" when the bits agree); `check` sees the eager program's loop kernel.
 // With a cache directory the compiled code goes through the disk cache.
