@@ -319,12 +319,21 @@ size_t JitKernel::code_bytes() const {
 namespace {
 
 thread_local std::vector<double> t_scratch;  // grow-only; kernels never nest
+// Its aligned start and usable bytes: plain thread_locals, read without the
+// vector's TLS wrapper on every call (scratch_for is on every kernel call).
+thread_local char* t_scratch_at = nullptr;
+thread_local size_t t_scratch_bytes = 0;
 
-char* scratch_for(size_t bytes) {
-  const size_t need = bytes / 8 + kCellAlign / 8;
-  if (t_scratch.size() < need) t_scratch.resize(need);
+[[gnu::noinline]] char* grow_scratch(size_t bytes) {
+  t_scratch.resize(bytes / 8 + kCellAlign / 8);
   char* s = reinterpret_cast<char*>(t_scratch.data());
-  return s + (kCellAlign - reinterpret_cast<uintptr_t>(s) % kCellAlign) % kCellAlign;
+  t_scratch_at = s + (kCellAlign - reinterpret_cast<uintptr_t>(s) % kCellAlign) % kCellAlign;
+  t_scratch_bytes = bytes;
+  return t_scratch_at;
+}
+
+inline char* scratch_for(size_t bytes) {
+  return bytes <= t_scratch_bytes ? t_scratch_at : grow_scratch(bytes);
 }
 
 // One element of an input into lane 0 of its cell, widened as gather() does.
