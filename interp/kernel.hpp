@@ -12,8 +12,9 @@ struct StridedPtr {
   int64_t stride;
 };
 
-// Row lengths ElemKernel::fn_row_sums takes (one block of a compiled kernel).
-inline constexpr int64_t kRowSumsMin = 8, kRowSumsMax = 512;
+// Lengths a compiled kernel runs as one block holding a full group of lanes:
+// the rows ElemKernel::fn_row_sums takes, the quick summed calls.
+inline constexpr int64_t kOneBlockMin = 8, kOneBlockMax = 512;
 
 // One operand of a 2-D loop: rows, then elements within a row. Strides in elements.
 struct RowPtr {
@@ -42,8 +43,8 @@ struct ElemKernel {
   void (*fn_sums)(const ElemKernel* self, int64_t n, const StridedPtr* in, const StridedPtr* out,
                   double* sums) = nullptr;
   const uint8_t* summed = nullptr;  // per output (0 or 1), when fn_sums is set
-  // Optional, with fn_sums: rows x n elements (kRowSumsMin <= n <=
-  // kRowSumsMax), operand i's element (r, c) at in[i].data + r *
+  // Optional, with fn_sums: rows x n elements (kOneBlockMin <= n <=
+  // kOneBlockMax), operand i's element (r, c) at in[i].data + r *
   // in[i].row_stride + c * in[i].stride (in elements). Each row of an output
   // with summed[j] is summed as fn_sums sums n elements, into
   // row_sums[j][r]; the other outputs are written. Returns false, having

@@ -791,7 +791,7 @@ thread_local SumBuffers t_sums;
 // element) or read where it is, its partial last group (if any) inside its
 // page (run_blocks). False, having done nothing, when the call is not that.
 bool JitKernel::quick_sums(const JitKernel* k, int64_t n, const interp::StridedPtr* in, double* sums) {
-  if (n < 8 || n > kBlock || !inplace_on()) return false;
+  if (n < interp::kOneBlockMin || n > interp::kOneBlockMax || !inplace_on()) return false;
   const size_t ni = k->ins_.size(), ns = k->summed_.size();
   const Slot* x = k->ins_.data();
   const int w = k->lanes_;
@@ -872,8 +872,8 @@ bool JitKernel::run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, co
   const auto* k = static_cast<const JitKernel*>(self);
   const size_t ni = k->ins_.size(), no = k->outs_.size();
   // One block a row, with a full group of lanes in it.
-  static_assert(interp::kRowSumsMin == 8 && interp::kRowSumsMax == kBlock);
-  if (n < interp::kRowSumsMin || n > interp::kRowSumsMax) return false;
+  static_assert(interp::kOneBlockMin == 8 && interp::kOneBlockMax == kBlock);
+  if (n < interp::kOneBlockMin || n > interp::kOneBlockMax) return false;
   const Slot* x = k->ins_.data();
   for (size_t j = 0; j < ni; ++j)
     if (x[j].uniform && in[j].stride != 0) return false;

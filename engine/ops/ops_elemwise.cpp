@@ -166,8 +166,8 @@ void ElemwiseKernel::set_reduced(std::vector<uint8_t> r, int64_t flat) {
   // the static shape gives rows it takes: a kernel with summed outputs runs
   // every other call on the interpreter.
   const int64_t n = static_out_.dims[1];
-  bool rows = ndim_ == 2 && static_out_.ndim == 2 && static_out_.dims[0] >= 0 && n >= interp::kRowSumsMin &&
-              n <= interp::kRowSumsMax && static_out_.dims[0] * n < parallel_threshold_,
+  bool rows = ndim_ == 2 && static_out_.ndim == 2 && static_out_.dims[0] >= 0 && n >= interp::kOneBlockMin &&
+              n <= interp::kOneBlockMax && static_out_.dims[0] * n < parallel_threshold_,
        any = false;
   for (uint8_t v : reduced_) rows = rows && (v == 0 || v == 2), any = any || v == 2;
   std::vector<bool> summed(reduced_.size());
@@ -180,7 +180,7 @@ void ElemwiseKernel::set_reduced(std::vector<uint8_t> r, int64_t flat) {
   if (flat < 8 || flat >= parallel_threshold_) return;
   bool all = reduced_.size() <= static_cast<size_t>(kMaxReducedOutput);
   for (size_t j = 0; j < reduced_.size(); ++j) summed[j] = reduced_[j] == 1, all = all && summed[j];
-  if (all && composite_.inputs.size() <= kQuickIns) quick_n_ = flat;
+  if (all && flat <= interp::kOneBlockMax && composite_.inputs.size() <= kQuickIns) quick_n_ = flat;
   TierManager::instance().set_summed(tier_, std::move(summed));
 }
 
