@@ -371,6 +371,15 @@ bool inplace_on() {
   return on;
 }
 
+// Whether a call's partial last group, read where the input is, stays in
+// the page of the input's last element (n elements of es bytes, groups of w
+// lanes): such a read cannot fault, and lanes past n are never stored or summed.
+inline bool tail_in_page(const void* p, int64_t n, int64_t es, int w) {
+  const uintptr_t last = reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>((n - 1) * es);
+  const uintptr_t pad = static_cast<uintptr_t>((-n & (w - 1)) * es);  // lanes are a power of two
+  return (last >> 12) == ((last + pad) >> 12);
+}
+
 // Whether a chunk may read an input's elements where they are (when
 // inplace_on()): contiguous, 8-byte elements already in their class's cell
 // layout, aligned.
@@ -579,21 +588,14 @@ void JitKernel::run_blocks(const JitKernel* k, int64_t n, const interp::StridedP
     }
   }
   bool any_direct = out_direct != 0;
-  // A block's partial last group may be read in place when its lanes past the
-  // block stay in the page of the block's last element: such a read cannot
-  // fault, and lanes past the block are never stored or summed. When every
-  // input read along the elements allows that at the call's end, and no
-  // output goes to the caller, the call is not cut at a group boundary.
-  auto page_tail = [&](size_t j, int64_t end) {
-    if (x[j].packed || x[j].dt != DType::Float64) return false;
-    const auto last = reinterpret_cast<uintptr_t>(in[j].data) + static_cast<uintptr_t>(end - 1) * 8;
-    const auto pad = last + static_cast<uintptr_t>(-end & (w - 1)) * 8;  // lanes are a power of two
-    return (last >> 12) == (pad >> 12);
-  };
+  // A call of one block whose outputs all stay in cells is not cut at a
+  // group boundary when every input read along the elements is read in
+  // place with its partial last group in its page (tail_in_page).
   bool uncut = out_direct == 0 && n <= kBlock;
   for (size_t j = 0; j < ni; ++j) {
     any_direct |= direct(j);
-    if (!x[j].uniform && in[j].stride != 0) uncut = uncut && direct(j) && page_tail(j, n);
+    if (!x[j].uniform && in[j].stride != 0)
+      uncut = uncut && direct(j) && tail_in_page(in[j].data, n, x[j].packed ? 1 : 8, w);
     if (x[j].uniform) {
       ip[j] = one_lane(x[j].dt, in[j].data, s + x[j].cell);
       continue;
@@ -799,17 +801,16 @@ bool JitKernel::quick_sums(const JitKernel* k, int64_t n, const interp::StridedP
   if (b.ip.size() < ni + k->outs_.size()) b.ip.resize(ni + k->outs_.size());
   const char** ip = b.ip.data();
   char* s = scratch_for(k->scratch_);
-  const int64_t pad = -n & (w - 1);  // elements a partial last group reads past the inputs
   for (size_t j = 0; j < ni; ++j) {
-    const auto a = reinterpret_cast<uintptr_t>(in[j].data);
     if (x[j].uniform) {
       if (in[j].stride != 0) return false;
       ip[j] = one_lane(x[j].dt, in[j].data, s + x[j].cell);
       continue;
     }
-    const int64_t es = x[j].packed ? 1 : 8;  // a packed input's bytes, else 8-byte elements in their cells' layout
-    const uintptr_t last = a + static_cast<uintptr_t>((n - 1) * es);
-    if (in[j].stride != 1 || a % es != 0 || (last >> 12) != ((last + pad * es) >> 12)) return false;
+    // A packed input's bytes, else 8-byte elements in their cells' layout (quick_).
+    if (!in_place_layout(x[j].packed, x[j].dt, in[j].data, in[j].stride) ||
+        !tail_in_page(in[j].data, n, x[j].packed ? 1 : 8, w))
+      return false;
     ip[j] = static_cast<const char*>(in[j].data);
   }
   for (const int32_t j : k->direct_outs_) ip[ni + j] = s + k->outs_[j].cell;

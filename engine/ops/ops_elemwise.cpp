@@ -768,6 +768,7 @@ void ElemwiseKernel::run(Frame& f) const {
 bool ElemwiseKernel::run_quick_sums(Frame& f, const interp::ElemKernel* k) const {
   const int nin = f.num_inputs(), nout = f.num_outputs();
   interp::StridedPtr ops[kQuickIns + kMaxReducedOutput];
+  bool full = false;  // some input has the whole count (else the call broadcasts to one element)
   for (int i = 0; i < nin; ++i) {
     const Tensor& t = f.in(i);
     int64_t st = 1;  // C-order strides over the dims longer than 1; st ends as the size
@@ -777,9 +778,10 @@ bool ElemwiseKernel::run_quick_sums(Frame& f, const interp::ElemKernel* k) const
       st *= v;
     }
     if (st == 1) ops[i] = {t.data, 0};
-    else if (st == quick_n_) ops[i] = {t.data, 1};
+    else if (st == quick_n_) ops[i] = {t.data, 1}, full = true;
     else return false;
   }
+  if (!full) return false;
   for (int o = 0; o < nout; ++o) {
     if (!k->summed[o]) return false;
     ops[nin + o] = {nullptr, 1};

@@ -1503,6 +1503,24 @@ TEST_CASE("jit_summed_call_over_a_partial_group_reads_nothing_past_its_inputs_pa
       CHECK(std::memcmp(&sums[1], &r1, 8) == 0);
     }
   }
+  // The same reads by a kernel that stores its elements: below 64 elements
+  // its outputs stay in cells, so its one block is not cut either.
+  jit::KernelSpec plain;
+  plain.uniform = spec.uniform;
+  jit::JitKernel pk(vm->bytecode(), {jit::compile_chunk(vm->bytecode(), 0, static_cast<int>(vm->bytecode().code.size()), 2, nullptr, false, plain)}, 2, plain, vm);
+  for (int64_t n : {9, 20, 63, 300}) {
+    auto* x = reinterpret_cast<double*>(mem + 2 * page) - n;
+    auto* y = reinterpret_cast<double*>(mem + 2 * page) - 2 * n;
+    for (int64_t i = 0; i < n; ++i) x[i] = u(rng), y[i] = u(rng);
+    StridedPtr in[3] = {{x, 1}, {y, 1}, {const_cast<double*>(&y2), 0}};
+    std::vector<double> e0(n), e1(n), j0(n), j1(n);
+    StridedPtr oe[2] = {{e0.data(), 1}, {e1.data(), 1}}, oj[2] = {{j0.data(), 1}, {j1.data(), 1}};
+    vm->run(n, in, oe);
+    pk.fn(&pk, n, in, oj);
+    INFO("elements, n " << n);
+    CHECK(std::memcmp(e0.data(), j0.data(), 8 * n) == 0);
+    CHECK(std::memcmp(e1.data(), j1.data(), 8 * n) == 0);
+  }
   munmap(mem, 3 * page);
 }
 
