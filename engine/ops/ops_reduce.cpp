@@ -258,8 +258,11 @@ using ShortRowsFn = void (*)(const Plan&, const Tensor&, Tensor&);
 // acc[k * C + c], so 8 consecutive rows join the lanes as one contiguous run
 // of 8C values. The same leaves and combinations as rows mode, same bits.
 constexpr int64_t kNarrowMax = 16;  // columns
-template <Rop op, class A>
-void reduce_narrow_columns(Frame& f, const A* x, int64_t R, int64_t C, A* y) {
+// CC > 0: the column count known at compile time (2 to 4, a mixture's
+// components), so a leaf's 8 C lanes stay in registers; 0: C at run time.
+template <Rop op, class A, int CC = 0>
+void reduce_narrow_columns(Frame& f, const A* x, int64_t R, int64_t C_, A* y) {
+  const int64_t C = CC > 0 ? CC : C_;
   constexpr int kMaxLeaves = static_cast<int>(kChunk / (kLeaf / 2)) + 1;
   int16_t len[kMaxLeaves];
   int count = 0;
@@ -298,7 +301,14 @@ void reduce_narrow_columns(Frame& f, const A* x, int64_t R, int64_t C, A* y) {
 using NarrowFn = void (*)(Frame&, const void*, int64_t, int64_t, void*);
 template <Rop op, class A>
 void narrow_columns_fn(Frame& f, const void* x, int64_t R, int64_t C, void* y) {
-  reduce_narrow_columns<op, A>(f, static_cast<const A*>(x), R, C, static_cast<A*>(y));
+  const A* a = static_cast<const A*>(x);
+  A* b = static_cast<A*>(y);
+  switch (C) {
+    case 2: return reduce_narrow_columns<op, A, 2>(f, a, R, C, b);
+    case 3: return reduce_narrow_columns<op, A, 3>(f, a, R, C, b);
+    case 4: return reduce_narrow_columns<op, A, 4>(f, a, R, C, b);
+    default: return reduce_narrow_columns<op, A>(f, a, R, C, b);
+  }
 }
 
 template <Rop op, class In, class A>
