@@ -258,8 +258,9 @@ using ShortRowsFn = void (*)(const Plan&, const Tensor&, Tensor&);
 // acc[k * C + c], so 8 consecutive rows join the lanes as one contiguous run
 // of 8C values. The same leaves and combinations as rows mode, same bits.
 constexpr int64_t kNarrowMax = 16;  // columns
-// CC > 0: the column count known at compile time (2 to 4, a mixture's
-// components), so a leaf's 8 C lanes stay in registers; 0: C at run time.
+// CC > 0: the column count known at compile time (2, 3, 4 or 8: a mixture's
+// components), so the loop over a leaf's 8 C lanes is unrolled (and up to 4
+// columns held in registers); 0: C at run time.
 template <Rop op, class A, int CC = 0>
 void reduce_narrow_columns(Frame& f, const A* x, int64_t R, int64_t C_, A* y) {
   const int64_t C = CC > 0 ? CC : C_;
@@ -307,6 +308,7 @@ void narrow_columns_fn(Frame& f, const void* x, int64_t R, int64_t C, void* y) {
     case 2: return reduce_narrow_columns<op, A, 2>(f, a, R, C, b);
     case 3: return reduce_narrow_columns<op, A, 3>(f, a, R, C, b);
     case 4: return reduce_narrow_columns<op, A, 4>(f, a, R, C, b);
+    case 8: return reduce_narrow_columns<op, A, 8>(f, a, R, C, b);
     default: return reduce_narrow_columns<op, A>(f, a, R, C, b);
   }
 }
