@@ -319,22 +319,21 @@ size_t JitKernel::code_bytes() const {
 namespace {
 
 thread_local std::vector<double> t_scratch;  // grow-only; kernels never nest
-// Its aligned start and usable bytes: plain thread_locals, read without the
+// Its aligned start, and one more than its usable bytes (0: not made yet,
+// so the first call grows it): plain thread_locals, read without the
 // vector's TLS wrapper on every call (scratch_for is on every kernel call).
 thread_local char* t_scratch_at = nullptr;
-thread_local size_t t_scratch_bytes = 0;
+thread_local size_t t_scratch_room = 0;
 
 [[gnu::noinline]] char* grow_scratch(size_t bytes) {
   t_scratch.resize(bytes / 8 + kCellAlign / 8);
   char* s = reinterpret_cast<char*>(t_scratch.data());
   t_scratch_at = s + (kCellAlign - reinterpret_cast<uintptr_t>(s) % kCellAlign) % kCellAlign;
-  t_scratch_bytes = bytes;
+  t_scratch_room = bytes + 1;
   return t_scratch_at;
 }
 
-inline char* scratch_for(size_t bytes) {
-  return bytes <= t_scratch_bytes ? t_scratch_at : grow_scratch(bytes);
-}
+inline char* scratch_for(size_t bytes) { return bytes < t_scratch_room ? t_scratch_at : grow_scratch(bytes); }
 
 // One element of an input into lane 0 of its cell, widened as gather() does.
 inline void load_one(DType dt, const void* p, char* cell) {
