@@ -749,6 +749,24 @@ struct SumBuffers {
       std::memcpy(ctl + 32 + 16 * q, &t, 8);
     }
   }
+  // A summed call's setup: the tree for n, the control cell (sum_ctl_cell)
+  // pointed at ns outputs' leaf lanes and at the first leaf, and a pointer
+  // table of nip entries, returned.
+  const char** start(int64_t n, char* ctl, size_t ns, size_t nip) {
+    for_n(n);
+    set_lanes(ctl, ns);
+    restart(ctl);
+    if (ip.size() < nip) ip.resize(nip);
+    return ip.data();
+  }
+  // The control cell back at the first leaf: the next chunk call is a call over n from its start.
+  void restart(char* ctl) const {
+    const int64_t* ev = tree->events.data();
+    const int64_t zero = 0;
+    std::memcpy(ctl, &ev, 8);
+    std::memcpy(ctl + 8, &zero, 8);
+    std::memcpy(ctl + 16, &zero, 8);
+  }
   // A leaf's value: its 8 lanes combined, then its tail's first `tail`
   // elements folded in order.
   static double leaf_value(const double* lanes8, const double* tail_group, int64_t tail) {
@@ -784,6 +802,14 @@ struct SumBuffers {
                             : reduce::tree_contiguous<reduce::Rop::Add, double>(part.data(),
                                                                                 static_cast<int64_t>(part.size()));
   }
+  // After a call: each summed output's sum into sums[j], its accumulator in
+  // the cell at s + cell0 + j * spacing.
+  void collect(const std::vector<int32_t>& summed, const char* s, int64_t cell0, int64_t spacing, double* sums) {
+    for (size_t q = 0; q < summed.size(); ++q) {
+      const int32_t j = summed[q];
+      sums[j] = sum(q, reinterpret_cast<const double*>(s + cell0 + j * spacing));
+    }
+  }
 };
 thread_local SumBuffers t_sums;
 
@@ -797,9 +823,9 @@ bool JitKernel::quick_sums(const JitKernel* k, int64_t n, const interp::StridedP
   const Slot* x = k->ins_.data();
   const int w = k->lanes_;
   SumBuffers& b = t_sums;
-  if (b.ip.size() < ni + k->outs_.size()) b.ip.resize(ni + k->outs_.size());
-  const char** ip = b.ip.data();
   char* s = scratch_for(k->scratch_);
+  char* ctl = s + static_cast<size_t>(k->out_cell_at(k->outs_.size()));  // sum_ctl_cell
+  const char** ip = b.start(n, ctl, ns, ni + k->outs_.size());
   for (size_t j = 0; j < ni; ++j) {
     if (x[j].uniform) {
       if (in[j].stride != 0) return false;
@@ -813,19 +839,8 @@ bool JitKernel::quick_sums(const JitKernel* k, int64_t n, const interp::StridedP
     ip[j] = static_cast<const char*>(in[j].data);
   }
   for (const int32_t j : k->direct_outs_) ip[ni + j] = s + k->outs_[j].cell;
-  b.for_n(n);
-  char* ctl = s + static_cast<size_t>(k->out_cell_at(k->outs_.size()));  // sum_ctl_cell
-  b.set_lanes(ctl, ns);
-  const int64_t* ev = b.tree->events.data();
-  const int64_t zero = 0;
-  std::memcpy(ctl, &ev, 8);
-  std::memcpy(ctl + 8, &zero, 8);
-  std::memcpy(ctl + 16, &zero, 8);
   for (const Piece& p : k->pieces_) p.fn(n, s, ip);
-  for (size_t q = 0; q < ns; ++q) {
-    const int32_t j = k->summed_[q];
-    sums[j] = b.sum(q, reinterpret_cast<const double*>(s + k->out_cell_at(j)));
-  }
+  b.collect(k->summed_, s, k->out_cell0_, k->cell_bytes_, sums);
   return true;
 }
 
@@ -851,20 +866,12 @@ void JitKernel::run_sums(const ElemKernel* self, int64_t n, const interp::Stride
   }
   char* s = scratch_for(k->scratch_);
   SumBuffers& b = t_sums;
-  b.for_n(n);
-  const size_t ns = k->summed_.size();
   char* ctl = s + static_cast<size_t>(k->out_cell_at(k->outs_.size()));  // sum_ctl_cell
-  b.set_lanes(ctl, ns);
-  const size_t nip = ni + k->outs_.size();
-  if (b.ip.size() < nip) b.ip.resize(nip);
-  const char** ip = b.ip.data();
+  const char** ip = b.start(n, ctl, k->summed_.size(), ni + k->outs_.size());
   for (const int32_t j : k->direct_outs_) ip[ni + j] = s + k->outs_[j].cell;
   SumState st{b.tree->events.data(), 0, ctl};
   run_blocks(k, n, in, out, ip, s, &st);
-  for (size_t q = 0; q < ns; ++q) {
-    const int32_t j = k->summed_[q];
-    sums[j] = b.sum(q, reinterpret_cast<const double*>(s + k->out_cell_at(j)));
-  }
+  b.collect(k->summed_, s, k->out_cell0_, k->cell_bytes_, sums);
 }
 
 bool JitKernel::run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, const interp::RowPtr* in,
@@ -881,16 +888,13 @@ bool JitKernel::run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, co
     if (k->is_summed_[j] ? !row_sums[j] : !out[j].data) return false;
   char* s = scratch_for(k->scratch_);
   SumBuffers& b = t_sums;
-  b.for_n(n);
   const size_t ns = k->summed_.size();
   char* ctl = s + static_cast<size_t>(k->out_cell_at(no));  // sum_ctl_cell
-  b.set_lanes(ctl, ns);
-  if (b.ip.size() < ni + no) b.ip.resize(ni + no);
-  const char** ip = b.ip.data();
+  const char** ip = b.start(n, ctl, ns, ni + no);
   for (const int32_t j : k->direct_outs_) ip[ni + j] = s + k->outs_[j].cell;
   const int w = k->lanes_;
   const bool whole = n % w == 0, inplace = inplace_on();
-  const int64_t zero = 0, tail = n % 8;
+  const int64_t tail = n % 8;
   const bool one_leaf = n <= reduce::kLeaf;
   const size_t per = b.per();
   if (one_leaf && b.rows.size() < ns * static_cast<size_t>(rows) * 16) b.rows.resize(ns * rows * 16);
@@ -918,11 +922,7 @@ bool JitKernel::run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, co
         ip[j] = s + x[j].cell;
       }
     }
-    // Each row is a call over n elements from the first leaf (run_blocks).
-    const int64_t* ev = b.tree->events.data();
-    std::memcpy(ctl, &ev, 8);
-    std::memcpy(ctl + 8, &zero, 8);
-    std::memcpy(ctl + 16, &zero, 8);
+    b.restart(ctl);  // each row is a call over n elements from the first leaf
     for (const Piece& p : k->pieces_) p.fn(n, s, ip);
     for (size_t j = 0; j < no; ++j) {
       if (k->is_summed_[j]) continue;
