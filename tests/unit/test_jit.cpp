@@ -1597,25 +1597,29 @@ TEST_CASE("jit_row_sums_match_the_interpreters_rows_summed_bitwise", "[jit]") {
     ps.push_back(jit::compile_chunk(bc, 0, static_cast<int>(bc.code.size()), 2, nullptr, false, spec));
     jit::JitKernel jk(bc, std::move(ps), 2, spec, vm);
     REQUIRE(jk.fn_row_sums);
+    // x's rows: packed (row stride n), one row repeated (a (1, n) operand),
+    // or apart (row stride n + 5: a row's padding lanes read the gap).
     for (int64_t rows : {1, 5, 70}) {
+      for (int x_rows : {0, 1, 2})
       for (int64_t n : {7, 8, 9, 15, 16, 17, 100, 128, 129, 300, 512, 513}) {
-        std::vector<double> x(rows * n), c(rows), e0(rows * n), e1(rows * n), e2(rows * n), j1(rows * n, 0.0),
-            w0(rows), w2(rows);
+        const int64_t xs = x_rows == 0 ? n : x_rows == 1 ? 0 : n + 5;
+        std::vector<double> x(std::max<int64_t>(rows * xs, n)), c(rows), e0(rows * n), e1(rows * n), e2(rows * n),
+            j1(rows * n, 0.0), w0(rows), w2(rows);
         for (double& v : x) v = u(rng);
         for (double& v : c) v = u(rng);
         const double sv = 0.5 + std::abs(u(rng));
         for (int64_t r = 0; r < rows; ++r) {
-          StridedPtr in[3] = {{x.data() + r * n, 1}, {c.data() + r, 0}, {const_cast<double*>(&sv), 0}};
+          StridedPtr in[3] = {{x.data() + r * xs, 1}, {c.data() + r, 0}, {const_cast<double*>(&sv), 0}};
           StridedPtr oe[3] = {{e0.data() + r * n, 1}, {e1.data() + r * n, 1}, {e2.data() + r * n, 1}};
           vm->run(n, in, oe);
         }
         reduce::reduce_rows<reduce::Rop::Add, double>(e0.data(), rows, n, w0.data());
         reduce::reduce_rows<reduce::Rop::Add, double>(e2.data(), rows, n, w2.data());
-        RowPtr in[3] = {{x.data(), n, 1}, {c.data(), 1, 0}, {const_cast<double*>(&sv), 0, 0}};
+        RowPtr in[3] = {{x.data(), xs, 1}, {c.data(), 1, 0}, {const_cast<double*>(&sv), 0, 0}};
         RowPtr out[3] = {{nullptr, 0, 0}, {j1.data(), n, 1}, {nullptr, 0, 0}};
         std::vector<double> g0(rows, -1.0), g2(rows, -1.0);
         double* sums[3] = {g0.data(), nullptr, g2.data()};
-        INFO("uniform " << uniform_s << " rows " << rows << " n " << n);
+        INFO("uniform " << uniform_s << " rows " << rows << " x rows " << x_rows << " n " << n);
         const bool took = jk.fn_row_sums(&jk, rows, n, in, out, sums);
         CHECK(took == (n >= 8 && n <= 512));
         if (!took) {
