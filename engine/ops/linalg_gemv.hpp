@@ -62,6 +62,25 @@ inline int64_t gemv_rows_narrow(const double* A, const double* x, int64_t m, dou
   return i;
 }
 
+// R < 4 contiguous rows s0 apart, each row's vector of partial sums its own
+// chain, interleaved; the last k - k4 elements by the masked load (mk, xt).
+template <int R>
+inline void gemv_rows_tail(const double* A, int64_t s0, const double* x, int64_t k4, bool rem, __m256i mk,
+                           __m256d xt, double* y) {
+  __m256d a[R];
+  for (int r = 0; r < R; ++r) a[r] = _mm256_setzero_pd();
+  for (int64_t j = 0; j < k4; j += 4) {
+    const __m256d xv = _mm256_loadu_pd(x + j);
+    for (int r = 0; r < R; ++r) a[r] = _mm256_add_pd(a[r], _mm256_mul_pd(_mm256_loadu_pd(A + r * s0 + j), xv));
+  }
+  for (int r = 0; r < R; ++r) {
+    if (rem) a[r] = _mm256_add_pd(a[r], _mm256_mul_pd(_mm256_maskload_pd(A + r * s0 + k4, mk), xt));
+    alignas(32) double p[4];
+    _mm256_store_pd(p, a[r]);
+    y[r] = (p[0] + p[1]) + (p[2] + p[3]);
+  }
+}
+
 #endif
 
 // A's element (i, j) at A[i * s0 + j * s1]; x contiguous; s1 == 1 or s0 == 1.
@@ -99,15 +118,16 @@ inline void gemv_f64(const double* A, int64_t s0, int64_t s1, const double* x, i
       _mm256_storeu_pd(y + i, _mm256_add_pd(_mm256_permute2f128_pd(h01, h23, 0x20),
                                             _mm256_permute2f128_pd(h01, h23, 0x31)));
     }
-    for (; i < m; ++i) {
-      const double* r = A + i * s0;
-      __m256d a = _mm256_setzero_pd();
-      for (int64_t j = 0; j < k4; j += 4) a = _mm256_add_pd(a, _mm256_mul_pd(_mm256_loadu_pd(r + j), _mm256_loadu_pd(x + j)));
-      if (rem) a = _mm256_add_pd(a, _mm256_mul_pd(_mm256_maskload_pd(r + k4, mk), xt));
-      alignas(32) double p[4];
-      _mm256_store_pd(p, a);
-      y[i] = (p[0] + p[1]) + (p[2] + p[3]);
+    // The last m % 4 rows together: one row's sums are one chain of adds,
+    // so rows taken one after another wait on each other's latency (a
+    // regression's X^T g: three rows of hundreds of elements).
+    switch (m - i) {
+      case 3: gemv_rows_tail<3>(A + i * s0, s0, x, k4, rem != 0, mk, xt, y + i); break;
+      case 2: gemv_rows_tail<2>(A + i * s0, s0, x, k4, rem != 0, mk, xt, y + i); break;
+      case 1: gemv_rows_tail<1>(A + i * s0, s0, x, k4, rem != 0, mk, xt, y + i); break;
+      default: break;
     }
+    i = m;
   } else {
     // Columns contiguous (s0 == 1): four rows per vector, their partial sum
     // q in P[q]. The last m % 4 rows as one block whose other lanes are
