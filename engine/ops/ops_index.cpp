@@ -255,6 +255,7 @@ class IncK : public OpKernel {
     const Tensor& x = f.in(0);
     const Tensor& y = f.in(1);
     if (one_ && x.ndim() == 1 && y.dtype == x.dtype && y.ndim() <= 1) return run1(f, x, y);
+    if (one_ && mode_ != IncNoDup && x.ndim() == 2 && y.dtype == x.dtype && rows1(f, x, y)) return;
     if (basic_ && y.dtype == x.dtype) return run_basic(f, x, y);
     Tensor& o = out_of(f, x);
     Uninit<Resolved> ur;  // every field is set by resolve_index before it is read
@@ -394,6 +395,53 @@ class IncK : public OpKernel {
       if (mode_ == Set) zip_each(v.shape, d, v.strides, s, yb.strides, [](T& a, const T& b) { a = b; });
       else zip_each(v.shape, d, v.strides, s, yb.strides, [](T& a, const T& b) { a += b; });
     });
+  }
+
+  // One index vector into the rows of a matrix x, y one row per index with
+  // its row contiguous (an embedding's or factor table's gradient): each
+  // row added (or set) in index order, as the general path does, with the
+  // index read as run1 reads it. Short rows have their length a constant
+  // (a loop and its remainder cost more than a row of 2-4). False, having
+  // done nothing, for other layouts.
+  bool rows1(Frame& f, const Tensor& x, const Tensor& y) const {
+    const int64_t n = f.in(2).dim(0), cols = x.dim(1);
+    if (y.ndim() != 2 || y.dim(0) != n || y.dim(1) != cols || (cols > 1 && y.strides[1] != 1)) return false;
+    Tensor& o = out_of(f, x);
+    if (o.ndim() != 2 || (cols > 1 && o.strides[1] != 1)) [[unlikely]]
+      return false;  // not reached: outputs are allocated C-contiguous
+    const int64_t dim = x.dim(0), os = o.strides[0], ys = y.strides[0];
+    const bool set = mode_ == Set;
+    dtype_dispatch(x.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* base = o.ptr<T>();
+      const T* yd = y.ptr<const T>();
+      fastidx::with_index(f, ci_, 2, dim, [&](auto get, int64_t m) {
+        auto rows = [&](auto len) {
+          const int64_t w = len.value > 0 ? int64_t{len.value} : cols;
+          auto one = [&](int64_t b, int64_t v) {
+            T* d = base + v * os;
+            const T* s = yd + b * ys;
+            if (set)
+              for (int64_t k = 0; k < w; ++k) d[k] = s[k];
+            else
+              for (int64_t k = 0; k < w; ++k) d[k] += s[k];
+          };
+          fastidx::blocked(
+              m, get,
+              [&](int64_t b, int64_t v0, int64_t v1, int64_t v2, int64_t v3) {
+                one(b, v0), one(b + 1, v1), one(b + 2, v2), one(b + 3, v3);
+              },
+              one);
+        };
+        switch (cols) {
+          case 2: return rows(std::integral_constant<int, 2>{});
+          case 3: return rows(std::integral_constant<int, 3>{});
+          case 4: return rows(std::integral_constant<int, 4>{});
+          default: return rows(std::integral_constant<int, 0>{});
+        }
+      });
+    });
+    return true;
   }
 
   // One index vector into a vector x, y of x's dtype: the index read in its

@@ -14,7 +14,7 @@ using namespace ember;
 
 namespace {
 
-std::string table_graph(bool inc, int64_t C) {
+std::string table_graph(bool inc, int64_t C, bool set = false) {
   const std::string c = std::to_string(C);
   if (!inc)
     return R"({"format": "ember-graph", "version": 1,
@@ -30,7 +30,7 @@ std::string table_graph(bool inc, int64_t C) {
                   {"name": "z", "dtype": "float64", "shape": [10, )" + c + R"(]}],
     "inputs": [{"var": 0}, {"var": 1}, {"var": 2}], "outputs": [3],
     "nodes": [{"op": "AdvancedIncSubtensor1", "inputs": [0, 1, 2], "outputs": [3],
-               "attrs": {"set_instead_of_inc": false}}]})";
+               "attrs": {"set_instead_of_inc": )" + std::string(set ? "true" : "false") + R"(}}]})";
 }
 
 }  // namespace
@@ -42,6 +42,7 @@ TEST_CASE("table_rows_gathered_and_added_back_by_index_match_reference") {
   for (int64_t C : {1, 2, 3, 4, 5, 8, 11}) {
     auto g = Program::from_json(table_graph(false, C));
     auto s = Program::from_json(table_graph(true, C));
+    auto w = Program::from_json(table_graph(true, C, true));
     for (int64_t n : {0, 1, 3, 7, 300}) {
       std::vector<double> x(static_cast<size_t>(10 * C)), y(static_cast<size_t>(n * C));
       std::vector<int64_t> idx(static_cast<size_t>(n));
@@ -51,19 +52,22 @@ TEST_CASE("table_rows_gathered_and_added_back_by_index_match_reference") {
       Array ax = Array::of<double>({2, {10, C}}, x), ay = Array::of<double>({2, {n, C}}, y);
       Array ai = Array::of<int64_t>({1, {n}}, idx);
       const auto got = g->call({ax.t, ai.t})[0];
-      std::vector<double> sum = x;
+      std::vector<double> sum = x, last = x;
       for (int64_t b = 0; b < n; ++b) {
         const int64_t r = idx[b] < 0 ? idx[b] + 10 : idx[b];
         for (int64_t k = 0; k < C; ++k) {
           INFO("C = " << C << ", n = " << n << ", row " << b);
           REQUIRE(got.data<double>()[b * C + k] == x[r * C + k]);
           sum[r * C + k] += y[b * C + k];
+          last[r * C + k] = y[b * C + k];
         }
       }
       const auto inc = s->call({ax.t, ay.t, ai.t})[0];
+      const auto put = w->call({ax.t, ay.t, ai.t})[0];
       for (int64_t e = 0; e < 10 * C; ++e) {
         INFO("C = " << C << ", n = " << n << ", element " << e);
         REQUIRE(inc.data<double>()[e] == sum[e]);  // the same additions in the same order
+        REQUIRE(put.data<double>()[e] == last[e]);  // the last write of each row wins
       }
     }
     Array ax = Array::of<double>({2, {10, C}}, std::vector<double>(static_cast<size_t>(10 * C), 1.0));
@@ -71,5 +75,6 @@ TEST_CASE("table_rows_gathered_and_added_back_by_index_match_reference") {
     Array ay = Array::of<double>({2, {3, C}}, std::vector<double>(static_cast<size_t>(3 * C), 1.0));
     CHECK_THROWS_WITH(g->call({ax.t, bad.t}), Catch::Matchers::Contains("out of bounds"));
     CHECK_THROWS_WITH(s->call({ax.t, ay.t, bad.t}), Catch::Matchers::Contains("out of bounds"));
+    CHECK_THROWS_WITH(w->call({ax.t, ay.t, bad.t}), Catch::Matchers::Contains("out of bounds"));
   }
 }
