@@ -40,7 +40,8 @@ bool nan_last_less(T a, T b) {
   else return a < b;
 }
 
-// Calls f(a, b) for every element pair of two same-shaped strided views, C order.
+// Calls f(a, b) for every element pair of two same-shaped strided views, C
+// order. b must not overlap a (a row broadcasting b reads it once).
 template <class A, class B, class F>
 void zip_each(const Shape& shape, A* a, const int64_t* sa, B* b, const int64_t* sb, F&& f) {
   int64_t dims[kMaxRank];
@@ -63,8 +64,12 @@ void zip_each(const Shape& shape, A* a, const int64_t* sa, B* b, const int64_t* 
   auto row = [&](A* pa, B* pb) {
     if (ia == 1 && ib == 1)
       for (int64_t k = 0; k < n; ++k) f(pa[k], pb[k]);
-    else if (ia == 1 && ib == 0)
-      for (int64_t k = 0; k < n; ++k) f(pa[k], *pb);
+    else if (ia == 1 && ib == 0) {
+      // Read once: through the reference, every store to a could change *pb,
+      // so the loop reloaded it per element and was not vectorized.
+      const std::remove_const_t<B> v = *pb;
+      for (int64_t k = 0; k < n; ++k) f(pa[k], v);
+    }
     else
       for (int64_t k = 0; k < n; ++k) f(pa[k * ia], pb[k * ib]);
   };
