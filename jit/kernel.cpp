@@ -683,17 +683,6 @@ static void leaf_starts(int64_t n, std::vector<int64_t>& first) {
   }
 }
 
-// run_row_sums: input j of row r is at base + r * step: read there (kAt,
-// rows below upto; the others gathered), gathered into its cell (kGather),
-// or one element (kWiden: one_lane).
-struct RowIn {
-  enum How : int32_t { kAt, kGather, kWiden };
-  int32_t j;
-  How how;
-  const char* base;
-  int64_t step, upto;
-};
-
 // One thread's buffers for summed calls (one thread_local: each costs a
 // lookup in a shared library), with the trees of its last few lengths.
 struct SumBuffers {
@@ -712,8 +701,6 @@ struct SumBuffers {
   const Tree* tree = nullptr;  // the current call's (for_n)
   std::vector<double> lanes, val, part;
   std::vector<double> rows;  // run_row_sums: per summed output and row, a leaf's 8 lanes and tail group
-  std::vector<RowIn> row_plan;         // run_row_sums: how each row points its inputs
-  std::vector<int32_t> kept_outs;      // run_row_sums: the outputs not summed
   std::vector<const char*> ip;
 
   void for_n(int64_t len) {
@@ -906,71 +893,53 @@ bool JitKernel::run_row_sums(const ElemKernel* self, int64_t rows, int64_t n, co
   const char** ip = b.start(n, ctl, ns, ni + no);
   for (const int32_t j : k->direct_outs_) ip[ni + j] = s + k->outs_[j].cell;
   const int w = k->lanes_;
-  const bool inplace = inplace_on();
+  const bool whole = n % w == 0, inplace = inplace_on();
   const int64_t tail = n % 8;
   const bool one_leaf = n <= reduce::kLeaf;
   const size_t per = b.per();
   if (one_leaf && b.rows.size() < ns * static_cast<size_t>(rows) * 16) b.rows.resize(ns * rows * 16);
-  // How each row points each input, decided once per call (the rows differ
-  // only by their offset): the rows' loop then does no per-input analysis.
   // A row's last group may read on into the next row (lanes past n are
-  // computed, never stored or summed) when it stays inside the next row, so
-  // only the last row of such an input is gathered.
+  // computed, never stored or summed) when it stays inside the next row.
   const int64_t padded = (n + w - 1) / w * w;
-  auto& plan = b.row_plan;
-  plan.clear();
   for (size_t j = 0; j < ni; ++j) {
-    const auto* base = static_cast<const char*>(in[j].data);
-    const int64_t step = in[j].row_stride * x[j].es;
-    if (x[j].uniform) {
-      const bool direct = (x[j].dt == DType::Float64 || x[j].dt == DType::Int64) &&
-                          reinterpret_cast<uintptr_t>(base) % 8 == 0 && step % 8 == 0;
-      plan.push_back({static_cast<int32_t>(j), direct ? RowIn::kAt : RowIn::kWiden, base, step, rows});
-    } else if (in[j].row_stride == 0) {  // one row repeated (a (1, n) operand): gathered once
-      gather_in(x[j].packed, x[j].dt, base, in[j].stride, n, s + x[j].cell, w);
-      ip[j] = s + x[j].cell;
-    } else {
-      const bool at = inplace && in_place_layout(x[j].packed, x[j].dt, base, in[j].stride) &&
-                      (x[j].packed || step % 8 == 0);
-      int64_t upto = 0;  // rows read in place: [0, upto)
-      if (at && n % w == 0) upto = rows;
-      else if (at && in[j].row_stride >= n && padded - in[j].row_stride < n) upto = rows - 1;
-      plan.push_back({static_cast<int32_t>(j), upto == 0 ? RowIn::kGather : RowIn::kAt, base, step, upto});
-    }
+    // Inputs one row repeats (a (1, n) operand): gathered once.
+    if (x[j].uniform || in[j].row_stride != 0) continue;
+    gather_in(x[j].packed, x[j].dt, static_cast<const char*>(in[j].data), in[j].stride, n, s + x[j].cell, w);
+    ip[j] = s + x[j].cell;
   }
-  std::vector<int32_t>& kept = b.kept_outs;  // outputs stored by row, not summed
-  kept.clear();
-  for (size_t j = 0; j < no; ++j)
-    if (!k->is_summed_[j]) kept.push_back(static_cast<int32_t>(j));
   for (int64_t r = 0; r < rows; ++r) {
-    for (const RowIn& a : plan) {
-      const char* src = a.base + r * a.step;
-      const Slot& xj = x[a.j];
-      if (a.how == RowIn::kAt && r < a.upto) {
-        ip[a.j] = src;
-      } else if (a.how == RowIn::kGather || a.how == RowIn::kAt) {
-        gather_in(xj.packed, xj.dt, src, in[a.j].stride, n, s + xj.cell, w);
-        ip[a.j] = s + xj.cell;
+    for (size_t j = 0; j < ni; ++j) {
+      const char* src = static_cast<const char*>(in[j].data) + r * in[j].row_stride * x[j].es;
+      if (x[j].uniform) {
+        ip[j] = one_lane(x[j].dt, src, s + x[j].cell);
+      } else if (in[j].row_stride == 0) {
+        // gathered above
+      } else if (inplace && in_place_layout(x[j].packed, x[j].dt, src, in[j].stride) &&
+                 (whole || (r + 1 < rows && in[j].row_stride >= n && padded - in[j].row_stride < n))) {
+        ip[j] = src;
       } else {
-        ip[a.j] = one_lane(xj.dt, src, s + xj.cell);
+        gather_in(x[j].packed, x[j].dt, src, in[j].stride, n, s + x[j].cell, w);
+        ip[j] = s + x[j].cell;
       }
     }
     b.restart(ctl);  // each row is a call over n elements from the first leaf
     for (const Piece& p : k->pieces_) p.fn(n, s, ip);
-    for (const int32_t j : kept) {
+    for (size_t j = 0; j < no; ++j) {
+      if (k->is_summed_[j]) continue;
       const Slot& o = k->outs_[j];
       const int64_t es = static_cast<int64_t>(dtype_size(o.dt));
       const char* cell = out_lanes(o, ip, s);
       scatter(o.packed, o.dt, cell, o.k, n, static_cast<char*>(out[j].data) + r * out[j].row_stride * es, out[j].stride, w);
     }
     for (size_t q = 0; q < ns; ++q) {
-      const auto* acc = reinterpret_cast<const double*>(s + k->out_cell_at(k->summed_[q]));
-      if (one_leaf) {  // the leaf's lanes (and tail group), summed after the last row
+      const int32_t j = k->summed_[q];
+      const auto* acc = reinterpret_cast<const double*>(s + k->out_cell_at(j));
+      if (one_leaf) {  // the leaf's lanes and tail, summed after the last row
         double* d = b.rows.data() + (q * rows + r) * 16;
         std::memcpy(d, acc, 64);
-        if (tail) std::memcpy(d + 8, b.lanes.data() + q * per + 16, 64);
+        std::memcpy(d + 8, b.lanes.data() + q * per + 16, 64);
       } else {
-        row_sums[k->summed_[q]][r] = b.sum(q, acc);
+        row_sums[j][r] = b.sum(q, acc);
       }
     }
   }
