@@ -76,6 +76,17 @@ inline void blocked(int64_t n, Get&& get, B4&& b4, B1&& b1) {
   for (; b < n; ++b) b1(b, get(b));
 }
 
+// one(b, get(b)) for every b in order, four indices loaded ahead (blocked).
+template <class Get, class One>
+inline void each(int64_t n, Get&& get, One&& one) {
+  blocked(
+      n, get,
+      [&](int64_t b, int64_t v0, int64_t v1, int64_t v2, int64_t v3) {
+        one(b, v0), one(b + 1, v1), one(b + 2, v2), one(b + 3, v3);
+      },
+      one);
+}
+
 // get(b) for an index array of integer type I: idx[b * ist] normalized to
 // [0, dim), failing (CallError naming the raw value) when out of range.
 template <class I>

@@ -167,12 +167,7 @@ class Gather1K : public OpKernel {
           auto one = [&](int64_t b, int64_t v) {
             if (bytes) std::memcpy(od + b * bytes, xd + v * xs0 * es, size_t(bytes));
           };
-          fastidx::blocked(
-              rs.dims[0], get,
-              [&](int64_t b, int64_t v0, int64_t v1, int64_t v2, int64_t v3) {
-                one(b, v0), one(b + 1, v1), one(b + 2, v2), one(b + 3, v3);
-              },
-              one);
+          fastidx::each(rs.dims[0], get, one);
         };
         // Short rows (a category table's rows of a few float64s): a call of
         // memcpy per row costs more than the copy.
@@ -426,12 +421,7 @@ class IncK : public OpKernel {
             else
               for (int64_t k = 0; k < w; ++k) d[k] += s[k];
           };
-          fastidx::blocked(
-              m, get,
-              [&](int64_t b, int64_t v0, int64_t v1, int64_t v2, int64_t v3) {
-                one(b, v0), one(b + 1, v1), one(b + 2, v2), one(b + 3, v3);
-              },
-              one);
+          fastidx::each(m, get, one);
         };
         switch (cols) {
           case 2: return rows(std::integral_constant<int, 2>{});
@@ -470,16 +460,8 @@ class IncK : public OpKernel {
         if (mode_ == Inc && constant && !ci_.bin_groups().empty()) return add_by_bins(base, yd, ys);
         if (mode_ == Set || (constant && !ci_.runs())) {
           // In order through memory: last write wins / sequential sums.
-          auto go = [&](auto one) {
-            fastidx::blocked(
-                n, get,
-                [&](int64_t b, int64_t v0, int64_t v1, int64_t v2, int64_t v3) {
-                  one(b, v0), one(b + 1, v1), one(b + 2, v2), one(b + 3, v3);
-                },
-                one);
-          };
-          if (mode_ == Set) go([&](int64_t b, int64_t v) { base[v] = yd[b * ys]; });
-          else go([&](int64_t b, int64_t v) { base[v] += yd[b * ys]; });
+          if (mode_ == Set) fastidx::each(n, get, [&](int64_t b, int64_t v) { base[v] = yd[b * ys]; });
+          else fastidx::each(n, get, [&](int64_t b, int64_t v) { base[v] += yd[b * ys]; });
           return;
         }
         // A run of equal indices (idx is often sorted) accumulates in a
