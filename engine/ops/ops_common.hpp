@@ -41,7 +41,8 @@ bool nan_last_less(T a, T b) {
 }
 
 // Calls f(a, b) for every element pair of two same-shaped strided views, C
-// order. b must not overlap a (a row broadcasting b reads it once).
+// order. f's writes through a must not change b (a row broadcasting b reads
+// it once).
 template <class A, class B, class F>
 void zip_each(const Shape& shape, A* a, const int64_t* sa, B* b, const int64_t* sb, F&& f) {
   int64_t dims[kMaxRank];
